@@ -1,0 +1,29 @@
+# Reproduction of "Metric Space Magnitude for Evaluating the Diversity of Latent Representations".
+#
+#   snakemake --cores 8                 every experiment listed in config["experiments"]
+#   snakemake --cores 8 curvature       one experiment by target
+#
+# Rules live in workflow/rules/<topic>.smk; rule scripts in scripts/; the metrics in diversity_core/.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/curvature.smk"
+include: "workflow/rules/images.smk"
+include: "workflow/rules/axioms.smk"
+include: "workflow/rules/graphs.smk"
+
+
+rule all:
+    input:
+        experiment_targets(),
+    default_target: True

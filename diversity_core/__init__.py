@@ -1,0 +1,46 @@
+"""diversity_core: metric space magnitude and baseline diversity measures for embeddings.
+
+NumPy in, NumPy out. Every function takes embeddings of shape (n_points, n_features) or a distance
+matrix of shape (n_points, n_points) and raises ``ValueError`` naming the problem on bad input.
+"""
+
+from .distances import METRICS, pairwise_distances
+from .magnitude import (
+    convergence_scale,
+    mag_area,
+    mag_diff,
+    magnitude_derivative,
+    magnitude_function,
+    magnitude_weights,
+    reference_based_t_cut,
+    reference_free_t_cut,
+)
+
+# --- baselines (issue 3) ---
+# isort: split
+from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from .reference_based import mmd_linear, mmd_rbf, prdc
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "METRICS",
+    "convergence_scale",
+    "mag_area",
+    "mag_diff",
+    "magnitude_derivative",
+    "magnitude_function",
+    "magnitude_weights",
+    "pairwise_distances",
+    "reference_based_t_cut",
+    "reference_free_t_cut",
+    # baselines (issue 3)
+    "avg_sim",
+    "dc_score",
+    "gm_stds",
+    "iso_score",
+    "mmd_linear",
+    "mmd_rbf",
+    "prdc",
+    "vendi_score",
+]

@@ -1,0 +1,5 @@
+"""``python -m diversity_core score ...``: see :mod:`diversity_core.cli`."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Input checks shared by every measure.
+
+Each check raises :class:`ValueError` whose message names the problem and the argument, so that a
+user scoring their own embeddings learns what is wrong with their file, not where NumPy choked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_embeddings", "check_distance_matrix", "check_pair", "check_scales"]
+
+
+def check_embeddings(X, *, name: str = "X", min_points: int = 1) -> np.ndarray:
+    """Return ``X`` as a float64 array of shape (n_points, n_features), or raise ``ValueError``."""
+    X = np.asarray(X)
+    if X.dtype == object or not np.issubdtype(X.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {X.dtype}.")
+    X = X.astype(np.float64, copy=False)
+    if X.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D (n_points, n_features); got a 1-D array of length {X.shape[0]}. "
+            "Reshape with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one point."
+        )
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_points, n_features); got shape {X.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is an empty set: it has no points.")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has points with no features (shape {X.shape}).")
+    if X.shape[0] < min_points:
+        raise ValueError(
+            f"{name} has {X.shape[0]} points; this measure needs at least {min_points}."
+        )
+    _check_finite(X, name)
+    return X
+
+
+def check_pair(X, Y, *, names=("X", "Y"), min_points: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Check two embedding sets that must live in the same space (same number of features)."""
+    X = check_embeddings(X, name=names[0], min_points=min_points)
+    Y = check_embeddings(Y, name=names[1], min_points=min_points)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError(
+            f"mismatched dimensions: {names[0]} has {X.shape[1]} features, "
+            f"{names[1]} has {Y.shape[1]}."
+        )
+    return X, Y
+
+
+def check_distance_matrix(D, *, name: str = "D", atol: float = 1e-10) -> np.ndarray:
+    """Return ``D`` as a float64 (n, n) distance matrix, or raise ``ValueError``.
+
+    A distance matrix here is square, finite, non-negative, symmetric (to ``atol`` relative to its
+    largest entry) and zero on the diagonal. The triangle inequality is *not* required: magnitude
+    is defined for cosine "distances", which break it.
+    """
+    D = np.asarray(D)
+    if D.dtype == object or not np.issubdtype(D.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {D.dtype}.")
+    D = D.astype(np.float64, copy=False)
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"{name} must be a square (n, n) distance matrix; got shape {D.shape}.")
+    if D.shape[0] == 0:
+        raise ValueError(f"{name} is an empty set: the distance matrix has no points.")
+    _check_finite(D, name)
+    if np.any(D < 0):
+        raise ValueError(f"{name} has negative distances (min {D.min():.3g}).")
+    scale = max(float(np.abs(D).max()), 1.0)
+    if np.any(np.abs(np.diag(D)) > atol * scale):
+        raise ValueError(
+            f"{name} has a non-zero diagonal: a point must be at distance 0 from itself."
+        )
+    asym = float(np.abs(D - D.T).max())
+    if asym > atol * scale:
+        raise ValueError(f"{name} is not symmetric (largest |D - D.T| = {asym:.3g}).")
+    return D
+
+
+def check_scales(ts, *, name: str = "ts") -> np.ndarray:
+    """Return scales as a 1-D float64 array of finite, non-negative values."""
+    ts = np.atleast_1d(np.asarray(ts, dtype=np.float64))
+    if ts.ndim != 1:
+        raise ValueError(f"{name} must be a scalar or a 1-D array of scales; got shape {ts.shape}.")
+    _check_finite(ts, name)
+    if np.any(ts < 0):
+        raise ValueError(f"{name} has negative scales (min {ts.min():.3g}); scales must be >= 0.")
+    return ts
+
+
+def _check_finite(A: np.ndarray, name: str) -> None:
+    if not np.all(np.isfinite(A)):
+        n_nan = int(np.isnan(A).sum())
+        n_inf = int(np.isinf(A).sum())
+        raise ValueError(f"{name} contains non-finite values ({n_nan} NaN, {n_inf} inf).")

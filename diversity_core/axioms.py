@@ -1,0 +1,353 @@
+"""Checks of the diversity axioms of the magnitude paper (§3.1) on concrete point sets.
+
+The paper (Limbeck et al., §3.1 and its Appendix C) asks a diversity measure for
+
+* **effective size**: a set of fixed size is more diverse when its points are spread out than when
+  they cluster; diversity is smallest when all points are identical;
+* **monotonicity in observations**: including a new observation does not decrease diversity;
+* **twin property**: including a duplicate observation does not change diversity;
+* **multi-scale**: diversity is summarised across multiple scales of (dis)similarity,
+
+and claims that only magnitude satisfies them all. Each check below evaluates every measure on a
+fixed, seeded list of point sets and reports ``holds`` (no counterexample among the cases tried)
+or ``fails`` with the first counterexample found. "Holds" is evidence, not a proof.
+
+Measures are oriented so that higher means more diverse (AvgSim enters as ``-AvgSim``). Magnitude
+enters as MagArea with the paper's reference-free convention: the sets compared in one case share
+``t_cut``, the median of their convergence scales (sets whose convergence scale is undefined, such
+as sets with duplicates, are left out of the median). The baselines use the kernels they are used
+with on embeddings: cosine for the Vendi Score, AvgSim and DCScore (τ = 1).
+
+Multi-scale is a property of a measure's definition rather than of its values; its check shows a
+pair of sets whose magnitude functions cross (one set is more diverse at coarse scales, the other
+at fine scales) and records whether the measure summarises a range of scales (MagArea integrates
+over ``[0, t_cut]``, which contains the crossing) or returns one number at one fixed resolution.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.integrate import quad
+
+from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from .distances import pairwise_distances
+from .magnitude import convergence_scale, mag_area, magnitude_function
+
+__all__ = ["AXIOMS", "MEASURES", "AxiomResult", "Measure", "check_axioms", "default_measures"]
+
+AXIOMS = ("effective size", "monotonicity", "twin property", "multi-scale")
+
+# Relative tolerance under which two scores count as equal.
+RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A diversity measure evaluated jointly on the sets compared in one case.
+
+    ``score(sets)`` returns one float per set, higher = more diverse. ``multi_scale`` says whether
+    the measure summarises diversity over a range of scales (by its definition).
+    """
+
+    name: str
+    score: Callable[[Sequence[np.ndarray]], list[float]]
+    multi_scale: bool
+    scale_note: str
+
+
+@dataclass
+class AxiomResult:
+    measure: str
+    axiom: str
+    holds: bool
+    counterexample: str
+    cases_tried: int = 0
+    values: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return "holds" if self.holds else "fails"
+
+
+def _each(f: Callable[[np.ndarray], float]) -> Callable[[Sequence[np.ndarray]], list[float]]:
+    def score(sets):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # IsoScore's rank warning
+            return [float(f(X)) for X in sets]
+    return score
+
+
+def _mag_area_score(metric: str) -> Callable[[Sequence[np.ndarray]], list[float]]:
+    def score(sets):
+        Ds = [pairwise_distances(X, metric=metric) for X in sets]
+        for D in Ds:
+            # 1 - cos(x, x) comes out of floating point as ~1e-16, not 0: identical directions
+            # are duplicates, and magnitude must see them as such (twin property).
+            D[D < 1e-12] = 0.0
+        scales = []
+        for D in Ds:
+            try:
+                scales.append(convergence_scale(D))
+            except ValueError:  # e.g. duplicates: 0.95 n exceeds the number of distinct points
+                continue
+        if not scales:
+            raise ValueError("no set of this case has a convergence scale")
+        t_cut = float(np.median(scales))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # indefinite Z (cosine) is reported
+            return [_area(D, t_cut) for D in Ds]
+    return score
+
+
+def _area(D: np.ndarray, t_cut: float) -> float:
+    """MagArea on [0, t_cut]; robust when Mag rises over many orders of magnitude of t.
+
+    Tiny cosine distances (directions within a few degrees) give a t_cut 10^4 - 10^7 times the
+    scales where Mag starts to rise; one polynomial rule on [0, t_cut] then fails to converge. The
+    fallback integrates adaptively on the dyadic pieces [t_cut 2^-(j+1), t_cut 2^-j].
+    """
+    try:
+        return mag_area(D, t_cut)
+    except RuntimeError:
+        pass
+    def f(t):
+        return float(magnitude_function(D, [t])[0])
+
+    edges = t_cut * 2.0 ** -np.arange(0, 60)[::-1]
+    total = quad(f, 0.0, edges[0], epsabs=0.0, epsrel=1e-10, limit=200)[0]
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        total += quad(f, a, b, epsabs=0.0, epsrel=1e-10, limit=200)[0]
+    return float(total)
+
+
+def default_measures() -> list[Measure]:
+    fixed = "one fixed resolution: no scale parameter is varied or integrated over"
+    return [
+        Measure("MagArea (Euclidean)", _mag_area_score("euclidean"), True,
+                "integrates Mag(t) over t in [0, t_cut]"),
+        Measure("MagArea (cosine)", _mag_area_score("cosine"), True,
+                "integrates Mag(t) over t in [0, t_cut]"),
+        Measure("Vendi Score (cosine)", _each(vendi_score), False, fixed + " (cosine kernel)"),
+        Measure("-AvgSim (cosine)", _each(lambda X: -avg_sim(X)), False, fixed),
+        Measure("GMStds", _each(gm_stds), False, fixed + "; scales linearly with the data"),
+        Measure("IsoScore", _each(iso_score), False, fixed + "; invariant to scaling"),
+        Measure("DCScore (cosine, tau=1)", _each(dc_score), False,
+                fixed + " (the temperature tau is fixed)"),
+    ]
+
+
+MEASURES = tuple(m.name for m in default_measures())
+
+
+# --- point sets --------------------------------------------------------------------------------
+
+def _circle(angles) -> np.ndarray:
+    angles = np.asarray(angles, dtype=float)
+    return np.c_[np.cos(angles), np.sin(angles)]
+
+
+def _even_circle(n: int) -> np.ndarray:
+    return _circle(2 * np.pi * np.arange(n) / n)
+
+
+def _clustered_circle(centres, per_cluster: int, spread: float) -> np.ndarray:
+    # Symmetric offsets around each centre keep the clusters' mean direction on the centre.
+    offsets = spread * (np.arange(per_cluster) - (per_cluster - 1) / 2)
+    return _circle([c + o for c in centres for o in offsets])
+
+
+def _effective_size_cases(rng) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(description, less diverse set, more diverse set): the first must score strictly lower."""
+    identical = np.tile([[0.6, 0.8, 0.3]], (8, 1))
+    equator = np.c_[_even_circle(8), np.zeros(8)]
+    gauss8 = rng.normal(size=(8, 3))
+    centres = rng.normal(size=(4, 5)) * 3
+    clusters = np.repeat(centres, 10, axis=0) + 0.05 * rng.normal(size=(40, 5))
+    spread = rng.normal(size=(40, 5)) * 3
+    return [
+        ("8 identical points vs 8 distinct unit vectors on the equator of S^2 (third coordinate "
+         "constant)", identical, equator),
+        ("8 identical points vs 8 distinct Gaussian points in R^3", identical, gauss8),
+        ("8 evenly spaced unit vectors in R^2 vs 4 tight pairs (+-0.025 rad) at 45, 135, 225, "
+         "315 degrees: clustered must score lower", _clustered_circle(
+             np.deg2rad([45, 135, 225, 315]), 2, 0.05), _even_circle(8)),
+        ("8 evenly spaced unit vectors in R^2 vs 2 antipodal clusters of 4 (spacing 0.05 rad): "
+         "clustered must score lower", _clustered_circle([0.0, np.pi], 4, 0.05), _even_circle(8)),
+        ("40 Gaussian points (sd 3) in R^5 vs 4 clusters of 10 (sd 0.05): clustered must score "
+         "lower", clusters, spread),
+    ]
+
+
+def _base_sets(rng) -> list[tuple[str, np.ndarray]]:
+    return [
+        ("8 evenly spaced unit vectors in R^2", _even_circle(8)),
+        ("20 Gaussian points in R^3", rng.normal(size=(20, 3))),
+        ("6 uniform points in [0, 1]^2 + (1, 1)", rng.uniform(size=(6, 2)) + 1.0),
+    ]
+
+
+def _additions(X: np.ndarray, rng) -> list[tuple[str, np.ndarray]]:
+    mid = 0.5 * (X[0] + X[1])
+    return [
+        ("a duplicate of point 0", X[0]),
+        ("a point 1e-3 from point 0", X[0] + 1e-3 * rng.normal(size=X.shape[1])),
+        ("the midpoint of points 0 and 1", mid),
+        ("the centroid plus 1e-2 (a typical, central point)", X.mean(axis=0) + 1e-2),
+        ("a far point (10 x a random direction)", 10 * rng.normal(size=X.shape[1])),
+    ]
+
+
+def _crossing_pair() -> tuple[str, np.ndarray, np.ndarray]:
+    # A: two tight clusters far apart (diverse at coarse scales); B: a spread-out segment.
+    zigzag = 0.02 * (-1.0) ** np.arange(10)
+    cluster = np.c_[np.linspace(-0.05, 0.05, 5), zigzag[:5]]
+    A = np.r_[cluster + [1.0, 1.0], cluster + [11.0, 1.0]]
+    B = np.c_[np.linspace(4.5, 7.5, 10), 1.0 + zigzag]
+    return ("A = 2 clusters of 5 points (width 0.1) 10 apart, B = 10 points spaced 1/3 along a "
+            "segment of length 3 (in R^2, y zigzag +-0.02)", A, B)
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+def _fmt(values) -> str:
+    return ", ".join(f"{v:.6g}" for v in values)
+
+
+def _less(a: float, b: float) -> bool:
+    return a < b - RTOL * max(abs(a), abs(b), 1.0)
+
+
+def _equal(a: float, b: float) -> bool:
+    return abs(a - b) <= RTOL * max(abs(a), abs(b), 1.0)
+
+
+def _evaluate(measure: Measure, sets):
+    try:
+        return measure.score(sets), None
+    except (ValueError, RuntimeError) as err:
+        return None, str(err)
+
+
+def check_effective_size(measure: Measure, seed: int = 0) -> AxiomResult:
+    cases = _effective_size_cases(np.random.default_rng(seed))
+    for i, (text, low, high) in enumerate(cases, 1):
+        values, err = _evaluate(measure, [low, high])
+        if err is not None:
+            return AxiomResult(measure.name, "effective size", False,
+                               f"{text}: undefined ({err})", i)
+        if not _less(values[0], values[1]):
+            return AxiomResult(measure.name, "effective size", False,
+                               f"{text}: scores {_fmt(values)} (first not lower)", i,
+                               {"values": values})
+    return AxiomResult(measure.name, "effective size", True,
+                       f"no counterexample in {len(cases)} cases", len(cases))
+
+
+def check_monotonicity(measure: Measure, seed: int = 0) -> AxiomResult:
+    rng = np.random.default_rng(seed + 1)
+    tried = 0
+    for text, X in _base_sets(rng):
+        for add_text, x in _additions(X, rng):
+            tried += 1
+            values, err = _evaluate(measure, [X, np.vstack([X, x])])
+            if err is not None:
+                return AxiomResult(measure.name, "monotonicity", False,
+                                   f"{text} plus {add_text}: undefined ({err})", tried)
+            if _less(values[1], values[0]):
+                return AxiomResult(measure.name, "monotonicity", False,
+                                   f"{text} plus {add_text}: score drops {_fmt(values)}", tried,
+                                   {"values": values})
+    return AxiomResult(measure.name, "monotonicity", True,
+                       f"no counterexample in {tried} additions", tried)
+
+
+def check_twin_property(measure: Measure, seed: int = 0) -> AxiomResult:
+    rng = np.random.default_rng(seed + 2)
+    tried = 0
+    for text, X in _base_sets(rng):
+        for j in (0, len(X) - 1):
+            tried += 1
+            values, err = _evaluate(measure, [X, np.vstack([X, X[j]])])
+            if err is not None:
+                return AxiomResult(measure.name, "twin property", False,
+                                   f"{text} plus a copy of point {j}: undefined ({err})", tried)
+            if not _equal(values[0], values[1]):
+                return AxiomResult(measure.name, "twin property", False,
+                                   f"{text} plus a copy of point {j}: score changes "
+                                   f"{_fmt(values)}", tried, {"values": values})
+    return AxiomResult(measure.name, "twin property", True,
+                       f"no counterexample in {tried} duplications", tried)
+
+
+def magnitude_crossing(A: np.ndarray, B: np.ndarray, t_cut: float, n_ts: int = 400):
+    """Scales in (0, t_cut] where Mag_A − Mag_B changes sign (Euclidean distances)."""
+    ts = np.linspace(t_cut / n_ts, t_cut, n_ts)
+    diff = (magnitude_function(pairwise_distances(A), ts)
+            - magnitude_function(pairwise_distances(B), ts))
+    change = np.nonzero(np.sign(diff[:-1]) * np.sign(diff[1:]) < 0)[0]
+    return ts[change], diff
+
+
+def check_multi_scale(measure: Measure, seed: int = 0) -> AxiomResult:
+    text, A, B = _crossing_pair()
+    D_A, D_B = pairwise_distances(A), pairwise_distances(B)
+    t_cut = float(np.median([convergence_scale(D_A), convergence_scale(D_B)]))
+    crossings, diff = magnitude_crossing(A, B, t_cut)
+    if crossings.size == 0:
+        raise RuntimeError("the crossing pair does not cross: fix _crossing_pair")
+    regime = (f"Mag_A > Mag_B for t < {crossings[0]:.3g}, Mag_A < Mag_B after (t_cut = "
+              f"{t_cut:.3g})" if diff[0] > 0 else
+              f"Mag_A < Mag_B for t < {crossings[0]:.3g}, Mag_A > Mag_B after")
+    values, err = _evaluate(measure, [A, B])
+    shown = f"scores A, B: {_fmt(values)}" if values is not None else f"undefined ({err})"
+    if measure.multi_scale:
+        return AxiomResult(measure.name, "multi-scale", True,
+                           f"by definition: {measure.scale_note}; {text}: {regime}, both "
+                           f"regimes lie in the integration range; {shown}", 1)
+    return AxiomResult(measure.name, "multi-scale", False,
+                       f"{text}: {regime}; the measure has {measure.scale_note} and ranks the "
+                       f"pair one way only ({shown})", 1)
+
+
+CHECKS = {
+    "effective size": check_effective_size,
+    "monotonicity": check_monotonicity,
+    "twin property": check_twin_property,
+    "multi-scale": check_multi_scale,
+}
+
+
+def check_axioms(measures: Sequence[Measure] | None = None, seed: int = 0,
+                 progress: Callable | None = None) -> list[AxiomResult]:
+    """Every axiom for every measure, in the order of ``AXIOMS`` within each measure.
+
+    ``progress`` (optional) wraps the list of (measure, axiom) pairs, e.g. ``tqdm``.
+    """
+    measures = default_measures() if measures is None else list(measures)
+    pairs = [(m, a) for m in measures for a in AXIOMS]
+    if progress is not None:
+        pairs = progress(pairs)
+    return [CHECKS[a](m, seed) for m, a in pairs]
+
+
+def results_table(results: Sequence[AxiomResult]):
+    """A pandas DataFrame with columns measure, axiom, result, cases_tried, counterexample."""
+    import pandas as pd
+
+    return pd.DataFrame([
+        {"measure": r.measure, "axiom": r.axiom, "result": r.verdict,
+         "cases_tried": r.cases_tried, "counterexample": r.counterexample}
+        for r in results
+    ])
+
+
+def summary_table(results: Sequence[AxiomResult]):
+    """Measures x axioms with holds / fails, as a pandas DataFrame."""
+    table = results_table(results)
+    wide = table.pivot(index="measure", columns="axiom", values="result")
+    order = list(dict.fromkeys(table["measure"]))
+    return wide.loc[order, list(AXIOMS)]

@@ -1,0 +1,62 @@
+"""Pairwise distances between embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from ._validation import check_embeddings
+
+__all__ = ["pairwise_distances", "METRICS"]
+
+METRICS = ("euclidean", "cosine", "cityblock")
+
+
+def pairwise_distances(X, metric: str = "euclidean", *, Y=None) -> np.ndarray:
+    """Distance matrix between the rows of ``X`` (and of ``Y`` if given).
+
+    Parameters
+    ----------
+    X : array of shape (n_points, n_features)
+    metric : {"euclidean", "cosine", "cityblock"}
+        ``cosine`` is the cosine *distance* 1 - cos(x, y), in [0, 2]. It is not a metric (no
+        triangle inequality), but its similarity matrix exp(-t D) is positive semi-definite
+        (see :mod:`diversity_core.magnitude`), so magnitude is well defined for distinct
+        directions.
+    Y : array of shape (m_points, n_features), optional
+
+    Returns
+    -------
+    D : array of shape (n_points, n_points), or (n_points, m_points) if ``Y`` is given
+        Exactly symmetric with a zero diagonal when ``Y`` is None.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
+    X = check_embeddings(X, name="X")
+    if metric == "cosine":
+        _check_no_zero_vectors(X, "X")
+    if Y is not None:
+        Y = check_embeddings(Y, name="Y")
+        if Y.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"mismatched dimensions: X has {X.shape[1]} features, Y has {Y.shape[1]}."
+            )
+        if metric == "cosine":
+            _check_no_zero_vectors(Y, "Y")
+        return cdist(X, Y, metric=metric)
+    D = cdist(X, X, metric=metric)
+    # cdist leaves round-off of order 1e-16 on the diagonal and between mirrored entries; magnitude
+    # needs an exactly symmetric matrix with zeros on the diagonal (and exact zeros for duplicates).
+    D = 0.5 * (D + D.T)
+    np.fill_diagonal(D, 0.0)
+    np.maximum(D, 0.0, out=D)
+    return D
+
+
+def _check_no_zero_vectors(X: np.ndarray, name: str) -> None:
+    norms = np.linalg.norm(X, axis=1)
+    if np.any(norms == 0):
+        raise ValueError(
+            f"{name} has {int((norms == 0).sum())} zero vector(s): the cosine distance is "
+            "undefined for them."
+        )

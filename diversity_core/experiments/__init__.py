@@ -1,0 +1,1 @@
+"""Experiment-specific data generation and protocols used by the rule scripts."""

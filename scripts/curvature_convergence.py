@@ -1,0 +1,27 @@
+"""Convergence scale and distance-matrix quantiles of every cloud in one chunk."""
+
+import numpy as np
+from _helpers import chunk_indices, log, run
+from tqdm import tqdm
+
+from diversity_core import convergence_scale
+from diversity_core.experiments.curvature import distance_quantile_features, geodesic_distances
+
+
+def main(clouds, scales, chunk=0, n_chunks=1, target=0.95, n_quantiles=50):
+    """Write SCALES (.npz): cloud index, t_conv and distance quantiles for the chunk's clouds."""
+    data = np.load(clouds)
+    index = chunk_indices(len(data["curvature"]), n_chunks, chunk)
+    t_conv = np.empty(len(index))
+    quantiles = np.empty((len(index), n_quantiles))
+    for row, i in enumerate(tqdm(index, desc=f"convergence scales, chunk {chunk}")):
+        D = geodesic_distances(data["polar"][i], data["curvature"][i])
+        t_conv[row] = convergence_scale(D, target)
+        quantiles[row] = distance_quantile_features(D, n_quantiles)
+    np.savez(scales, index=index, t_conv=t_conv, distance_quantiles=quantiles)
+    log.info("chunk %d: %d clouds, t_conv in [%.4g, %.4g]", chunk, len(index), t_conv.min(),
+             t_conv.max())
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

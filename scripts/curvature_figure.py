@@ -1,0 +1,48 @@
+"""Figure 2: magnitude functions coloured by curvature (left); MagArea against curvature (right)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from _helpers import run, write_provenance  # noqa: E402
+
+
+def main(features, magnitude, figure, config=None):
+    """Write FIGURE (.png) from the FEATURES table and the MAGNITUDE chunk files."""
+    frame = pd.read_csv(features).set_index("cloud")
+    parts = [np.load(p) for p in magnitude]
+    ts = parts[0]["ts"]
+    index = np.concatenate([p["index"] for p in parts])
+    functions = np.concatenate([p["magnitude"] for p in parts])
+    # One cloud per training curvature keeps the left panel readable.
+    train = frame[frame["split"] == "train"]
+    first = train.reset_index().groupby("curvature")["cloud"].min()
+    row_of = {cloud: row for row, cloud in enumerate(index)}
+
+    norm = matplotlib.colors.Normalize(frame["curvature"].min(), frame["curvature"].max())
+    cmap = matplotlib.colormaps["coolwarm"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for curvature, cloud in first.items():
+        left.plot(ts, functions[row_of[cloud]], color=cmap(norm(curvature)), lw=0.8)
+    left.set_xlabel("scale t")
+    left.set_ylabel("magnitude  Mag(t)")
+    left.set_title("Magnitude functions of unit disks")
+    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=left,
+                 label="curvature K")
+    for split, marker in (("train", "o"), ("test", "^")):
+        part = frame[frame["split"] == split]
+        right.scatter(part["curvature"], part["mag_area"], s=6 if split == "train" else 14,
+                      marker=marker, c=part["curvature"], cmap=cmap, norm=norm,
+                      alpha=0.6, label=f"{split} ({len(part)} clouds)")
+    right.set_xlabel("curvature K")
+    right.set_ylabel("MagArea")
+    right.set_title("MagArea against curvature")
+    right.legend(loc="best", frameon=False)
+    fig.savefig(figure, dpi=150)
+    write_provenance(figure, config=config)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,30 @@
+"""Sample the point clouds of the curvature experiment (geodesic polar coordinates)."""
+
+import numpy as np
+from _helpers import log, run
+
+from diversity_core.experiments.curvature import curvature_design, sample_disk
+
+
+def main(clouds, n_points=500, curvature_min=-2.0, curvature_max=2.0, n_train_curvatures=101,
+         clouds_per_curvature=10, n_test_clouds=100, seed=0):
+    """Write CLOUDS (.npz): curvature and split (n_clouds,), polar (n_clouds, n_points, 2)."""
+    design_seq, clouds_seq = np.random.SeedSequence(seed).spawn(2)
+    curvature, split = curvature_design(
+        curvature_min=curvature_min, curvature_max=curvature_max,
+        n_train_curvatures=n_train_curvatures, clouds_per_curvature=clouds_per_curvature,
+        n_test_clouds=n_test_clouds, rng=np.random.default_rng(design_seq),
+    )
+    # One independent stream per cloud: a cloud does not change when others are added.
+    streams = clouds_seq.spawn(len(curvature))
+    polar = np.stack([
+        sample_disk(K, n_points, np.random.default_rng(stream))
+        for K, stream in zip(curvature, streams, strict=True)
+    ])
+    np.savez(clouds, curvature=curvature, split=split, polar=polar)
+    log.info("wrote %d clouds of %d points (%d train, %d test)", len(curvature), n_points,
+             (split == "train").sum(), (split == "test").sum())
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,21 @@
+"""Reference-free integration limit: the median of all convergence scales (paper §3.4)."""
+
+import json
+
+import numpy as np
+from _helpers import log, run
+
+
+def main(scales, t_cut):
+    """Write T_CUT (.json) from the SCALES chunk files."""
+    t_conv = np.concatenate([np.load(path)["t_conv"] for path in scales])
+    record = {"t_cut": float(np.median(t_conv)), "rule": "median of convergence scales",
+              "n_spaces": int(t_conv.size), "t_conv_min": float(t_conv.min()),
+              "t_conv_max": float(t_conv.max())}
+    with open(t_cut, "w") as f:
+        json.dump(record, f, indent=2)
+    log.info("t_cut = %.6g (median of %d convergence scales)", record["t_cut"], t_conv.size)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

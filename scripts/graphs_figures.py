@@ -1,0 +1,114 @@
+"""Figure 6 (Spearman's rho per measure on one dataset, with the measures along p) and the same
+rank correlations for every dataset."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from _helpers import run, write_provenance  # noqa: E402
+
+from diversity_core.experiments import graphs as G  # noqa: E402
+
+LABELS = {"magdiff": "MagDiff", "precision": "precision", "recall": "recall",
+          "density": "density", "coverage": "coverage", "mmd_rbf": "MMD RBF",
+          "mmd_linear": "MMD linear"}
+COLOURS = {"magdiff": "#d62728", "precision": "#1f77b4", "recall": "#2ca02c",
+           "density": "#9467bd", "coverage": "#ff7f0e", "mmd_rbf": "#8c564b",
+           "mmd_linear": "#7f7f7f"}
+DATASET_LABELS = {"lobster": "Lobster", "grid": "Grid", "community": "Community",
+                  "mutag": "MUTAG", "cuneiform": "Cuneiform", "proteins": "Proteins",
+                  "ego": "Ego"}
+
+
+def _violins(ax, rho: pd.DataFrame, title: str) -> None:
+    data = [rho.loc[rho["metric"] == m, "spearman"].dropna().to_numpy() for m in G.MEASURES]
+    pos = np.arange(len(G.MEASURES))
+    keep = [i for i, d in enumerate(data) if len(d) > 1 and np.ptp(d) > 0]
+    if keep:
+        parts = ax.violinplot([data[i] for i in keep], positions=pos[keep], widths=0.8,
+                              showextrema=False)
+        for body, i in zip(parts["bodies"], keep, strict=True):
+            body.set_facecolor(COLOURS[G.MEASURES[i]])
+            body.set_alpha(0.35)
+    ax.boxplot([d if len(d) else [np.nan] for d in data], positions=pos, widths=0.25,
+               showfliers=True, flierprops={"markersize": 3},
+               medianprops={"color": "black"})
+    for i, metric in enumerate(G.MEASURES):
+        n_nan = int(rho.loc[rho["metric"] == metric, "spearman"].isna().sum())
+        if n_nan:
+            ax.annotate(f"{n_nan} undef.", (pos[i], -1.0), ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="grey", lw=0.6, ls=":")
+    ax.set_xticks(pos, [LABELS[m] for m in G.MEASURES], rotation=35, ha="right")
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_ylabel("Spearman's ρ with p")
+    ax.set_title(title)
+
+
+def _curves(ax, values: pd.DataFrame, title: str) -> None:
+    """Each measure min-max scaled per architecture (flipped where it falls), median and IQR."""
+    for m in G.MEASURES:
+        part = values[values["metric"] == m]
+        if part.empty:
+            continue
+        wide = part.pivot_table(index="p", columns="setting", values="value")
+        if m in G.FLIPPED_MEASURES:
+            wide = wide.max() - wide
+        span = (wide.max() - wide.min()).replace(0, np.nan)
+        scaled = (wide - wide.min()) / span
+        med = scaled.median(axis=1)
+        q1, q3 = scaled.quantile(0.25, axis=1), scaled.quantile(0.75, axis=1)
+        lw = 2.2 if m == "magdiff" else 1.2
+        ax.plot(med.index, med.to_numpy(), color=COLOURS[m], lw=lw, label=LABELS[m])
+        ax.fill_between(med.index, q1.to_numpy(), q3.to_numpy(), color=COLOURS[m], alpha=0.12)
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.6, ls=":")
+    ax.set_xlabel("degree of perturbation p (share of clusters)")
+    ax.set_ylabel("measure, min-max scaled per architecture")
+    ax.set_title(title)
+
+
+def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", config=None,
+         seed=None):
+    """Write FIGURE6 (one dataset) and FIGURE_ALL (every dataset and all pooled)."""
+    rho = pd.read_csv(spearman)
+    measures = [measures] if isinstance(measures, str) else list(measures)
+    values = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
+    n_arch = rho["setting"].nunique()
+
+    name = DATASET_LABELS.get(figure_dataset, figure_dataset)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5), constrained_layout=True)
+    for col, experiment in enumerate(G.EXPERIMENTS):
+        title = f"{name}: mode {experiment}"
+        sel = (rho["dataset"] == figure_dataset) & (rho["experiment"] == experiment)
+        _violins(axes[0, col], rho[sel], f"{title} ({n_arch} GIN architectures)")
+        vsel = (values["dataset"] == figure_dataset) & (values["experiment"] == experiment)
+        _curves(axes[1, col], values[vsel], f"{title}: median and IQR over architectures")
+    axes[1, 1].legend(fontsize=8, loc="lower right")
+    fig.suptitle("Rank correlation of each measure with the degree of perturbation p "
+                 "(ρ = 1: ideal)")
+    fig.savefig(figure6, dpi=150)
+    plt.close(fig)
+    write_provenance(figure6, config=config, seed=seed)
+
+    datasets = list(dict.fromkeys(rho["dataset"]))
+    panels = datasets + (["all"] if len(datasets) > 1 else [])
+    fig, axes = plt.subplots(len(panels), 2, figsize=(11, 3.3 * len(panels)),
+                             constrained_layout=True, squeeze=False)
+    for row, dataset in enumerate(panels):
+        for col, experiment in enumerate(G.EXPERIMENTS):
+            sel = rho["experiment"] == experiment
+            if dataset != "all":
+                sel &= rho["dataset"] == dataset
+            label = ("all datasets pooled" if dataset == "all"
+                     else DATASET_LABELS.get(dataset, dataset))
+            _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}")
+            if row < len(panels) - 1:
+                axes[row, col].set_xticklabels([])
+    fig.savefig(figure_all, dpi=120)
+    plt.close(fig)
+    write_provenance(figure_all, config=config, seed=seed)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

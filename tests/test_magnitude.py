@@ -1,0 +1,271 @@
+"""The magnitude engine against closed forms (REFERENCE.md §1), axioms and its own slower paths."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+import diversity_core as dc
+from diversity_core.magnitude import MagnitudeWarning
+
+
+def equidistant(n, d):
+    D = np.full((n, n), float(d))
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def line(x):
+    x = np.asarray(x, dtype=float)
+    return np.abs(x[:, None] - x[None, :])
+
+
+def k32():
+    """Leinster's complete bipartite graph K_{3,2}: not of negative type; Z_t singular at log √2."""
+    D = np.full((5, 5), 2.0)
+    D[:3, 3:] = D[3:, :3] = 1.0
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    rng = np.random.default_rng(7)
+    return dc.pairwise_distances(rng.normal(size=(120, 3)))
+
+
+# -- closed forms --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d", [0.3, 1.0, 4.0])
+def test_two_points(d):
+    ts = np.array([0.0, 0.1, 0.7, 2.0, 10.0])
+    expected = 2.0 / (1.0 + np.exp(-ts * d))
+    expected[0] = 1.0  # Mag(0) := 1 by definition (the formula gives 1 too)
+    np.testing.assert_allclose(dc.magnitude_function(equidistant(2, d), ts), expected, rtol=1e-13)
+
+
+@pytest.mark.parametrize("n", [3, 10, 50])
+def test_equidistant_points(n):
+    d = 0.8
+    ts = np.array([0.05, 0.5, 3.0, 20.0])
+    expected = n / (1.0 + (n - 1) * np.exp(-ts * d))
+    np.testing.assert_allclose(dc.magnitude_function(equidistant(n, d), ts), expected, rtol=1e-12)
+
+
+def test_subset_of_the_real_line():
+    x = np.random.default_rng(0).normal(size=40)
+    gaps = np.diff(np.sort(x))
+    ts = np.array([0.1, 1.0, 5.0])
+    expected = [1.0 + np.tanh(t * gaps / 2).sum() for t in ts]
+    # Input order is irrelevant: x is not sorted.
+    np.testing.assert_allclose(dc.magnitude_function(line(x), ts), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n", [2, 7, 40])
+def test_convergence_scale_closed_form(n):
+    d = 1.5
+    # n / (1 + (n-1) e^{-t d}) = 0.95 n  <=>  t = log(0.95 (n-1) / 0.05) / d
+    expected = np.log(0.95 * (n - 1) / 0.05) / d
+    assert dc.convergence_scale(equidistant(n, d)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_convergence_scale_other_target(cloud):
+    t = dc.convergence_scale(cloud, target=0.5)
+    assert dc.magnitude_function(cloud, t)[0] == pytest.approx(0.5 * len(cloud), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["chebyshev", "quad"])
+def test_mag_area_closed_forms(method):
+    n, d, T = 12, 0.7, 9.0
+    # ∫_0^T n / (1 + (n-1) e^{-td}) dt = n (T + (log(1 + (n-1) e^{-Td}) - log n) / d)
+    expected = n * (T + (np.log1p((n - 1) * np.exp(-T * d)) - np.log(n)) / d)
+    assert dc.mag_area(equidistant(n, d), T, method=method) == pytest.approx(expected, rel=1e-9)
+    x = np.random.default_rng(1).uniform(0, 3, size=25)
+    gaps = np.diff(np.sort(x))
+    # ∫_0^T 1 + Σ tanh(t a/2) dt = T + Σ (2/a) log cosh(T a/2)
+    expected = T + np.sum(2.0 / gaps * np.log(np.cosh(T * gaps / 2)))
+    assert dc.mag_area(line(x), T, method=method) == pytest.approx(expected, rel=1e-9)
+
+
+def test_trapezoid_is_the_papers_grid(cloud):
+    t_cut = 3.0
+    ts = np.linspace(0, t_cut, 30)
+    expected = np.trapezoid(dc.magnitude_function(cloud, ts), ts)
+    assert dc.mag_area(cloud, t_cut, method="trapezoid", n_ts=30) == pytest.approx(expected,
+                                                                                    rel=1e-14)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "cityblock"])
+def test_chebyshev_integral_meets_its_tolerance(metric):
+    rng = np.random.default_rng(11)
+    clusters = [rng.normal(size=(40, 8)) + 4 * rng.normal(size=8) for _ in range(4)]
+    D = dc.pairwise_distances(np.vstack(clusters), metric)
+    t_cut = dc.convergence_scale(D)
+    # Independent reference: Gauss–Legendre of high order. Two orders agree to about 1e-10 only:
+    # at small t, Z_t of 160 points in 8 dimensions is ill-conditioned (cosine: nearly rank 8),
+    # which limits how accurately Mag(t) itself can be evaluated in double precision.
+    def gauss(order):
+        return integrate.fixed_quad(lambda t: dc.magnitude_function(D, t), 0, t_cut, n=order)[0]
+
+    accurate = gauss(120)
+    assert gauss(100) == pytest.approx(accurate, rel=1e-9)
+    for rtol in (1e-4, 1e-6, 1e-8):
+        area = dc.mag_area(D, t_cut, rtol=rtol)
+        assert abs(area - accurate) <= max(rtol, 1e-9) * accurate
+
+
+# -- axioms and invariances ------------------------------------------------------------------------
+
+def test_axioms_on_a_euclidean_cloud(cloud):
+    n = len(cloud)
+    ts = np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 60)])
+    mag = dc.magnitude_function(cloud, ts)
+    assert mag[0] == 1.0
+    assert np.all(np.diff(mag) >= -1e-9 * n)  # non-decreasing
+    assert np.all(mag <= n + 1e-9) and np.all(mag >= 1.0 - 1e-9)
+    assert mag[-1] == pytest.approx(n, rel=1e-6)  # -> cardinality
+
+
+def test_permutation_invariance(cloud):
+    perm = np.random.default_rng(3).permutation(len(cloud))
+    ts = [0.3, 2.0, 9.0]
+    np.testing.assert_allclose(dc.magnitude_function(cloud[np.ix_(perm, perm)], ts),
+                               dc.magnitude_function(cloud, ts), rtol=1e-11)
+    w = dc.magnitude_weights(cloud, 2.0)
+    np.testing.assert_allclose(dc.magnitude_weights(cloud[np.ix_(perm, perm)], 2.0), w[perm],
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_twin_property_keeps_input_order():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 2))
+    copies = [3, 3, 17, 0]  # point 3 twice more (three copies in all), 17 and 0 once more
+    Xd = np.vstack([X, X[copies]])
+    D, Dd = dc.pairwise_distances(X), dc.pairwise_distances(Xd)
+    ts = [0.5, 4.0]
+    np.testing.assert_allclose(dc.magnitude_function(Dd, ts), dc.magnitude_function(D, ts),
+                               rtol=1e-12)
+    w, wd = dc.magnitude_weights(D, 4.0), dc.magnitude_weights(Dd, 4.0)
+    # Z w = 1 holds for the full matrix, duplicates included, and the total weight is unchanged.
+    np.testing.assert_allclose(np.exp(-4.0 * Dd) @ wd, 1.0, atol=1e-10)
+    assert wd.sum() == pytest.approx(w.sum(), rel=1e-12)
+    # Weights stay in input order: the three copies of point 3 carry a third of its weight each.
+    np.testing.assert_allclose(wd[[3, 30, 31]], w[3] / 3, rtol=1e-10)
+    others = np.setdiff1d(np.arange(30), [0, 3, 17])
+    np.testing.assert_allclose(wd[others], w[others], rtol=1e-10)
+
+
+def test_weights_sum_to_magnitude_and_derivative_matches_finite_differences(cloud):
+    t, h = 1.7, 1e-5
+    assert dc.magnitude_weights(cloud, t).sum() == pytest.approx(
+        dc.magnitude_function(cloud, t)[0], rel=1e-12)
+    fd = (dc.magnitude_function(cloud, t + h)[0] - dc.magnitude_function(cloud, t - h)[0]) / (2 * h)
+    assert dc.magnitude_derivative(cloud, t)[0] == pytest.approx(fd, rel=1e-6)
+
+
+# -- MagDiff and scale conventions -------------------------------------------------------------
+
+def test_mag_diff_conventions(cloud):
+    small = cloud[:60, :60]
+    t_cut = dc.reference_based_t_cut(cloud)
+    assert t_cut == dc.convergence_scale(cloud)
+    a_ref, a_x = dc.mag_area(cloud, t_cut), dc.mag_area(small, t_cut)
+    diff = dc.mag_diff(small, cloud, t_cut)
+    assert diff == pytest.approx(a_x - a_ref, rel=1e-12)
+    assert diff < 0  # a subset is less diverse
+    assert dc.mag_diff(small, cloud, t_cut, normalise="t_cut") == pytest.approx(diff / t_cut)
+    assert dc.mag_diff(small, cloud, t_cut, normalise="reference_area") == pytest.approx(
+        diff / a_ref)
+    assert dc.mag_diff(small, cloud, t_cut, absolute=True) == pytest.approx(-diff)
+    assert dc.mag_diff(small, cloud, t_cut, reference_area=a_ref) == diff
+    assert dc.mag_diff(cloud, cloud, t_cut) == 0.0
+
+
+def test_reference_free_t_cut_is_the_median():
+    spaces = [equidistant(n, 1.0) for n in (3, 5, 9)]
+    scales = [dc.convergence_scale(D) for D in spaces]
+    assert dc.reference_free_t_cut(spaces) == pytest.approx(np.median(scales))
+
+
+# -- non-negative-type spaces ------------------------------------------------------------------
+
+def test_indefinite_similarity_warns_and_is_exact():
+    D = k32()
+    t = 0.2  # Z_t is indefinite below log √2
+    assert np.linalg.eigvalsh(np.exp(-t * D)).min() < 0
+    with pytest.warns(MagnitudeWarning, match="not positive definite"):
+        mag = dc.magnitude_function(D, t)[0]
+    assert mag == pytest.approx(np.linalg.solve(np.exp(-t * D), np.ones(5)).sum(), rel=1e-12)
+
+
+def test_singular_similarity_warns():
+    with pytest.warns(MagnitudeWarning, match="singular"):
+        dc.magnitude_function(k32(), np.log(np.sqrt(2.0)))
+
+
+def test_positive_definite_spaces_do_not_warn(cloud):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MagnitudeWarning)
+        dc.magnitude_function(cloud, [0.01, 1.0, 100.0])
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("D", "message"),
+    [
+        (np.array([[0.0, np.nan], [np.nan, 0.0]]), "NaN"),
+        (np.array([[0.0, np.inf], [np.inf, 0.0]]), "inf"),
+        (np.zeros((0, 0)), "empty"),
+        (np.zeros((2, 3)), "square"),
+        (np.array([[0.0, 1.0], [2.0, 0.0]]), "symmetric"),
+        (np.array([[0.0, -1.0], [-1.0, 0.0]]), "negative"),
+        (np.array([[1.0, 1.0], [1.0, 0.0]]), "diagonal"),
+        (np.array([["a", "b"], ["c", "d"]]), "numeric"),
+    ],
+)
+def test_bad_distance_matrices(D, message):
+    with pytest.raises(ValueError, match=message):
+        dc.magnitude_function(D, [1.0])
+
+
+def test_bad_scales(cloud):
+    with pytest.raises(ValueError, match="negative scales"):
+        dc.magnitude_function(cloud, [1.0, -0.5])
+    with pytest.raises(ValueError, match="non-finite"):
+        dc.mag_area(cloud, np.nan)
+    with pytest.raises(ValueError, match="method"):
+        dc.mag_area(cloud, 1.0, method="simpson")
+    with pytest.raises(ValueError, match="target"):
+        dc.convergence_scale(cloud, target=1.0)
+    with pytest.raises(ValueError, match="normalise"):
+        dc.mag_diff(cloud, cloud, 1.0, normalise="mean")
+
+
+def test_too_many_duplicates_for_a_convergence_scale():
+    X = np.zeros((10, 2))
+    X[0] = 1.0
+    with pytest.raises(ValueError, match="distinct"):
+        dc.convergence_scale(dc.pairwise_distances(X))
+
+
+def test_pairwise_distances():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(20, 4))
+    D = dc.pairwise_distances(X)
+    np.testing.assert_allclose(D, np.linalg.norm(X[:, None] - X[None], axis=-1), atol=1e-12)
+    assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0)
+    C = dc.pairwise_distances(X, "cosine")
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    np.testing.assert_allclose(C, np.clip(1 - U @ U.T, 0, None), atol=1e-12)
+    L1 = dc.pairwise_distances(X, "cityblock")
+    np.testing.assert_allclose(L1, np.abs(X[:, None] - X[None]).sum(-1), atol=1e-12)
+    with pytest.raises(ValueError, match="zero vector"):
+        dc.pairwise_distances(np.vstack([X, np.zeros(4)]), "cosine")
+    with pytest.raises(ValueError, match="mismatched dimensions"):
+        dc.pairwise_distances(X, Y=np.ones((3, 5)))
+    with pytest.raises(ValueError, match="unknown metric"):
+        dc.pairwise_distances(X, "chebyshev")
+    with pytest.raises(ValueError, match="2-D"):
+        dc.pairwise_distances(np.ones(5))

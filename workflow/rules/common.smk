@@ -1,0 +1,44 @@
+# Helpers shared by every rule file: paths, seeds and the per-experiment target list.
+
+from pathlib import Path
+
+RESULTS = Path(config["results_dir"])
+RESOURCES = Path(config["resources_dir"])
+
+
+def results(experiment, *parts):
+    """A final artifact: committed for the default configuration."""
+    return str(RESULTS.joinpath(experiment, *parts))
+
+
+def interim(experiment, *parts):
+    """An intermediate artifact: kept on disk for auditing, git-ignored."""
+    return str(RESULTS.joinpath(experiment, "interim", *parts))
+
+
+def logs(experiment, name):
+    return str(RESULTS.joinpath(experiment, "logs", f"{name}.log"))
+
+
+def bench(experiment, name):
+    return str(RESULTS.joinpath(experiment, "benchmarks", f"{name}.tsv"))
+
+
+def seed_for(experiment):
+    """Each experiment gets its own seed, derived from the global one unless set explicitly."""
+    explicit = config[experiment].get("seed")
+    return int(explicit) if explicit is not None else int(config["seed"])
+
+
+# Filled by each experiment's rule file: experiment name -> its final files.
+EXPERIMENT_TARGETS = {}
+
+
+def experiment_targets():
+    unknown = set(config["experiments"]) - set(EXPERIMENT_TARGETS)
+    if unknown:
+        raise ValueError(
+            f"config 'experiments' names unknown experiments: {sorted(unknown)}; "
+            f"known: {sorted(EXPERIMENT_TARGETS)}"
+        )
+    return [f for name in config["experiments"] for f in EXPERIMENT_TARGETS[name]]

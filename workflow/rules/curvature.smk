@@ -1,0 +1,146 @@
+# Curvature experiment (paper §4.1, Table 1, Figure 2): MagArea of unit disks of constant
+# curvature predicts the curvature.
+
+CURV = config["curvature"]
+CURV_CHUNKS = range(CURV["n_chunks"])
+# What the curvature results depend on: recorded in their provenance files.
+CURV_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "curvature")}
+
+EXPERIMENT_TARGETS["curvature"] = [
+    results("curvature", "table1.csv"),
+    results("curvature", "figure2.png"),
+]
+
+
+rule curvature:
+    """Target: Table 1 and Figure 2 of the curvature experiment."""
+    input:
+        EXPERIMENT_TARGETS["curvature"],
+
+
+rule curvature_generate:
+    """Sample every point cloud (geodesic polar coordinates) and its curvature."""
+    output:
+        clouds=interim("curvature", "clouds.npz"),
+    params:
+        n_points=CURV["n_points"],
+        curvature_min=CURV["curvature_min"],
+        curvature_max=CURV["curvature_max"],
+        n_train_curvatures=CURV["n_train_curvatures"],
+        clouds_per_curvature=CURV["clouds_per_curvature"],
+        n_test_clouds=CURV["n_test_clouds"],
+        seed=seed_for("curvature"),
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "generate"),
+    script:
+        "../../scripts/curvature_generate.py"
+
+
+rule curvature_convergence:
+    """Convergence scale and distance quantiles of every cloud in one chunk."""
+    input:
+        clouds=rules.curvature_generate.output.clouds,
+    output:
+        scales=interim("curvature", "scales", "chunk{chunk}.npz"),
+    params:
+        chunk=lambda w: int(w.chunk),
+        n_chunks=CURV["n_chunks"],
+        target=config["magnitude"]["target"],
+        n_quantiles=CURV["distance_quantiles"],
+    threads: 1
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "convergence_chunk{chunk}"),
+    benchmark:
+        bench("curvature", "convergence_chunk{chunk}")
+    script:
+        "../../scripts/curvature_convergence.py"
+
+
+rule curvature_t_cut:
+    """Reference-free integration limit: the median convergence scale of all clouds."""
+    input:
+        scales=expand(rules.curvature_convergence.output.scales, chunk=CURV_CHUNKS),
+    output:
+        t_cut=interim("curvature", "t_cut.json"),
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "t_cut"),
+    script:
+        "../../scripts/curvature_t_cut.py"
+
+
+rule curvature_magnitude:
+    """MagArea up to t_cut and the magnitude function on a grid, for every cloud in one chunk."""
+    input:
+        clouds=rules.curvature_generate.output.clouds,
+        t_cut=rules.curvature_t_cut.output.t_cut,
+    output:
+        magnitude=interim("curvature", "magnitude", "chunk{chunk}.npz"),
+    params:
+        chunk=lambda w: int(w.chunk),
+        n_chunks=CURV["n_chunks"],
+        integration=config["magnitude"]["integration"],
+        rtol=config["magnitude"]["rtol"],
+        n_ts=config["magnitude"]["n_ts"],
+    threads: 1
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "magnitude_chunk{chunk}"),
+    benchmark:
+        bench("curvature", "magnitude_chunk{chunk}")
+    script:
+        "../../scripts/curvature_magnitude.py"
+
+
+rule curvature_table:
+    """Table 1: cross-validated MSE of curvature regressed on MagArea (and a baseline)."""
+    input:
+        clouds=rules.curvature_generate.output.clouds,
+        scales=expand(rules.curvature_convergence.output.scales, chunk=CURV_CHUNKS),
+        magnitude=expand(rules.curvature_magnitude.output.magnitude, chunk=CURV_CHUNKS),
+    output:
+        features=interim("curvature", "features.csv"),
+        table=report(
+            results("curvature", "table1.csv"),
+            caption="../report/curvature_table1.rst",
+            category="Curvature",
+        ),
+    params:
+        cv_folds=CURV["cv_folds"],
+        piecewise_knots=CURV["piecewise_knots"],
+        quantile=CURV["quantile"],
+        seed=seed_for("curvature"),
+        config=CURV_PROVENANCE,
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "table"),
+    script:
+        "../../scripts/curvature_table.py"
+
+
+rule curvature_figure:
+    """Figure 2: magnitude functions coloured by curvature; MagArea against curvature."""
+    input:
+        features=rules.curvature_table.output.features,
+        magnitude=expand(rules.curvature_magnitude.output.magnitude, chunk=CURV_CHUNKS),
+    output:
+        figure=report(
+            results("curvature", "figure2.png"),
+            caption="../report/curvature_figure2.rst",
+            category="Curvature",
+        ),
+    params:
+        config=CURV_PROVENANCE,
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "figure"),
+    script:
+        "../../scripts/curvature_figure.py"

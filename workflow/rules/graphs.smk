@@ -1,0 +1,156 @@
+# Graph mode collapse and mode dropping (paper §4.5, Figure 6): experiment `graph_mode_collapse`,
+# files in results/graphs/.
+#
+# (download DD / Citeseer) -> prepare one dataset (graphs, halves, clusters, perturbed index sets)
+# -> evaluate every measure for every GIN architecture -> Spearman table -> figures.
+
+GRAPH = "graphs"
+GRAPH_CFG = config[GRAPH]
+GRAPH_DATASETS = list(GRAPH_CFG["datasets"])
+GRAPH_RESOURCES = RESOURCES / "graphs"
+GRAPH_DOWNLOADS = {
+    "proteins": [str(GRAPH_RESOURCES / "DD" / "DD_A.txt"),
+                 str(GRAPH_RESOURCES / "DD" / "DD_graph_indicator.txt")],
+    "ego": [str(GRAPH_RESOURCES / "ind.citeseer.graph")],
+}
+GRAPH_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", GRAPH)}
+
+if GRAPH_CFG["figure_dataset"] not in GRAPH_DATASETS:
+    raise ValueError(
+        f"graphs.figure_dataset={GRAPH_CFG['figure_dataset']!r} is not among graphs.datasets "
+        f"{GRAPH_DATASETS}."
+    )
+
+EXPERIMENT_TARGETS["graph_mode_collapse"] = [
+    results(GRAPH, "spearman.csv"),
+    results(GRAPH, "summary.csv"),
+    results(GRAPH, "figure6.png"),
+    results(GRAPH, "figure_all_datasets.png"),
+]
+
+
+rule graph_mode_collapse:
+    input:
+        EXPERIMENT_TARGETS["graph_mode_collapse"],
+
+
+rule graphs_download_proteins:
+    """TU DD ("Proteins"), downloaded and unpacked; checksummed if graphs.proteins.sha256 is set."""
+    output:
+        files=GRAPH_DOWNLOADS["proteins"],
+    params:
+        source="proteins",
+        url=GRAPH_CFG["proteins"]["url"],
+        sha256=GRAPH_CFG["proteins"]["sha256"],
+        folder=str(GRAPH_RESOURCES),
+    log:
+        logs(GRAPH, "download_proteins"),
+    threads: 1
+    script:
+        "../../scripts/graphs_download.py"
+
+
+rule graphs_download_ego:
+    """Planetoid's Citeseer adjacency (for "Ego"), SHA-256 verified."""
+    output:
+        files=GRAPH_DOWNLOADS["ego"],
+    params:
+        source="ego",
+        url=GRAPH_CFG["ego"]["url"],
+        sha256=GRAPH_CFG["ego"]["sha256"],
+        folder=str(GRAPH_RESOURCES),
+    log:
+        logs(GRAPH, "download_ego"),
+    threads: 1
+    script:
+        "../../scripts/graphs_download.py"
+
+
+rule graphs_prepare:
+    """Graphs of one dataset, its halves, clusters and the perturbed index sets of both sweeps."""
+    input:
+        downloads=lambda wildcards: GRAPH_DOWNLOADS.get(wildcards.dataset, []),
+    output:
+        setup=interim(GRAPH, "{dataset}", "setup.npz"),
+        clusters=interim(GRAPH, "{dataset}", "clusters.json"),
+    params:
+        dataset=lambda wildcards: wildcards.dataset,
+        options=lambda wildcards: GRAPH_CFG[wildcards.dataset],
+        seed=seed_for(GRAPH),
+        p_step=GRAPH_CFG["p_step"],
+        wl_iterations=GRAPH_CFG["wl_iterations"],
+        ap_damping=GRAPH_CFG["ap_damping"],
+        ap_max_iter=GRAPH_CFG["ap_max_iter"],
+        resources_dir=str(GRAPH_RESOURCES),
+    wildcard_constraints:
+        dataset="|".join(GRAPH_DATASETS),
+    log:
+        logs(GRAPH, "prepare_{dataset}"),
+    benchmark:
+        bench(GRAPH, "prepare_{dataset}")
+    threads: 1
+    script:
+        "../../scripts/graphs_prepare.py"
+
+
+rule graphs_evaluate:
+    """Every measure at every perturbation step, for every random GIN architecture."""
+    input:
+        setup=interim(GRAPH, "{dataset}", "setup.npz"),
+    output:
+        measures=interim(GRAPH, "{dataset}", "measures.csv"),
+    params:
+        dataset=lambda wildcards: wildcards.dataset,
+        seed=seed_for(GRAPH),
+        n_architectures=GRAPH_CFG["n_architectures"],
+        layers=GRAPH_CFG["layers"],
+        hidden=GRAPH_CFG["hidden"],
+        mlp_layers=GRAPH_CFG["mlp_layers"],
+        nearest_k=GRAPH_CFG["nearest_k"],
+        magnitude=config["magnitude"],
+    wildcard_constraints:
+        dataset="|".join(GRAPH_DATASETS),
+    log:
+        logs(GRAPH, "evaluate_{dataset}"),
+    benchmark:
+        bench(GRAPH, "evaluate_{dataset}")
+    threads: 1
+    script:
+        "../../scripts/graphs_evaluate.py"
+
+
+rule graphs_spearman:
+    """Spearman's rho of each measure with p, per architecture; summary per dataset."""
+    input:
+        measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
+        clusters=expand(interim(GRAPH, "{dataset}", "clusters.json"), dataset=GRAPH_DATASETS),
+    output:
+        spearman=results(GRAPH, "spearman.csv"),
+        summary=results(GRAPH, "summary.csv"),
+    params:
+        config=GRAPH_PROVENANCE,
+        seed=seed_for(GRAPH),
+    log:
+        logs(GRAPH, "spearman"),
+    threads: 1
+    script:
+        "../../scripts/graphs_spearman.py"
+
+
+rule graphs_figures:
+    """Figure 6 (one dataset) and the same over all datasets."""
+    input:
+        spearman=results(GRAPH, "spearman.csv"),
+        measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
+    output:
+        figure6=results(GRAPH, "figure6.png"),
+        figure_all=results(GRAPH, "figure_all_datasets.png"),
+    params:
+        figure_dataset=GRAPH_CFG["figure_dataset"],
+        config=GRAPH_PROVENANCE,
+        seed=seed_for(GRAPH),
+    log:
+        logs(GRAPH, "figures"),
+    threads: 1
+    script:
+        "../../scripts/graphs_figures.py"

