@@ -6,6 +6,8 @@ matrix of shape (n_points, n_points) and raises ``ValueError`` naming the proble
 
 from .distances import METRICS, pairwise_distances
 from .magnitude import (
+    MagnitudeSpace,
+    MagnitudeWarning,
     convergence_scale,
     mag_area,
     mag_diff,
@@ -25,6 +27,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METRICS",
+    "MagnitudeSpace",
+    "MagnitudeWarning",
     "convergence_scale",
     "mag_area",
     "mag_diff",

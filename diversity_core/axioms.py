@@ -26,6 +26,7 @@ over ``[0, t_cut]``, which contains the crossing) or returns one number at one f
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from scipy.integrate import quad
 
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from .distances import pairwise_distances
-from .magnitude import convergence_scale, mag_area, magnitude_function
+from .magnitude import _as_space, convergence_scale, mag_area, magnitude_function
 
 __all__ = ["AXIOMS", "MEASURES", "AxiomResult", "Measure", "check_axioms", "default_measures"]
 
@@ -108,20 +109,18 @@ def _area(D: np.ndarray, t_cut: float) -> float:
 
     Tiny cosine distances (directions within a few degrees) give a t_cut 10^4 - 10^7 times the
     scales where Mag starts to rise; one polynomial rule on [0, t_cut] then fails to converge. The
-    fallback integrates adaptively on the dyadic pieces [t_cut 2^-(j+1), t_cut 2^-j].
+    fallback integrates adaptively in log t: ∫ Mag(t) dt = ∫ Mag(e^s) e^s ds above a tiny t0.
     """
     try:
         return mag_area(D, t_cut)
     except RuntimeError:
         pass
-    def f(t):
-        return float(magnitude_function(D, [t])[0])
-
-    edges = t_cut * 2.0 ** -np.arange(0, 60)[::-1]
-    total = quad(f, 0.0, edges[0], epsabs=0.0, epsrel=1e-10, limit=200)[0]
-    for a, b in zip(edges[:-1], edges[1:], strict=True):
-        total += quad(f, a, b, epsabs=0.0, epsrel=1e-10, limit=200)[0]
-    return float(total)
+    space = _as_space(D)  # built once: de-duplication and checks are not repeated per scale
+    t0 = 1e-9 * t_cut
+    head = quad(space.magnitude, 0.0, t0, epsabs=0.0, epsrel=1e-10)[0]
+    tail = quad(lambda s: space.magnitude(math.exp(s)) * math.exp(s), math.log(t0),
+                math.log(t_cut), epsabs=0.0, epsrel=1e-10, limit=200)[0]
+    return float(head + tail)
 
 
 def default_measures() -> list[Measure]:
@@ -179,7 +178,19 @@ def _effective_size_cases(rng) -> list[tuple[str, np.ndarray, np.ndarray]]:
          "clustered must score lower", _clustered_circle([0.0, np.pi], 4, 0.05), _even_circle(8)),
         ("40 Gaussian points (sd 3) in R^5 vs 4 clusters of 10 (sd 0.05): clustered must score "
          "lower", clusters, spread),
+        *(_contracted_case(rng, i) for i in range(10)),
     ]
+
+
+def _contracted_case(rng, i: int) -> tuple[str, np.ndarray, np.ndarray]:
+    """12 Gaussian points (sd 3) in R^4, and the same points pulled 90% of the way to the nearest
+    of 3 of them: the same points, clustered."""
+    X = 3 * rng.normal(size=(12, 4))
+    centres = X[rng.choice(12, size=3, replace=False)]
+    nearest = centres[np.argmin(((X[:, None] - centres[None]) ** 2).sum(-1), axis=1)]
+    return (f"random set {i}: 12 Gaussian points (sd 3) in R^4 vs the same points pulled 90% of "
+            "the way to the nearest of 3 of them: clustered must score lower",
+            nearest + 0.1 * (X - nearest), X)
 
 
 def _base_sets(rng) -> list[tuple[str, np.ndarray]]:
@@ -187,6 +198,9 @@ def _base_sets(rng) -> list[tuple[str, np.ndarray]]:
         ("8 evenly spaced unit vectors in R^2", _even_circle(8)),
         ("20 Gaussian points in R^3", rng.normal(size=(20, 3))),
         ("6 uniform points in [0, 1]^2 + (1, 1)", rng.uniform(size=(6, 2)) + 1.0),
+        ("30 Gaussian points in R^8", rng.normal(size=(30, 8))),
+        ("12 points of 3 tight clusters in R^4", np.repeat(3 * rng.normal(size=(3, 4)), 4, axis=0)
+         + 0.05 * rng.normal(size=(12, 4))),
     ]
 
 

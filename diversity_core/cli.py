@@ -148,6 +148,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     ``scores["comparison"]`` the reference-based ones.
     """
     metrics = list(metrics or (DEFAULT_FREE + (DEFAULT_BASED if reference is not None else ())))
+    requested = list(metrics)
     sets = {"embeddings": X} if reference is None else {"embeddings": X, "reference": reference}
     scores = {name: {} for name in sets}
     scores["comparison"] = {}
@@ -157,11 +158,21 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     if any(m in ("magarea", "magdiff") for m in metrics):
         D = {name: pairwise_distances(A, metric=metric_space) for name, A in sets.items()}
         own = "reference" if reference is not None else "embeddings"
-        t_cut = convergence_scale(D[own])
-        source = ("the reference's convergence scale" if reference is not None
-                  else "this space's own convergence scale")
-        notes["magarea"] = f"{metric_space} distance, ∫_0^t_cut Mag(t) dt, t_cut = {t_cut:.6g} " \
-                           f"({source})"
+        try:
+            t_cut = convergence_scale(D[own])
+        except ValueError as err:  # e.g. too many duplicates for Mag to reach 0.95 n
+            notes["magarea"] = notes["magdiff"] = f"not computed: {err}"
+            for m in ("magarea", "magdiff"):
+                if m in metrics:
+                    where = ["comparison"] if m == "magdiff" else list(sets)
+                    for name in where:
+                        scores[name][m] = None
+            metrics = [m for m in metrics if m not in ("magarea", "magdiff")]
+        else:
+            source = ("the reference's convergence scale" if reference is not None
+                      else "this space's own convergence scale")
+            notes["magarea"] = (f"{metric_space} distance, ∫_0^t_cut Mag(t) dt, "
+                                f"t_cut = {t_cut:.6g} ({source})")
     free = {
         "vendi": vendi_score,
         "avgsim": avg_sim,
@@ -205,9 +216,9 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
         if "mmd_linear" in metrics:
             scores["comparison"]["mmd_linear"] = mmd_linear(X, reference)
             notes["mmd_linear"] = "‖mean X − mean ref‖²"
-    scores["comparison"] = {m: scores["comparison"][m] for m in metrics
+    scores["comparison"] = {m: scores["comparison"][m] for m in requested
                             if m in scores["comparison"]}
-    return {"scores": scores, "notes": {m: notes[m] for m in metrics if m in notes},
+    return {"scores": scores, "notes": {m: notes[m] for m in requested if m in notes},
             "t_cut": t_cut, "metric_space": metric_space}
 
 

@@ -55,9 +55,9 @@ def _sq_distance_blocks(A: np.ndarray, B: np.ndarray, block: int, *, same: bool 
 
 
 class _Space:
-    """One point set prepared for fast, exact squared-distance decisions.
+    """One point set prepared for fast, reliable squared-distance decisions.
 
-    ``A`` is the float64 data as given; exact recomputations use it, so exact ties stay exact.
+    ``A`` is the float64 data as given; direct recomputations use it, so exact ties stay exact.
     The matrix products use ``(A − center) · scale`` (``scale`` a power of two, so that the largest
     coordinate is about 1 and float32 neither overflows nor underflows) in float32, or in float64
     for a block that needs it; ``sq`` holds the float64 squared norms of those rows.
@@ -94,12 +94,18 @@ def _error_coefficient(n_features: int, dtype) -> float:
     An inner product of length d of inputs rounded to ``dtype`` (unit round-off u) is off by at
     most ``γ_{d+2} ‖a‖‖b‖``, ``γ_m = m u / (1 − m u)``, in any summation order (Higham, Accuracy
     and Stability of Numerical Algorithms, §3.1), and ``2‖a‖‖b‖ <= ‖a‖² + ‖b‖²``; the three
-    roundings of ``‖a‖² + ‖b‖² − 2a·b`` in ``dtype`` add at most ``5u (‖a‖² + ‖b‖²)``. The factor
-    1.1 and the float64 term cover the float64 norms and thresholds.
+    roundings of ``‖a‖² + ‖b‖² − 2a·b`` in ``dtype`` add at most ``6u (‖a‖² + ‖b‖²)``; the
+    squared norms, summed in float64, are off by at most ``γ_{d+2}(float64)`` relatively (centring
+    included). The factor 1.1 and the last term cover the float64 thresholds.
     """
+    def gamma(m: int, dt) -> float:
+        u = np.finfo(dt).eps / 2
+        return m * u / (1 - m * u)
+
     u = np.finfo(dtype).eps / 2
     m = n_features + 2
-    return 1.1 * (m * u / (1 - m * u) + 6 * u) + 8 * np.finfo(np.float64).eps
+    return (1.1 * (gamma(m, dtype) + 6 * u + gamma(m, np.float64))
+            + 8 * np.finfo(np.float64).eps)
 
 
 def _approx_block(P: _Space, Q: _Space, start: int, stop: int, dtype, *, same: bool):
@@ -127,7 +133,7 @@ def _round_down(x: np.ndarray, dtype) -> np.ndarray:
 
 
 def _exact_sq_distances(P: _Space, Q: _Space, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``‖P.A[rows] − Q.A[cols]‖²`` from the float64 differences, pair by pair in chunks."""
+    """``‖P.A[rows] − Q.A[cols]‖²`` directly: float64 differences, then the sum of squares."""
     out = np.empty(rows.size)
     chunk = max(1, _BLOCK_VALUES // (4 * P.A.shape[1]))
     for s in range(0, rows.size, chunk):
@@ -176,7 +182,8 @@ def _kth_neighbour_sq_radii(P: _Space, k: int, block: int) -> np.ndarray:
 
 def _cross_block(P: _Space, Q: _Space, start: int, stop: int, r2_rows, r2_cols):
     """For rows start:stop of P against all of Q: the booleans ``d² < r2_rows[i]`` and
-    ``d² < r2_cols[j]`` (raw units), exact: undecided entries are recomputed in float64."""
+    ``d² < r2_cols[j]`` (raw units); entries the bound leaves undecided are recomputed directly
+    in float64."""
     s2 = P.scale**2  # a power of two: thresholds convert to scaled units exactly
     for dtype in (np.float32, np.float64):
         D2, tol = _approx_block(P, Q, start, stop, dtype, same=False)
@@ -230,18 +237,21 @@ def prdc(real, fake, k: int = 5, *, block_size: int | None = None) -> dict[str, 
     Notes
     -----
     The inequalities are strict, as in ``prdc`` 0.2, so a set of identical points has zero-radius
-    balls that contain nothing (all four metrics 0; prdc issue #7).
+    balls that contain nothing (all four metrics 0; prdc issue #7). ``k = N − 1`` is allowed (the
+    package fails there, argpartition out of bounds), and data so large or small that squared
+    distances would overflow or underflow float64 are rescaled by a power of two (exact).
 
     Unlike the package, no N x N or N x M matrix is ever held: radii and ball memberships are
     accumulated over row blocks, so peak memory is the inputs plus ``O(block · max(N, M))``. For
     speed, the distances of a block come from one float32 matrix product (of the data centred on
     the mean of both sets) together with a rigorous bound on its rounding error; every decision
     the bound leaves open (a distance too close to a radius, a possible k-th neighbour) is settled
-    by recomputing that distance exactly from the float64 differences, and a block with too many
-    open decisions is redone with a float64 product first. The comparisons are therefore exact
-    for the float64 data: results agree with the package to round-off (its own float64 expansion
-    ``‖a‖² + ‖b‖² − 2a·b`` can misjudge a distance within ~1e-16 relative of a radius; ours
-    cannot).
+    by recomputing that distance directly in float64 (differences, then the sum of squares), and a
+    block with too many open decisions is redone with a float64 product first. Every comparison is
+    thus that of a direct float64 distance: exact for ties between exactly representable
+    distances (integer grids, duplicates) and otherwise more accurate than the package's float64
+    expansion ``‖a‖² + ‖b‖² − 2a·b``, which loses digits far from the origin. The results agree
+    with the package to round-off (up to distances within round-off of a radius).
     """
     real, fake = check_pair(real, fake, names=("real", "fake"))
     if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
@@ -258,6 +268,11 @@ def prdc(real, fake, k: int = 5, *, block_size: int | None = None) -> dict[str, 
     center = (real.sum(axis=0) + fake.sum(axis=0)) / (n_real + n_fake)
     largest = max(float(np.abs(np.r_[A.max(axis=0) - center, A.min(axis=0) - center]).max())
                   for A in (real, fake))
+    if largest > 2.0**400 or 0 < largest < 2.0**-400:
+        # Squared distances would overflow or underflow float64: rescale by a power of two,
+        # which is exact and leaves every comparison of distances unchanged.
+        factor = 2.0 ** -math.frexp(largest)[1]
+        real, fake, center, largest = real * factor, fake * factor, center * factor, 0.5
     scale = 2.0 ** -math.frexp(largest)[1] if largest > 0 else 1.0
     real = _Space(real, center, scale)
     fake = _Space(fake, center, scale)

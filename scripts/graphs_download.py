@@ -12,15 +12,19 @@ from _helpers import log, run
 from diversity_core.experiments.graphs import fetch_citeseer_graph, fetch_dd
 
 
-def main(files, source, url, folder, sha256=None):
-    """Fetch ``source`` ("proteins" or "ego") from ``url`` into ``folder``."""
+def main(files, source, url, sha256=None):
+    """Fetch ``source`` ("proteins" or "ego") from ``url``; FILES are the files it must produce
+    (proteins: <folder>/DD/DD_*.txt; ego: <folder>/ind.citeseer.graph)."""
+    files = [files] if isinstance(files, str) else list(files)
+    first = Path(files[0])
+    folder = first.parent.parent if source == "proteins" else first.parent
     if source == "proteins":
         out = fetch_dd(folder, url=url, sha256=sha256)
     elif source == "ego":
         out = fetch_citeseer_graph(folder, url=url, sha256=sha256)
     else:
         raise ValueError(f"unknown graph download {source!r}; choose proteins or ego.")
-    missing = [f for f in ([files] if isinstance(files, str) else files) if not Path(f).is_file()]
+    missing = [f for f in files if not Path(f).is_file()]
     if missing:
         raise RuntimeError(f"download of {source} did not produce {missing}")
     log.info("%s ready in %s", source, out)

@@ -39,6 +39,10 @@ def _violins(ax, rho: pd.DataFrame, title: str) -> None:
         n_nan = int(rho.loc[rho["metric"] == metric, "spearman"].isna().sum())
         if n_nan:
             ax.annotate(f"{n_nan} undef.", (pos[i], -1.0), ha="center", va="bottom", fontsize=7)
+    if not any(len(d) for d in data):
+        ax.text(0.5, 0.55, "ρ undefined for every measure: no measure changes along p\n"
+                "(the perturbation leaves the embedded set unchanged)", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9, color="dimgrey")
     ax.axhline(1.0, color="grey", lw=0.6, ls=":")
     ax.set_xticks(pos, [LABELS[m] for m in G.MEASURES], rotation=35, ha="right")
     ax.set_ylim(-1.05, 1.05)
@@ -47,7 +51,8 @@ def _violins(ax, rho: pd.DataFrame, title: str) -> None:
 
 
 def _curves(ax, values: pd.DataFrame, title: str) -> None:
-    """Each measure min-max scaled per architecture (flipped where it falls), median and IQR."""
+    """Each measure min-max scaled per architecture (flipped where it falls): median (line) and
+    interquartile range (band) over the architectures."""
     for m in G.MEASURES:
         part = values[values["metric"] == m]
         if part.empty:
@@ -64,7 +69,8 @@ def _curves(ax, values: pd.DataFrame, title: str) -> None:
         ax.fill_between(med.index, q1.to_numpy(), q3.to_numpy(), color=COLOURS[m], alpha=0.12)
     ax.plot([0, 1], [0, 1], color="grey", lw=0.6, ls=":")
     ax.set_xlabel("degree of perturbation p (share of clusters)")
-    ax.set_ylabel("measure, min-max scaled per architecture")
+    ax.set_ylabel("measure, min-max scaled per architecture\n"
+                  "(precision, recall, density, coverage: max − x)", fontsize=9)
     ax.set_title(title)
 
 
@@ -75,23 +81,27 @@ def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", conf
     measures = [measures] if isinstance(measures, str) else list(measures)
     values = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
     n_arch = rho["setting"].nunique()
+    clusters = values.groupby("dataset")["n_clusters"].first().to_dict()
 
     name = DATASET_LABELS.get(figure_dataset, figure_dataset)
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 9), layout="constrained")
     for col, experiment in enumerate(G.EXPERIMENTS):
         title = f"{name}: mode {experiment}"
         sel = (rho["dataset"] == figure_dataset) & (rho["experiment"] == experiment)
-        _violins(axes[0, col], rho[sel], f"{title} ({n_arch} GIN architectures)")
+        _violins(axes[0, col], rho[sel], f"{title}: ρ per architecture")
         vsel = (values["dataset"] == figure_dataset) & (values["experiment"] == experiment)
-        _curves(axes[1, col], values[vsel], f"{title}: median and IQR over architectures")
-    axes[1, 1].legend(fontsize=8, loc="lower right")
-    fig.suptitle("Rank correlation of each measure with the degree of perturbation p "
-                 "(ρ = 1: ideal)")
+        _curves(axes[1, col], values[vsel], f"{title}: measures along p")
+    handles, labels = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=9)
+    fig.suptitle(f"{name} ({clusters[figure_dataset]} clusters, {n_arch} random GIN "
+                 "architectures): rank correlation of each measure with the degree of "
+                 "perturbation p (ρ = 1: ideal)", fontsize=11)
     fig.savefig(figure6, dpi=150)
     plt.close(fig)
     write_provenance(figure6, config=config, seed=seed)
 
-    datasets = list(dict.fromkeys(rho["dataset"]))
+    present = set(rho["dataset"])
+    datasets = [d for d in G.DATASETS if d in present]
     panels = datasets + (["all"] if len(datasets) > 1 else [])
     fig, axes = plt.subplots(len(panels), 2, figsize=(11, 3.3 * len(panels)),
                              constrained_layout=True, squeeze=False)
@@ -101,7 +111,7 @@ def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", conf
             if dataset != "all":
                 sel &= rho["dataset"] == dataset
             label = ("all datasets pooled" if dataset == "all"
-                     else DATASET_LABELS.get(dataset, dataset))
+                     else f"{DATASET_LABELS.get(dataset, dataset)} ({clusters[dataset]} clusters)")
             _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}")
             if row < len(panels) - 1:
                 axes[row, col].set_xticklabels([])

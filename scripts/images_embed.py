@@ -18,7 +18,7 @@ from diversity_core.experiments.images import (
 
 
 def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="train", cls=0,
-         batch_size=50, device="auto", image_size=299, cache=""):
+         batch_size=50, device="auto", cache=""):
     """Write ``embeddings`` (.npz): ``reference`` (n_ref, 2048) and ``pool`` (n_pool, 2048)
     float32 features of class ``cls`` and their data-set indices."""
     images, labels = load_dataset(dataset, folder, split)
@@ -31,7 +31,7 @@ def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="t
     model_sha256 = file_digest(model)
     start = time.perf_counter()
     feats, n_new = embed_with_cache(images, idx, model, cache, batch_size=batch_size,
-                                    device=device, size=image_size, model_sha256=model_sha256,
+                                    device=device, model_sha256=model_sha256, checkpoint_every=200,
                                     desc=f"class {cls}")
     seconds = time.perf_counter() - start
     if n_new:
@@ -43,7 +43,7 @@ def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="t
     write_provenance(
         embeddings,
         config={"dataset": dataset, "split": split, "class": cls, "batch_size": batch_size,
-                "image_size": image_size,
+                "image_size": 299,
                 "preprocessing": "grey->RGB, TF-1.x bilinear resize, x/128 - 1"},
         device=device, model_sha256=model_sha256, n_images=len(idx),
     )

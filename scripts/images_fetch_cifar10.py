@@ -14,7 +14,7 @@ from diversity_core.experiments.images import download, extract_cifar10
 
 def main(folder, url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
          md5="c58f30108f718f92721af3b95e74349a"):
-    """Download the archive (MD5-checked; no partial file on failure) and unpack it to ``folder``."""
+    """Download the archive (MD5-checked, no partial file on failure); unpack it to ``folder``."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     archive = folder.parent / "cifar-10-python.tar.gz"

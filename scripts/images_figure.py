@@ -17,7 +17,7 @@ PANELS = (
     ("coverage", "coverage (k={k})"),
     ("precision", "precision (k={k})"),
     ("density", "density (k={k})"),
-    ("vendi", "Vendi Score (cosine)"),
+    ("vendi", "Vendi Score (cosine; dotted: reference)"),
 )
 STYLE = {"sequential": ("tab:red", "-"), "simultaneous": ("tab:blue", "--")}
 DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}

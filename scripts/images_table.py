@@ -1,4 +1,4 @@
-"""Mean and standard deviation of every measure over the resamples: results/images/mode_dropping.csv."""
+"""Mean and standard deviation of each measure over the resamples: mode_dropping.csv."""
 
 import json
 import os
@@ -6,21 +6,26 @@ import os
 import pandas as pd
 from _helpers import run, write_provenance
 
-from diversity_core.experiments.images import summarise_scores
+from diversity_core.experiments.images import scenario_agreement, summarise_scores
 
 
-def main(scores, info, table, images_config=None, magnitude=None, seed=0):
-    """Write ``table`` with columns ``scenario,fraction,metric,mean,std``."""
+def main(scores, info, table, agreement, images_config=None, magnitude=None, seed=0):
+    """Write ``table`` (columns ``scenario,fraction,metric,mean,std``) and ``agreement`` (how
+    alike each measure's curves are across the two scenarios)."""
     frames = [pd.read_csv(path) for path in scores]
     summary = summarise_scores(pd.concat(frames, ignore_index=True))
     tmp = str(table) + ".tmp"
     summary.to_csv(tmp, index=False, float_format="%.6g")
     os.replace(tmp, table)
+    tmp = str(agreement) + ".tmp"
+    scenario_agreement(summary).to_csv(tmp, index=False, float_format="%.4g")
+    os.replace(tmp, agreement)
     with open(info) as stream:
         reference = json.load(stream)
-    write_provenance(table, config={"images": images_config, "magnitude": magnitude}, seed=seed,
-                     reference=reference,
-                     n_resamples=int(frames[0]["resample"].nunique()) if frames else 0)
+    n_resamples = int(frames[0]["resample"].nunique()) if frames else 0
+    for path in (table, agreement):
+        write_provenance(path, config={"images": images_config, "magnitude": magnitude},
+                         seed=seed, reference=reference, n_resamples=n_resamples)
 
 
 if __name__ == "__main__":

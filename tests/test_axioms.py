@@ -100,9 +100,9 @@ def test_axioms_rule_end_to_end(tmp_path):
     config["axioms"] = {"seed": 7}
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    subprocess.run([snakemake, "--cores", "1", "--nolock", "--directory", str(REPO),
-                    "--configfile", str(cfg),
-                    "axioms"], check=True, capture_output=True, text=True)
+    # The target goes first: --configfile (and --forcerun) take several values.
+    subprocess.run([snakemake, "axioms", "--cores", "1", "--nolock", "--directory", str(REPO),
+                    "--configfile", str(cfg)], check=True, capture_output=True, text=True)
     out = tmp_path / "results" / "axioms"
     table = pd.read_csv(out / "axioms.csv")
     assert len(table) == len(ax.MEASURES) * len(ax.AXIOMS)

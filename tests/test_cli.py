@@ -140,3 +140,17 @@ def test_python_dash_m(files):
                            "--metrics", "vendi,avgsim", "--json"],
                           capture_output=True, text=True, check=True)
     assert set(json.loads(proc.stdout)["scores"]["embeddings"]) == {"vendi", "avgsim"}
+
+
+def test_magarea_not_computable_keeps_the_other_metrics(tmp_path, capsys):
+    # Every point twice: magnitude never exceeds 5 distinct points < 0.95 * 10.
+    X = np.repeat(np.random.default_rng(1).normal(size=(5, 3)), 2, axis=0)
+    np.save(tmp_path / "dup.npy", X)
+    rc, out, err = _run(["score", str(tmp_path / "dup.npy"), "--json"], capsys)
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["scores"]["embeddings"]["magarea"] is None
+    assert result["notes"]["magarea"].startswith("not computed")
+    assert result["scores"]["embeddings"]["vendi"] == pytest.approx(vendi_score(X))
+    rc, out, _ = _run(["score", str(tmp_path / "dup.npy")], capsys)
+    assert rc == 0 and "not computed" in out

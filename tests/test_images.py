@@ -387,3 +387,54 @@ def test_summarise_scores():
     assert list(out.columns) == ["scenario", "fraction", "metric", "mean", "std"]
     np.testing.assert_allclose(out["mean"], [0.9, 0.3])
     np.testing.assert_allclose(out["std"], [np.std([1, 0.8], ddof=1), np.std([0.5, 0.1], ddof=1)])
+
+
+def _summary(curves):
+    fractions = np.arange(10) / 10
+    rows = [{"scenario": sc, "fraction": f, "metric": metric, "mean": v, "std": 0.0}
+            for (metric, sc), values in curves.items() for f, v in zip(fractions, values,
+                                                                      strict=True)]
+    return pd.DataFrame(rows)
+
+
+def test_scenario_agreement():
+    f = np.arange(10) / 10
+    linear = 1 - f / 0.9
+    late = np.where(f < 0.6, 1.0, 1 - (f - 0.6) / 0.3)  # flat, then falls from 0.6 to 0.9
+    rising = -linear  # rises from -1 to 0: a negative total fall
+    out = img.scenario_agreement(_summary({
+        ("same", "sequential"): linear, ("same", "simultaneous"): linear,
+        ("late", "sequential"): linear, ("late", "simultaneous"): late,
+        ("up", "sequential"): rising, ("up", "simultaneous"): rising,
+    })).set_index("metric")
+    assert out.loc["same", "max_gap"] == 0 and out.loc["same", "mean_gap"] == 0
+    np.testing.assert_allclose(out.loc["same", ["drop_sequential", "drop_simultaneous"]], 1.0)
+    np.testing.assert_allclose(out.loc["same", "half_sequential"], 0.45)
+    np.testing.assert_allclose(out.loc["same", "onset_sequential"], 0.09)
+    np.testing.assert_allclose(out.loc["late", "onset_simultaneous"], 0.63)
+    np.testing.assert_allclose(out.loc["late", "half_simultaneous"], 0.75)
+    np.testing.assert_allclose(out.loc["late", "max_gap"], 2 / 3)  # at f = 0.6
+    assert out.loc["late", "mean_gap"] < 0  # sequential lies lower
+    np.testing.assert_allclose(out.loc["up", "drop_sequential"], -1.0)
+    np.testing.assert_allclose(out.loc["up", "half_sequential"], 0.45)
+
+
+def test_fetch_cifar10_script(http_root, tmp_path):
+    """The CIFAR-10 rule script against a local server: MD5-checked download, then unpacking."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import images_fetch_cifar10
+
+    root, url = http_root
+    _write_cifar(tmp_path / "src" / "cifar-10-batches-py")
+    with tarfile.open(root / "cifar-10-python.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "src" / "cifar-10-batches-py", arcname="cifar-10-batches-py")
+    md5 = hashlib.md5((root / "cifar-10-python.tar.gz").read_bytes()).hexdigest()
+    folder = tmp_path / "resources" / "cifar10" / "cifar-10-batches-py"
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        images_fetch_cifar10.main(folder, url=f"{url}/cifar-10-python.tar.gz", md5="0" * 32)
+    assert not folder.exists() and list(folder.parent.iterdir()) == []
+    images_fetch_cifar10.main(folder, url=f"{url}/cifar-10-python.tar.gz", md5=md5)
+    X, y = img.load_cifar10(folder, "test")
+    assert X.shape == (3, 32, 32, 3) and y.tolist() == [0, 1, 2]

@@ -269,3 +269,43 @@ def test_pairwise_distances():
         dc.pairwise_distances(X, "chebyshev")
     with pytest.raises(ValueError, match="2-D"):
         dc.pairwise_distances(np.ones(5))
+
+
+# -- MagnitudeSpace: shared work and the mixed-precision solver ---------------------------------
+
+def test_space_reuses_evaluations(cloud):
+    space = dc.MagnitudeSpace(cloud)
+    t_conv = space.convergence_scale()
+    searched = set(space._cache)
+    assert t_conv in searched  # the search evaluated Mag at the root it returns
+    area = space.mag_area(t_conv)
+    assert area == pytest.approx(dc.mag_area(cloud, t_conv), rel=1e-13)
+    # The area's Chebyshev grid of N + 1 scales ends at 0 and t_conv, both known already: only
+    # the N - 1 interior scales were evaluated.
+    assert len(space._cache) - len(searched) in (15, 31, 63)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "cityblock"])
+def test_mixed_precision_agrees_with_double(metric):
+    rng = np.random.default_rng(8)
+    D = dc.pairwise_distances(rng.normal(size=(150, 6)), metric)
+    t_conv = dc.MagnitudeSpace(D, precision="double").convergence_scale()
+    # From tiny scales (Z nearly all ones: float32 cannot factorise it, float64 takes over) to
+    # well past the convergence scale.
+    ts = np.concatenate([[1e-4 * t_conv], np.linspace(0.01, 2.0, 12) * t_conv])
+    mixed = dc.MagnitudeSpace(D, precision="mixed")
+    double = dc.MagnitudeSpace(D, precision="double")
+    np.testing.assert_allclose(mixed.magnitude_function(ts), double.magnitude_function(ts),
+                               rtol=1e-10)
+    np.testing.assert_allclose(mixed.weights(t_conv), double.weights(t_conv), rtol=1e-8,
+                               atol=1e-12)
+    assert mixed.convergence_scale() == pytest.approx(t_conv, rel=1e-9)
+
+
+def test_mixed_precision_falls_back_on_ill_conditioned_scales():
+    rng = np.random.default_rng(9)
+    space = dc.MagnitudeSpace(dc.pairwise_distances(rng.normal(size=(200, 2))))
+    assert space._solve_mixed(1e-5) is None  # cond(Z) far beyond float32
+    assert space._solve_mixed(50.0) is not None
+    with pytest.raises(ValueError, match="precision"):
+        dc.MagnitudeSpace(np.zeros((2, 2)), precision="half")

@@ -169,3 +169,18 @@ def test_prdc_exact_on_ties_duplicates_and_offsets(max_undecided, monkeypatch):
         naive = _prdc_naive(real, fake, k)
         for key in KEYS:
             assert ours[key] == pytest.approx(naive[key], rel=1e-12), key
+
+
+def test_prdc_extreme_scales_and_smallest_sets():
+    real, fake = _data(40, 3, seed=9), _data(40, 3, seed=10, shift=0.3)
+    expected = _prdc_naive(real, fake, 3)
+    for s in (1e-300, 1e-30, 1e30, 1e200):  # squared distances would under/overflow float64
+        ours = prdc(real * s, fake * s, 3)
+        for key in KEYS:
+            assert ours[key] == pytest.approx(expected[key], rel=1e-12), (s, key)
+    # k = n - 1 is valid (the prdc package fails there: argpartition out of bounds).
+    real, fake = _data(6, 2, seed=11), _data(7, 2, seed=12)
+    ours = prdc(real, fake, 5)
+    naive = _prdc_naive(real, fake, 5)
+    for key in KEYS:
+        assert ours[key] == pytest.approx(naive[key], rel=1e-12), key

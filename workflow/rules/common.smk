@@ -1,4 +1,4 @@
-# Helpers shared by every rule file: paths, seeds and the per-experiment target list.
+# Helpers shared by every workflow file: paths, seeds and the per-experiment target list.
 
 from pathlib import Path
 
@@ -30,7 +30,7 @@ def seed_for(experiment):
     return int(explicit) if explicit is not None else int(config["seed"])
 
 
-# Filled by each experiment's rule file: experiment name -> its final files.
+# Filled by each experiment's .smk file: experiment name -> its final files.
 EXPERIMENT_TARGETS = {}
 
 

@@ -42,7 +42,8 @@ rule graphs_download_proteins:
         source="proteins",
         url=GRAPH_CFG["proteins"]["url"],
         sha256=GRAPH_CFG["proteins"]["sha256"],
-        folder=str(GRAPH_RESOURCES),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(GRAPH, "download_proteins"),
     threads: 1
@@ -58,7 +59,8 @@ rule graphs_download_ego:
         source="ego",
         url=GRAPH_CFG["ego"]["url"],
         sha256=GRAPH_CFG["ego"]["sha256"],
-        folder=str(GRAPH_RESOURCES),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(GRAPH, "download_ego"),
     threads: 1
@@ -84,6 +86,8 @@ rule graphs_prepare:
         resources_dir=str(GRAPH_RESOURCES),
     wildcard_constraints:
         dataset="|".join(GRAPH_DATASETS),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(GRAPH, "prepare_{dataset}"),
     benchmark:
@@ -110,6 +114,8 @@ rule graphs_evaluate:
         magnitude=config["magnitude"],
     wildcard_constraints:
         dataset="|".join(GRAPH_DATASETS),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(GRAPH, "evaluate_{dataset}"),
     benchmark:
@@ -130,6 +136,8 @@ rule graphs_spearman:
     params:
         config=GRAPH_PROVENANCE,
         seed=seed_for(GRAPH),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(GRAPH, "spearman"),
     threads: 1
@@ -149,6 +157,8 @@ rule graphs_figures:
         figure_dataset=GRAPH_CFG["figure_dataset"],
         config=GRAPH_PROVENANCE,
         seed=seed_for(GRAPH),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(GRAPH, "figures"),
     threads: 1

@@ -11,14 +11,13 @@ IMG_DATASET_DIR = {
     "cifar10": str(RESOURCES / "cifar10" / "cifar-10-batches-py"),
 }[IMG_CFG["dataset"]]
 IMG_MODEL = str(RESOURCES / "inception" / "fid_inception_v3.pt")
-
-
-def img_interim(*parts):
-    return interim(IMG, IMG_CFG["dataset"], *parts)
+# Intermediate files live under interim/<dataset>/, so that switching data sets never mixes them.
+IMG_DATASET = IMG_CFG["dataset"]
 
 
 EXPERIMENT_TARGETS["image_mode_dropping"] = [
     results(IMG, "mode_dropping.csv"),
+    results(IMG, "scenario_agreement.csv"),
     results(IMG, "figure5.png"),
 ]
 
@@ -75,7 +74,7 @@ rule images_select:
     input:
         folder=IMG_DATASET_DIR,
     output:
-        selection=img_interim("selection.npz"),
+        selection=interim(IMG, IMG_DATASET, "selection.npz"),
     params:
         dataset=IMG_CFG["dataset"],
         split=IMG_CFG["split"],
@@ -92,17 +91,16 @@ rule images_select:
 rule images_embed:
     input:
         folder=IMG_DATASET_DIR,
-        selection=img_interim("selection.npz"),
+        selection=interim(IMG, IMG_DATASET, "selection.npz"),
         model=IMG_MODEL,
     output:
-        embeddings=img_interim("embeddings", "class_{cls}.npz"),
+        embeddings=interim(IMG, IMG_DATASET, "embeddings", "class_{cls}.npz"),
     params:
         dataset=IMG_CFG["dataset"],
         split=IMG_CFG["split"],
         cls=lambda wildcards: int(wildcards.cls),
         batch_size=IMG_CFG["batch_size"],
         device=IMG_CFG["device"],
-        image_size=IMG_CFG["image_size"],
         cache=lambda wildcards: str(
             RESOURCES / "embedding_cache" / IMG_CFG["dataset"] / f"{IMG_CFG['split']}_class{wildcards.cls}.npz"
         ),
@@ -119,10 +117,10 @@ rule images_embed:
 
 rule images_scores:
     input:
-        embeddings=expand(img_interim("embeddings", "class_{cls}.npz"), cls=IMG_CLASSES),
+        embeddings=expand(interim(IMG, IMG_DATASET, "embeddings", "class_{cls}.npz"), cls=IMG_CLASSES),
     output:
-        scores=img_interim("scores_{scenario}.csv"),
-        info=img_interim("reference_{scenario}.json"),
+        scores=interim(IMG, IMG_DATASET, "scores_{scenario}.csv"),
+        info=interim(IMG, IMG_DATASET, "reference_{scenario}.json"),
     params:
         scenario=lambda wildcards: wildcards.scenario,
         fractions=IMG_CFG["fractions"],
@@ -144,10 +142,14 @@ rule images_scores:
 
 rule images_table:
     input:
-        scores=expand(img_interim("scores_{scenario}.csv"), scenario=["sequential", "simultaneous"]),
-        info=img_interim("reference_sequential.json"),
+        scores=expand(
+            interim(IMG, IMG_DATASET, "scores_{scenario}.csv"),
+            scenario=["sequential", "simultaneous"],
+        ),
+        info=interim(IMG, IMG_DATASET, "reference_sequential.json"),
     output:
         table=results(IMG, "mode_dropping.csv"),
+        agreement=results(IMG, "scenario_agreement.csv"),
     params:
         images_config=IMG_CFG,
         magnitude=config["magnitude"],
@@ -162,7 +164,7 @@ rule images_table:
 rule images_figure:
     input:
         table=results(IMG, "mode_dropping.csv"),
-        info=img_interim("reference_sequential.json"),
+        info=interim(IMG, IMG_DATASET, "reference_sequential.json"),
     output:
         figure=results(IMG, "figure5.png"),
     params:

