@@ -26,17 +26,15 @@ over ``[0, t_cut]``, which contains the crossing) or returns one number at one f
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.integrate import quad
 
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from .distances import pairwise_distances
-from .magnitude import _as_space, convergence_scale, mag_area, magnitude_function
+from .magnitude import convergence_scale, mag_area, magnitude_function
 
 __all__ = ["AXIOMS", "MEASURES", "AxiomResult", "Measure", "check_axioms", "default_measures"]
 
@@ -84,11 +82,9 @@ def _each(f: Callable[[np.ndarray], float]) -> Callable[[Sequence[np.ndarray]], 
 
 def _mag_area_score(metric: str) -> Callable[[Sequence[np.ndarray]], list[float]]:
     def score(sets):
+        # Identical directions give cosine distances of ~1e-16, not 0; MagnitudeSpace merges
+        # points that close as duplicates (twin property).
         Ds = [pairwise_distances(X, metric=metric) for X in sets]
-        for D in Ds:
-            # 1 - cos(x, x) comes out of floating point as ~1e-16, not 0: identical directions
-            # are duplicates, and magnitude must see them as such (twin property).
-            D[D < 1e-12] = 0.0
         scales = []
         for D in Ds:
             try:
@@ -98,29 +94,10 @@ def _mag_area_score(metric: str) -> Callable[[Sequence[np.ndarray]], list[float]
         if not scales:
             raise ValueError("no set of this case has a convergence scale")
         t_cut = float(np.median(scales))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # indefinite Z (cosine) is reported
-            return [_area(D, t_cut) for D in Ds]
+        # mag_area bisects adaptively where a set's magnitude rises at scales far below t_cut
+        # (tiny cosine distances give a t_cut 10^4 - 10^7 times those scales).
+        return [mag_area(D, t_cut) for D in Ds]
     return score
-
-
-def _area(D: np.ndarray, t_cut: float) -> float:
-    """MagArea on [0, t_cut]; robust when Mag rises over many orders of magnitude of t.
-
-    Tiny cosine distances (directions within a few degrees) give a t_cut 10^4 - 10^7 times the
-    scales where Mag starts to rise; one polynomial rule on [0, t_cut] then fails to converge. The
-    fallback integrates adaptively in log t: ∫ Mag(t) dt = ∫ Mag(e^s) e^s ds above a tiny t0.
-    """
-    try:
-        return mag_area(D, t_cut)
-    except RuntimeError:
-        pass
-    space = _as_space(D)  # built once: de-duplication and checks are not repeated per scale
-    t0 = 1e-9 * t_cut
-    head = quad(space.magnitude, 0.0, t0, epsabs=0.0, epsrel=1e-10)[0]
-    tail = quad(lambda s: space.magnitude(math.exp(s)) * math.exp(s), math.log(t0),
-                math.log(t_cut), epsabs=0.0, epsrel=1e-10, limit=200)[0]
-    return float(head + tail)
 
 
 def default_measures() -> list[Measure]:

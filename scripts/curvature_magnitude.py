@@ -6,7 +6,7 @@ import numpy as np
 from _helpers import chunk_indices, log, run
 from tqdm import tqdm
 
-from diversity_core import mag_area, magnitude_function
+from diversity_core import MagnitudeSpace
 from diversity_core.experiments.curvature import geodesic_distances
 
 
@@ -24,9 +24,9 @@ def main(clouds, t_cut, magnitude, chunk=0, n_chunks=1, integration="chebyshev",
     area = np.empty(len(index))
     functions = np.empty((len(index), n_ts))
     for row, i in enumerate(tqdm(index, desc=f"MagArea, chunk {chunk}")):
-        D = geodesic_distances(data["polar"][i], data["curvature"][i])
-        area[row] = mag_area(D, limit, method=integration, rtol=rtol, n_ts=n_ts)
-        functions[row] = magnitude_function(D, ts)
+        space = MagnitudeSpace(geodesic_distances(data["polar"][i], data["curvature"][i]))
+        area[row] = space.mag_area(limit, method=integration, rtol=rtol, n_ts=n_ts)
+        functions[row] = space.magnitude_function(ts)  # shares t = 0 and t_cut with the area
     area_trapezoid = np.trapezoid(functions, ts, axis=1)
     np.savez(magnitude, index=index, mag_area=area, mag_area_trapezoid=area_trapezoid, ts=ts,
              magnitude=functions)

@@ -115,6 +115,18 @@ def test_chebyshev_integral_meets_its_tolerance(metric):
         assert abs(area - accurate) <= max(rtol, 1e-9) * accurate
 
 
+def test_integral_when_t_cut_lies_far_beyond_the_rise():
+    """A common t_cut can be orders of magnitude beyond a space's own convergence scale: the
+    sharp rise near 0 needs finer panels than the flat remainder (adaptive bisection)."""
+    x = np.random.default_rng(12).uniform(0, 1, size=30)
+    gaps = np.diff(np.sort(x))
+    t_conv = dc.convergence_scale(line(x))
+    for T in (30 * t_conv, 3000 * t_conv):
+        y = T * gaps / 2  # log cosh y = y + log1p(e^{-2y}) - log 2, without overflow
+        expected = T + np.sum(2.0 / gaps * (y + np.log1p(np.exp(-2 * y)) - np.log(2)))
+        assert dc.mag_area(line(x), T) == pytest.approx(expected, rel=1e-9)
+
+
 # -- axioms and invariances ------------------------------------------------------------------------
 
 def test_axioms_on_a_euclidean_cloud(cloud):
