@@ -17,8 +17,10 @@ Sections (markdown tables on stdout; ``--json out.json`` writes every figure):
    (reference_free_t_cut + mag_area per space) against ``Diversipy(Xs).MagAreas()``.
 3. ``--large`` only: n = 20,000 (d = 10 Euclidean; d = 384 cosine), ours only: convergence scale,
    MagArea, and peak resident memory (``resource.getrusage``), each case in a fresh process.
-4. Dense-path efficiency: GFLOP/s of our per-scale Cholesky (n³/3 flops) against this machine's
-   measured float64 matrix-multiply rate (4000 x 4000 numpy matmul, 2n³ flops).
+4. Dense-path efficiency: GFLOP/s of our magnitude per scale (counted as the Cholesky's n³/3
+   flops), in float64 and in the engine's default mixed precision (float32 Cholesky + float64
+   refinement), against this machine's measured matrix-multiply rate (4000 x 4000 numpy matmul,
+   2n³ flops) in float64 and float32.
 
 Timings are wall-clock minima over ``--repeats``. Both libraries use all cores through their
 BLAS (each venv has its own NumPy/SciPy build; versions are printed).
@@ -72,43 +74,63 @@ def gaussian_mixture(n: int, d: int = DIM, *, k: int = 10, spread: float = 4.0, 
 
 
 # --------------------------------------------------------------------------------------------
-# Instrumentation (benchmark-local): count our Cholesky factorisations
+# Instrumentation (benchmark-local): count the engine's Cholesky factorisations
 # --------------------------------------------------------------------------------------------
 
 
 class FactorCounter:
-    """Counts calls of the engine's per-scale factorisation, if the private hook exists."""
+    """Counts the engine's LAPACK Cholesky calls (dpotrf: float64, spotrf: float32).
+
+    Swaps the ``lapack`` module seen by diversity_core.magnitude for a counting proxy while in the
+    ``with`` block; if the engine stops using it, the counts stay at zero and are reported as "—".
+    """
 
     def __init__(self):
-        self.count = 0
-        self._cls = getattr(diversity_core.magnitude, "_MagnitudeSpace", None)
-        self._orig = getattr(self._cls, "_factor", None) if self._cls else None
+        self.counts = {"dpotrf": 0, "spotrf": 0}
+        self._module = diversity_core.magnitude
+        self._real = getattr(self._module, "lapack", None)
 
     def __enter__(self):
-        if self._orig is not None:
-            orig, counter = self._orig, self
+        if self._real is not None:
+            real, counts = self._real, self.counts
 
-            def counted(space, t):
-                counter.count += 1
-                return orig(space, t)
+            class _Proxy:
+                def __getattr__(self, name):
+                    attr = getattr(real, name)
+                    if name not in counts:
+                        return attr
 
-            self._cls._factor = counted
+                    def counted(*args, **kwargs):
+                        counts[name] += 1
+                        return attr(*args, **kwargs)
+
+                    return counted
+
+            self._module.lapack = _Proxy()
         return self
 
     def __exit__(self, *exc):
-        if self._orig is not None:
-            self._cls._factor = self._orig
+        if self._real is not None:
+            self._module.lapack = self._real
 
     @property
-    def available(self) -> bool:
-        return self._orig is not None
+    def total(self) -> int:
+        return self.counts["dpotrf"] + self.counts["spotrf"]
 
 
-def _magnitude_callable(D):
-    """Scalar t -> Mag(t) without re-validating D at every call (private fast path if present)."""
-    as_space = getattr(diversity_core.magnitude, "_as_space", None)
-    if as_space is not None:
-        space = as_space(D)
+def make_space(D, **kwargs):
+    """Our engine's prepared space (validated, de-duplicated, cached) if it has one, else D."""
+    cls = getattr(diversity_core, "MagnitudeSpace", None)
+    return cls(D, **kwargs) if cls is not None else D
+
+
+def _magnitude_callable(D, precision="double"):
+    """Scalar t -> Mag(t), float64 throughout where the engine offers it (the yardstick)."""
+    try:
+        space = make_space(D, precision=precision)
+    except TypeError:
+        space = make_space(D)
+    if hasattr(space, "magnitude"):
         return space.magnitude
     return lambda t: float(magnitude_function(D, [t])[0])
 
@@ -125,31 +147,32 @@ def accurate_area(D, t_cut: float) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def ours_single(X, repeats: int) -> dict:
+def ours_single(X, repeats: int) -> tuple[dict, np.ndarray]:
+    """pairwise_distances -> MagnitudeSpace -> convergence_scale -> mag_area (default settings)."""
     best: dict[str, float] = {}
     for _ in range(repeats):
         with FactorCounter() as fc:
             t0 = time.perf_counter()
             D = pairwise_distances(X)
             t1 = time.perf_counter()
-            n_before = fc.count
-            t_conv = convergence_scale(D)
+            space = make_space(D)
             t2 = time.perf_counter()
-            n_conv = fc.count - n_before
-            area = mag_area(D, t_conv)
+            t_conv = convergence_scale(space)
             t3 = time.perf_counter()
-            n_area = fc.count - n_before - n_conv
-        times = {"time_dist": t1 - t0, "time_t_conv": t2 - t1, "time_area": t3 - t2,
-                 "time_total": t3 - t0}
+            counts_conv = dict(fc.counts)
+            area = mag_area(space, t_conv)
+            t4 = time.perf_counter()
+        times = {"time_dist": t1 - t0, "time_prepare": t2 - t1, "time_t_conv": t3 - t2,
+                 "time_area": t4 - t3, "time_total": t4 - t0}
         for k, v in times.items():
             best[k] = min(best.get(k, math.inf), v)
-    out = dict(best, t_conv=t_conv, mag_area=area)
-    if fc.available:
-        out.update(n_factor_t_conv=n_conv, n_factor_area=n_area)
+    out = dict(best, t_conv=t_conv, mag_area=area,
+               factor_t_conv=counts_conv,
+               factor_area={k: fc.counts[k] - counts_conv[k] for k in fc.counts})
     return out, D
 
 
-def magnipy_single(X, repeats: int) -> dict:
+def magnipy_single(X, repeats: int) -> tuple[dict, dict]:
     import magnipy_bridge
 
     warm = {"X": gaussian_mixture(50, seed=[SEED, 0]), "metric": "euclidean", "default": True}
@@ -200,12 +223,12 @@ def bench_many(n_spaces: int, size: int, skip_magnipy: bool) -> dict:
     Xs = [gaussian_mixture(size, seed=[SEED, 7, i], spread=s) for i, s in enumerate(spreads)]
     with FactorCounter() as fc:
         t0 = time.perf_counter()
-        Ds = [pairwise_distances(X) for X in Xs]
-        t_cut = reference_free_t_cut(Ds)
-        areas = np.array([mag_area(D, t_cut) for D in Ds])
+        spaces = [make_space(pairwise_distances(X)) for X in Xs]
+        t_cut = reference_free_t_cut(spaces)
+        areas = np.array([mag_area(space, t_cut) for space in spaces])
         elapsed = time.perf_counter() - t0
     out = {"n_spaces": n_spaces, "size": size,
-           "ours": {"time_total": elapsed, "t_cut": t_cut, "n_factor": fc.count}}
+           "ours": {"time_total": elapsed, "t_cut": t_cut, "factor": dict(fc.counts)}}
     if not skip_magnipy:
         import magnipy_bridge
 
@@ -238,17 +261,17 @@ def large_case(n: int, d: int, metric: str) -> dict:
         X = gaussian_mixture(n, d)
     with FactorCounter() as fc:
         t0 = time.perf_counter()
-        D = pairwise_distances(X, metric)
+        space = make_space(pairwise_distances(X, metric))
         t1 = time.perf_counter()
-        t_conv = convergence_scale(D)
+        t_conv = convergence_scale(space)
         t2 = time.perf_counter()
-        n_conv = fc.count
-        area = mag_area(D, t_conv)
+        n_conv = fc.total
+        area = mag_area(space, t_conv)
         t3 = time.perf_counter()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"n": n, "d": d, "metric": metric, "t_conv": t_conv, "mag_area": area,
             "time_dist": t1 - t0, "time_t_conv": t2 - t1, "time_area": t3 - t2,
-            "time_total": t3 - t0, "n_factor_t_conv": n_conv, "n_factor_area": fc.count - n_conv,
+            "time_total": t3 - t0, "n_factor_t_conv": n_conv, "n_factor_area": fc.total - n_conv,
             "peak_rss_gib": peak_kib / 2**20, "dense_matrix_gib": n * n * 8 / 2**30}
 
 
@@ -271,29 +294,38 @@ def bench_large(n: int) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 
 
-def matmul_gflops(n: int = 4000, repeats: int = 3) -> float:
+def matmul_gflops(n: int = 4000, repeats: int = 3, dtype=np.float64) -> float:
     rng = np.random.default_rng(0)
-    A, B = rng.random((n, n)), rng.random((n, n))
+    A, B = rng.random((n, n)).astype(dtype), rng.random((n, n)).astype(dtype)
     A @ B  # warm-up
     best = min(_timed(lambda: A @ B) for _ in range(repeats))
     return 2 * n**3 / best / 1e9
 
 
 def cholesky_gflops(n: int, repeats: int, n_scales: int = 4) -> dict:
-    """Our magnitude at n_scales scales in [t_conv/4, t_conv]: Cholesky + one solve per scale.
+    """Time per scale of our magnitude (Cholesky + one solve, plus exp(-tD)) at n_scales distinct
+    scales in [t_conv/4, t_conv], per precision mode; GFLOP/s counts n³/3 per scale.
 
-    Every public call first validates D and looks for duplicate points (O(n²), once per call);
-    that fixed cost is timed on its own (a call at t = 0 only, which needs no factorisation) and
-    taken out of the per-scale time.
+    The one-off preparation of a space (validation, duplicate search) is timed separately.
     """
     D = pairwise_distances(gaussian_mixture(n))
     t_conv = convergence_scale(D)
     ts = np.linspace(t_conv / 4, t_conv, n_scales)
-    fixed = min(_timed(lambda: magnitude_function(D, [0.0])) for _ in range(max(repeats, 2)))
-    best = min(_timed(lambda: magnitude_function(D, ts)) for _ in range(repeats))
-    per_scale = max(best - fixed, 1e-12) / n_scales
-    return {"n": n, "time_per_call_fixed": fixed, "time_per_scale": per_scale,
-            "gflops": n**3 / 3 / per_scale / 1e9}
+    out = {"n": n}
+    out["time_prepare"] = min(_timed(lambda: make_space(D)) for _ in range(max(repeats, 2)))
+    for precision in ("double", "mixed"):
+        try:
+            make_space(D, precision=precision)
+        except (TypeError, ValueError):
+            continue
+        times = []
+        for _ in range(repeats):
+            space = make_space(D, precision=precision)  # fresh cache
+            times.append(_timed(lambda space=space: [space.magnitude(t) for t in ts]))
+        per_scale = min(times) / n_scales
+        out[f"time_per_scale_{precision}"] = per_scale
+        out[f"gflops_{precision}"] = n**3 / 3 / per_scale / 1e9
+    return out
 
 
 def _timed(fn) -> float:
@@ -326,16 +358,16 @@ def print_report(report: dict) -> None:
     rows = report.get("single", [])
     if rows:
         print("\n### 1. One space: convergence scale + MagArea (clustered Euclidean, d = 10)\n")
-        print("| n | ours t_conv (s) | ours area (s) | ours total (s) | factorisations | "
-              "magnipy t_conv (s) | magnipy 30-scale fn (s) | magnipy total (s) | speed-up | "
-              "t_conv rel. diff | ours area rel. err | magnipy area rel. err |")
+        print("| n | ours t_conv (s) | ours area (s) | ours total (s) | factorisations "
+              "t_conv / area (of which float32) | magnipy t_conv (s) | magnipy 30-scale fn (s) | "
+              "magnipy total (s) | speed-up | t_conv rel. diff | ours area rel. err | "
+              "magnipy area rel. err |")
         print("|" + "---|" * 12)
         for r in rows:
             o, m = r["ours"], r.get("magnipy", {})
-            nf = (f"{o['n_factor_t_conv']} + {o['n_factor_area']}"
-                  if "n_factor_t_conv" in o else "—")
             print(f"| {r['n']} | {o['time_t_conv']:.2f} | {o['time_area']:.2f} | "
-                  f"{o['time_total']:.2f} | {nf} | {_fmt(m.get('time_t_conv'), '.2f')} | "
+                  f"{o['time_total']:.2f} | {_factor_str(o['factor_t_conv'])} / "
+                  f"{_factor_str(o['factor_area'])} | {_fmt(m.get('time_t_conv'), '.2f')} | "
                   f"{_fmt(m.get('time_function'), '.2f')} | {_fmt(m.get('time_total'), '.2f')} | "
                   f"{_fmt(r.get('speedup'), '.1f')}× | {_fmt(r.get('t_conv_rel_diff'), '.1e')} | "
                   f"{_fmt(r.get('ours_area_rel_err'), '.1e')} | "
@@ -364,17 +396,24 @@ def print_report(report: dict) -> None:
                   f"{r['peak_rss_gib']:.2f} | {r['dense_matrix_gib']:.2f} |")
     eff = report.get("efficiency")
     if eff:
-        print(f"\n### 4. Dense-path efficiency (matmul peak {eff['matmul_gflops']:.1f} GFLOP/s, "
-              "4000×4000 float64)\n")
-        print("| n | validation + duplicate check per call (s) | time per scale (s) | "
-              "Cholesky GFLOP/s | share of matmul rate | "
-              "whole run GFLOP/s (factorisations × n³/3 / total) |")
-        print("|---|---|---|---|---|---|")
+        p64, p32 = eff["matmul_gflops_float64"], eff["matmul_gflops_float32"]
+        print(f"\n### 4. Dense-path efficiency (measured matmul rate, 4000×4000: float64 "
+              f"{p64:.1f} GFLOP/s, float32 {p32:.1f} GFLOP/s)\n")
+        print("| n | prepare space (s) | float64 path: s per scale | GFLOP/s | share of float64 "
+              "matmul | mixed path: s per scale | GFLOP/s | share of float32 matmul |")
+        print("|" + "---|" * 8)
         for r in eff["rows"]:
-            print(f"| {r['n']} | {r['time_per_call_fixed']:.3f} | {r['time_per_scale']:.3f} | "
-                  f"{r['gflops']:.1f} | "
-                  f"{r['gflops'] / eff['matmul_gflops']:.0%} | "
-                  f"{_fmt(r.get('whole_run_gflops'), '.1f')} |")
+            g64, g32 = r.get("gflops_double"), r.get("gflops_mixed")
+            print(f"| {r['n']} | {r['time_prepare']:.3f} | "
+                  f"{_fmt(r.get('time_per_scale_double'), '.3f')} | {_fmt(g64, '.1f')} | "
+                  f"{_fmt(g64 and g64 / p64, '.0%')} | "
+                  f"{_fmt(r.get('time_per_scale_mixed'), '.3f')} | {_fmt(g32, '.1f')} | "
+                  f"{_fmt(g32 and g32 / p32, '.0%')} |")
+
+
+def _factor_str(counts: dict) -> str:
+    total = counts["dpotrf"] + counts["spotrf"]
+    return "—" if total == 0 else f"{total} ({counts['spotrf']})"
 
 
 def main(argv=None) -> dict:
@@ -431,16 +470,11 @@ def main(argv=None) -> dict:
     if args.large:
         report["large"] = bench_large(args.large_n)
     _print_progress("dense-path efficiency ...")
-    peak = matmul_gflops()
-    eff_rows = []
-    for r in report["single"]:
-        e = cholesky_gflops(r["n"], max(args.repeats, 1))
-        o = r["ours"]
-        if "n_factor_t_conv" in o:
-            e["whole_run_gflops"] = ((o["n_factor_t_conv"] + o["n_factor_area"]) * r["n"] ** 3
-                                     / 3 / (o["time_t_conv"] + o["time_area"]) / 1e9)
-        eff_rows.append(e)
-    report["efficiency"] = {"matmul_gflops": peak, "rows": eff_rows}
+    report["efficiency"] = {
+        "matmul_gflops_float64": matmul_gflops(dtype=np.float64),
+        "matmul_gflops_float32": matmul_gflops(dtype=np.float32),
+        "rows": [cholesky_gflops(n, max(args.repeats, 1)) for n in sizes],
+    }
     if magnipy_versions:
         report["versions"]["magnipy"] = magnipy_versions
     print_report(report)

@@ -44,12 +44,27 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None) -> np.ndarray:
         if metric == "cosine":
             _check_no_zero_vectors(Y, "Y")
         return cdist(X, Y, metric=metric)
-    D = cdist(X, X, metric=metric)
-    # cdist leaves round-off of order 1e-16 on the diagonal and between mirrored entries; magnitude
-    # needs an exactly symmetric matrix with zeros on the diagonal (and exact zeros for duplicates).
-    D = 0.5 * (D + D.T)
+    if metric == "cosine":
+        return _cosine_self_distances(X)
+    # cdist evaluates d(x_i, x_j) and d(x_j, x_i) by the same arithmetic: D is exactly
+    # symmetric, with an exact zero diagonal and exact zeros between duplicates.
+    return cdist(X, X, metric=metric)
+
+
+def _cosine_self_distances(X: np.ndarray, block: int = 2048) -> np.ndarray:
+    """1 - <x̂_i, x̂_j> through BLAS (cdist's cosine is a scalar loop: 50 times slower for 20,000
+    points in 384 dimensions), made exactly symmetric by mirroring the upper triangle block by
+    block, with no full-size temporary (n = 20,000 is a 3.2 GB matrix)."""
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    n = len(U)
+    D = np.empty((n, n))
+    for start in range(0, n, block):
+        rows = slice(start, start + block)
+        np.matmul(U[rows], U[start:].T, out=D[rows, start:])
+        np.subtract(1.0, D[rows, start:], out=D[rows, start:])
+        D[start:, rows] = D[rows, start:].T
+    np.clip(D, 0.0, 2.0, out=D)
     np.fill_diagonal(D, 0.0)
-    np.maximum(D, 0.0, out=D)
     return D
 
 

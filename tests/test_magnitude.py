@@ -321,3 +321,24 @@ def test_mixed_precision_falls_back_on_ill_conditioned_scales():
     assert space._solve_mixed(50.0) is not None
     with pytest.raises(ValueError, match="precision"):
         dc.MagnitudeSpace(np.zeros((2, 2)), precision="half")
+
+
+def test_conjugate_gradients_agree_with_cholesky(monkeypatch):
+    """The iterative path (used from CG_MIN_POINTS points on) against the direct one."""
+    import diversity_core.magnitude as magnitude
+
+    monkeypatch.setattr(magnitude, "CG_MIN_POINTS", 100)
+    rng = np.random.default_rng(10)
+    X = np.vstack([rng.normal(size=(60, 5)) + 3 * rng.normal(size=5) for _ in range(5)])
+    D = dc.pairwise_distances(X)
+    iterative = dc.MagnitudeSpace(D)
+    direct = dc.MagnitudeSpace(D, solver="direct")
+    t_conv = direct.convergence_scale()
+    assert iterative.convergence_scale() == pytest.approx(t_conv, rel=1e-9)
+    assert iterative.mag_area(t_conv) == pytest.approx(direct.mag_area(t_conv), rel=1e-9)
+    assert iterative._cg_last is not None  # CG did solve some scales ...
+    assert 0 < iterative._cg_floor < t_conv  # ... and handed the smallest ones to Cholesky
+    np.testing.assert_allclose(iterative.weights(t_conv), direct.weights(t_conv), rtol=1e-7,
+                               atol=1e-10)
+    with pytest.raises(ValueError, match="solver"):
+        dc.MagnitudeSpace(D, solver="lanczos")
