@@ -423,7 +423,7 @@ def magnitude_derivative(D, ts) -> np.ndarray:
 
 
 def convergence_scale(
-    D, target: float = 0.95, *, rtol: float = 1e-10, max_iter: int = 200
+    D, target: float = 0.95, *, rtol: float = 1e-9, max_iter: int = 100
 ) -> float:
     """The scale ``t_conv`` at which ``Mag(t_conv) = target * n`` (paper, Definition 3.5).
 
@@ -437,7 +437,8 @@ def convergence_scale(
     target : float in (0, 1)
         Share of the cardinality to reach (paper: 0.95).
     rtol : float
-        Relative tolerance on ``t_conv``.
+        Relative tolerance on ``t_conv``; the search also stops once ``Mag`` is within 1e-10
+        (relative) of the target, the accuracy to which the solvers evaluate it.
 
     Returns
     -------
@@ -482,7 +483,7 @@ def _find_scale(space: MagnitudeSpace, goal: float, *, rtol: float, max_iter: in
             lo = t if lo is None else max(lo, t)
         else:
             hi = t if hi is None else min(hi, t)
-        if abs(mag - goal) <= 1e-12 * goal:
+        if abs(mag - goal) <= 1e-10 * goal:
             return t
         if lo is not None and hi is not None and (hi - lo) <= rtol * hi:
             return 0.5 * (lo + hi)
@@ -500,7 +501,7 @@ def _find_scale(space: MagnitudeSpace, goal: float, *, rtol: float, max_iter: in
             if s_new is None or not (log_lo < s_new < log_hi):
                 s_new = 0.5 * (log_lo + log_hi)
         t_new = math.exp(s_new)
-        if lo is not None and hi is not None and abs(t_new - t) <= 0.25 * rtol * t:
+        if lo is not None and hi is not None and abs(t_new - t) <= rtol * t:
             return t_new
         t = t_new
     raise RuntimeError(f"convergence scale search did not converge in {max_iter} iterations.")

@@ -23,7 +23,7 @@ STYLE = {"sequential": ("tab:red", "-"), "simultaneous": ("tab:blue", "--")}
 DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}
 
 
-def main(table, info, figure, dataset="fashion_mnist", k=10, seed=0):
+def main(table, info, figure, dataset="fashion_mnist", k=10, n_reference_per_class=None, seed=0):
     """Draw one panel per measure; lines are means over resamples, bands ±1 standard deviation."""
     summary = pd.read_csv(table)
     with open(info) as stream:
@@ -53,14 +53,17 @@ def main(table, info, figure, dataset="fashion_mnist", k=10, seed=0):
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower right", frameon=False, fontsize=10)
+    size = f"sets of 10 × {n_reference_per_class} images, " if n_reference_per_class else ""
     fig.suptitle(
         f"Mode dropping on {DATASET_NAMES.get(dataset, dataset)}, Inception V3 features; "
-        f"mean ± sd over {_n_resamples(table)} resamples", fontsize=11)
+        f"{size}mean ± sd over {_n_resamples(table)} resamples", fontsize=11)
     tmp = str(figure) + ".tmp.png"
     fig.savefig(tmp, dpi=150)
     plt.close(fig)
     os.replace(tmp, figure)
-    write_provenance(figure, config={"dataset": dataset, "k": k}, seed=seed, table=str(table))
+    write_provenance(figure, config={"dataset": dataset, "k": k,
+                                     "n_reference_per_class": n_reference_per_class},
+                     seed=seed, table=str(table))
 
 
 def _n_resamples(table):
