@@ -180,7 +180,13 @@ def _file_lock(path: Path):
 # --------------------------------------------------------------------------------------------
 
 
-def run_magnipy(request: dict, *, python: str | None = None, timeout: float | None = None) -> dict:
+def run_magnipy(
+    request: dict,
+    *,
+    python: str | None = None,
+    timeout: float | None = None,
+    threads: int | None = None,
+) -> dict:
     """Run a batch of magnipy jobs in magnipy's interpreter and return their results.
 
     Parameters
@@ -192,6 +198,9 @@ def run_magnipy(request: dict, *, python: str | None = None, timeout: float | No
         Interpreter to use; default :func:`magnipy_python`.
     timeout : float, optional
         Seconds before the worker is killed.
+    threads : int, optional
+        BLAS/OpenMP/numexpr threads of the worker (default: inherited environment, i.e. all
+        cores). 1 is fastest for small matrices and on machines shared with other jobs.
 
     Returns
     -------
@@ -207,6 +216,10 @@ def run_magnipy(request: dict, *, python: str | None = None, timeout: float | No
         encode({"jobs": jobs}, tmp / "request")
         cmd = [python, str(WORKER), str(tmp / "request"), str(tmp / "result")]
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        if threads:
+            for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                        "NUMEXPR_NUM_THREADS"):
+                env[var] = str(threads)
         try:
             out = subprocess.run(
                 cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False

@@ -143,8 +143,8 @@ def test_python_dash_m(files):
 
 
 def test_magarea_not_computable_keeps_the_other_metrics(tmp_path, capsys):
-    # Every point twice: magnitude never exceeds 5 distinct points < 0.95 * 10.
-    X = np.repeat(np.random.default_rng(1).normal(size=(5, 3)), 2, axis=0)
+    # One distinct point: it has no convergence scale, so no MagArea of its own.
+    X = np.repeat(np.random.default_rng(1).normal(size=(1, 3)), 10, axis=0)
     np.save(tmp_path / "dup.npy", X)
     rc, out, err = _run(["score", str(tmp_path / "dup.npy"), "--json"], capsys)
     assert rc == 0, err

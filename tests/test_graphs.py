@@ -390,7 +390,7 @@ def test_reference_t_cut_counts_distinct_points():
     with_duplicates = np.vstack([X, X[:10]])
     assert G.reference_t_cut(with_duplicates) == pytest.approx(
         convergence_scale(pairwise_distances(X)), rel=1e-9)
-    with pytest.raises(ValueError, match="identical"):
+    with pytest.raises(ValueError, match="single distinct point"):
         G.reference_t_cut(np.zeros((4, 2)))
 
 

@@ -255,11 +255,14 @@ def test_bad_scales(cloud):
         dc.mag_diff(cloud, cloud, 1.0, normalise="mean")
 
 
-def test_too_many_duplicates_for_a_convergence_scale():
-    X = np.zeros((10, 2))
-    X[0] = 1.0
-    with pytest.raises(ValueError, match="distinct"):
-        dc.convergence_scale(dc.pairwise_distances(X))
+def test_convergence_scale_counts_distinct_points():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(40, 2))
+    with_copies = np.vstack([X, X[:10]])  # 25% duplicates: 0.95 · 50 would be out of reach
+    t = dc.convergence_scale(dc.pairwise_distances(with_copies))
+    assert t == pytest.approx(dc.convergence_scale(dc.pairwise_distances(X)), rel=1e-12)
+    with pytest.raises(ValueError, match="single distinct point"):
+        dc.convergence_scale(dc.pairwise_distances(np.ones((5, 3))))
 
 
 def test_pairwise_distances():
@@ -316,7 +319,7 @@ def test_mixed_precision_agrees_with_double(metric):
 
 def test_mixed_precision_falls_back_on_ill_conditioned_scales():
     rng = np.random.default_rng(9)
-    space = dc.MagnitudeSpace(dc.pairwise_distances(rng.normal(size=(200, 2))))
+    space = dc.MagnitudeSpace(dc.pairwise_distances(rng.normal(size=(200, 2))), precision="mixed")
     assert space._solve_mixed(1e-5) is None  # cond(Z) far beyond float32
     assert space._solve_mixed(50.0) is not None
     with pytest.raises(ValueError, match="precision"):

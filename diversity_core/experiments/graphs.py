@@ -841,13 +841,12 @@ def graph_measures(
 
 
 def reference_t_cut(reference: np.ndarray, target: float = 0.95) -> float:
-    """The reference's convergence scale, counting distinct points.
+    """The reference's convergence scale, ``Mag(t_conv) = target · n_distinct``.
 
     Random GIN embeddings of degree-featured graphs often coincide (isomorphic or WL-equivalent
     graphs get identical embeddings; Cuneiform's reference half has only a handful of distinct
-    embeddings). Magnitude then tends to the number of *distinct* points, so ``target · n`` may be
-    out of reach: the convergence scale is taken on the de-duplicated reference, where
-    ``Mag(t_conv) = target · n_distinct``. Without duplicates this is the paper's ``t_conv``.
+    embeddings). :func:`diversity_core.convergence_scale` counts distinct points, so such
+    duplicates are harmless.
 
     Parameters
     ----------
@@ -859,10 +858,7 @@ def reference_t_cut(reference: np.ndarray, target: float = 0.95) -> float:
     """
     from diversity_core import pairwise_distances, reference_based_t_cut
 
-    distinct = np.unique(np.asarray(reference, dtype=np.float64), axis=0)
-    if distinct.shape[0] < 2:
-        raise ValueError("the reference embeddings are all identical: no convergence scale.")
-    return reference_based_t_cut(pairwise_distances(distinct), target)
+    return reference_based_t_cut(pairwise_distances(reference), target)
 
 
 def evaluate_architecture(
