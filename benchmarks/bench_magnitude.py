@@ -8,11 +8,11 @@ tests/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse an existing one)::
 Sections (markdown tables on stdout; ``--json out.json`` writes every figure):
 
 1. One space: convergence scale + MagArea up to it, for clustered Euclidean points (a seeded
-   Gaussian mixture, d = 10). Ours = pairwise_distances + convergence_scale + mag_area (adaptive
-   quadrature, rtol 1e-8). magnipy's default path = ``Magnipy(X)`` (distances), ``get_t_conv()``
-   (toms748), ``get_magnitude()`` (30 scales) and ``MagArea()`` (trapezoid), run right after ours
-   on the same data. Accuracy: relative error of each MagArea against an accurate integral of our
-   magnitude function (``scipy.integrate.quad``, rtol 1e-10).
+   Gaussian mixture, d = 10). Ours = pairwise_distances + MagnitudeSpace + convergence_scale +
+   mag_area, with the engine's defaults. magnipy's default path = ``Magnipy(X)`` (distances),
+   ``get_t_conv()`` (toms748), ``get_magnitude()`` (30 scales) and ``MagArea()`` (trapezoid), run
+   right after ours on the same data. Accuracy: relative error of each MagArea against an
+   accurate integral of our magnitude function (``scipy.integrate.quad``, rtol 1e-10).
 2. Many small spaces: the reference-free protocol on 200 spaces of 300 points: ours
    (reference_free_t_cut + mag_area per space) against ``Diversipy(Xs).MagAreas()``.
 3. ``--large`` only: n = 20,000 (d = 10 Euclidean; d = 384 cosine), ours only: convergence scale,
@@ -22,8 +22,11 @@ Sections (markdown tables on stdout; ``--json out.json`` writes every figure):
    refinement), against this machine's measured matrix-multiply rate (4000 x 4000 numpy matmul,
    2n³ flops) in float64 and float32.
 
-Timings are wall-clock minima over ``--repeats``. Both libraries use all cores through their
-BLAS (each venv has its own NumPy/SciPy build; versions are printed).
+Timings are wall-clock minima over ``--repeats``. Both libraries use their BLAS with all cores,
+or ``--threads N`` for both (each venv has its own NumPy/SciPy build; versions are printed). On a
+machine shared with other jobs use ``--threads 1``. The "scales" and "Cholesky" columns count the
+distinct scales our engine evaluated and its LAPACK potrf calls (a benchmark-local probe of the
+engine's internals; "—" where the engine does not expose them or used no factorisation).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import numpy as np
 from scipy import integrate
 
 REPO = Path(__file__).resolve().parents[1]
+RTOL = 1e-4  # our MagArea tolerance (--rtol)
 for _p in (REPO, REPO / "tests"):  # the package (also when run from elsewhere) and the bridge
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
@@ -118,6 +122,12 @@ class FactorCounter:
         return self.counts["dpotrf"] + self.counts["spotrf"]
 
 
+def _scales_evaluated(space):
+    """Distinct positive scales a MagnitudeSpace has evaluated (its cache), or None."""
+    cache = getattr(space, "_cache", None)
+    return None if cache is None else sum(1 for t in cache if t > 0)
+
+
 def make_space(D, **kwargs):
     """Our engine's prepared space (validated, de-duplicated, cached) if it has one, else D."""
     cls = getattr(diversity_core, "MagnitudeSpace", None)
@@ -160,13 +170,17 @@ def ours_single(X, repeats: int) -> tuple[dict, np.ndarray]:
             t_conv = convergence_scale(space)
             t3 = time.perf_counter()
             counts_conv = dict(fc.counts)
-            area = mag_area(space, t_conv)
+            scales_conv = _scales_evaluated(space)
+            area = mag_area(space, t_conv, rtol=RTOL)
             t4 = time.perf_counter()
         times = {"time_dist": t1 - t0, "time_prepare": t2 - t1, "time_t_conv": t3 - t2,
                  "time_area": t4 - t3, "time_total": t4 - t0}
         for k, v in times.items():
             best[k] = min(best.get(k, math.inf), v)
+    scales_all = _scales_evaluated(space)
     out = dict(best, t_conv=t_conv, mag_area=area,
+               scales_t_conv=scales_conv,
+               scales_area=None if scales_all is None else scales_all - scales_conv,
                factor_t_conv=counts_conv,
                factor_area={k: fc.counts[k] - counts_conv[k] for k in fc.counts})
     return out, D
@@ -225,7 +239,7 @@ def bench_many(n_spaces: int, size: int, skip_magnipy: bool) -> dict:
         t0 = time.perf_counter()
         spaces = [make_space(pairwise_distances(X)) for X in Xs]
         t_cut = reference_free_t_cut(spaces)
-        areas = np.array([mag_area(space, t_cut) for space in spaces])
+        areas = np.array([mag_area(space, t_cut, rtol=RTOL) for space in spaces])
         elapsed = time.perf_counter() - t0
     out = {"n_spaces": n_spaces, "size": size,
            "ours": {"time_total": elapsed, "t_cut": t_cut, "factor": dict(fc.counts)}}
@@ -253,7 +267,7 @@ def bench_many(n_spaces: int, size: int, skip_magnipy: bool) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def large_case(n: int, d: int, metric: str) -> dict:
+def large_case(n: int, d: int, metric: str, validate: bool = False) -> dict:
     rng = np.random.default_rng([SEED, n, d, 9])
     if metric == "cosine":
         X = rng.normal(size=(n, d)) + 0.5  # not centred: cosine distances well below 1 on average
@@ -266,21 +280,35 @@ def large_case(n: int, d: int, metric: str) -> dict:
         t_conv = convergence_scale(space)
         t2 = time.perf_counter()
         n_conv = fc.total
-        area = mag_area(space, t_conv)
+        area = mag_area(space, t_conv, rtol=RTOL)
         t3 = time.perf_counter()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    return {"n": n, "d": d, "metric": metric, "t_conv": t_conv, "mag_area": area,
+    scales = _scales_evaluated(space)
+    exact = {}
+    if validate:  # the exact dense computation: float64 Cholesky at every scale, rtol 1e-10
+        dense = make_space(space.D, precision="double", solver="direct")
+        t_exact = convergence_scale(dense)
+        area_exact = mag_area(dense, t_exact, rtol=1e-10)
+        exact = {"t_conv_exact": t_exact, "mag_area_exact": area_exact,
+                 "t_conv_rel_err": abs(t_conv / t_exact - 1),
+                 "mag_area_rel_err": abs(area / area_exact - 1)}
+    return {"n": n, "d": d, "metric": metric, "t_conv": t_conv, "mag_area": area, **exact,
+            "scales_evaluated": scales,
             "time_dist": t1 - t0, "time_t_conv": t2 - t1, "time_area": t3 - t2,
             "time_total": t3 - t0, "n_factor_t_conv": n_conv, "n_factor_area": fc.total - n_conv,
             "peak_rss_gib": peak_kib / 2**20, "dense_matrix_gib": n * n * 8 / 2**30}
 
 
-def bench_large(n: int) -> list[dict]:
+LARGE_CASES = {"euclidean": (10, "euclidean"), "cosine": (384, "cosine")}
+
+
+def bench_large(n: int, cases=("euclidean", "cosine"), validate: bool = False) -> list[dict]:
     out = []
-    for d, metric in ((10, "euclidean"), (384, "cosine")):
+    for d, metric in (LARGE_CASES[c] for c in cases):
         _print_progress(f"large case n={n} d={d} {metric} (fresh process) ...")
         proc = subprocess.run(
-            [sys.executable, __file__, "--_large-case", f"{n},{d},{metric}"],
+            [sys.executable, __file__, "--rtol", str(RTOL),
+             "--_large-case", f"{n},{d},{metric},{int(validate)}"],
             capture_output=True, text=True, check=False,
         )
         if proc.returncode != 0:
@@ -358,15 +386,16 @@ def print_report(report: dict) -> None:
     rows = report.get("single", [])
     if rows:
         print("\n### 1. One space: convergence scale + MagArea (clustered Euclidean, d = 10)\n")
-        print("| n | ours t_conv (s) | ours area (s) | ours total (s) | factorisations "
-              "t_conv / area (of which float32) | magnipy t_conv (s) | magnipy 30-scale fn (s) | "
-              "magnipy total (s) | speed-up | t_conv rel. diff | ours area rel. err | "
-              "magnipy area rel. err |")
-        print("|" + "---|" * 12)
+        print("| n | ours t_conv (s) | ours area (s) | ours total (s) | scales t_conv / area | "
+              "Cholesky t_conv / area (of which float32) | magnipy t_conv (s) | "
+              "magnipy 30-scale fn (s) | magnipy total (s) | speed-up | t_conv rel. diff | "
+              "ours area rel. err | magnipy area rel. err |")
+        print("|" + "---|" * 13)
         for r in rows:
             o, m = r["ours"], r.get("magnipy", {})
             print(f"| {r['n']} | {o['time_t_conv']:.2f} | {o['time_area']:.2f} | "
-                  f"{o['time_total']:.2f} | {_factor_str(o['factor_t_conv'])} / "
+                  f"{o['time_total']:.2f} | {_fmt(o.get('scales_t_conv'), 'd')} / "
+                  f"{_fmt(o.get('scales_area'), 'd')} | {_factor_str(o['factor_t_conv'])} / "
                   f"{_factor_str(o['factor_area'])} | {_fmt(m.get('time_t_conv'), '.2f')} | "
                   f"{_fmt(m.get('time_function'), '.2f')} | {_fmt(m.get('time_total'), '.2f')} | "
                   f"{_fmt(r.get('speedup'), '.1f')}× | {_fmt(r.get('t_conv_rel_diff'), '.1e')} | "
@@ -386,14 +415,22 @@ def print_report(report: dict) -> None:
     large = report.get("large")
     if large:
         print("\n### 3. Large n (ours only)\n")
-        print("| n | d | metric | t_conv | MagArea | t_conv (s) | area (s) | total (s) | "
-              "factorisations | peak RSS (GiB) | one n×n matrix (GiB) |")
-        print("|" + "---|" * 11)
+        print("| n | d | metric | t_conv | MagArea | distances (s) | t_conv (s) | area (s) | "
+              "total (s) | scales evaluated | Cholesky t_conv + area | peak RSS (GiB) | "
+              "one n×n float64 matrix (GiB) |")
+        print("|" + "---|" * 13)
         for r in large:
             print(f"| {r['n']} | {r['d']} | {r['metric']} | {r['t_conv']:.5g} | "
-                  f"{r['mag_area']:.6g} | {r['time_t_conv']:.1f} | {r['time_area']:.1f} | "
-                  f"{r['time_total']:.1f} | {r['n_factor_t_conv']} + {r['n_factor_area']} | "
+                  f"{r['mag_area']:.6g} | {r['time_dist']:.1f} | {r['time_t_conv']:.1f} | "
+                  f"{r['time_area']:.1f} | {r['time_total']:.1f} | "
+                  f"{_fmt(r.get('scales_evaluated'), 'd')} | "
+                  f"{r['n_factor_t_conv']} + {r['n_factor_area']} | "
                   f"{r['peak_rss_gib']:.2f} | {r['dense_matrix_gib']:.2f} |")
+        for r in large:
+            if "mag_area_exact" in r:
+                print(f"\nn = {r['n']} {r['metric']}: against the exact dense computation "
+                      f"(float64 Cholesky at every scale, rtol 1e-10): t_conv rel. error "
+                      f"{r['t_conv_rel_err']:.1e}, MagArea rel. error {r['mag_area_rel_err']:.1e}")
     eff = report.get("efficiency")
     if eff:
         p64, p32 = eff["matmul_gflops_float64"], eff["matmul_gflops_float32"]
@@ -427,6 +464,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--large", action="store_true",
                     help="also run section 3 (n = --large-n; takes many minutes and ~8 GB)")
     ap.add_argument("--large-n", type=int, default=20000, help="n of section 3")
+    ap.add_argument("--large-cases", default="euclidean,cosine",
+                    help="section 3 cases: euclidean (d = 10), cosine (d = 384)")
     ap.add_argument("--n-spaces", type=int, default=200, help="section 2: number of spaces")
     ap.add_argument("--space-size", type=int, default=300, help="section 2: points per space")
     ap.add_argument("--no-many", action="store_true", help="skip section 2")
@@ -436,8 +475,16 @@ def main(argv=None) -> dict:
                     help="BLAS threads for ours AND magnipy (default: the libraries' default, all "
                          "cores); use 1 on a machine shared with other jobs, where multithreaded "
                          "OpenBLAS slows down by orders of magnitude")
+    ap.add_argument("--rtol", type=float, default=1e-4,
+                    help="relative tolerance of our MagArea integrals (default: %(default)s, the "
+                         "accuracy the comparison asks for)")
+    ap.add_argument("--validate", action="store_true",
+                    help="section 3: also compute the exact dense result (float64 Cholesky at "
+                         "every scale) and report the errors; feasible up to n of about 8,000")
     ap.add_argument("--_large-case", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    global RTOL
+    RTOL = args.rtol
     if args.threads:
         from threadpoolctl import threadpool_limits
 
@@ -447,8 +494,8 @@ def main(argv=None) -> dict:
         threadpool_limits(args.threads)
 
     if args._large_case:  # child process of section 3
-        n, d, metric = args._large_case.split(",")
-        print(json.dumps(large_case(int(n), int(d), metric)))
+        n, d, metric, validate = args._large_case.split(",")
+        print(json.dumps(large_case(int(n), int(d), metric, validate == "1")))
         return {}
 
     import scipy
@@ -468,7 +515,7 @@ def main(argv=None) -> dict:
         _print_progress(f"many small spaces: {args.n_spaces} × {args.space_size} ...")
         report["many"] = bench_many(args.n_spaces, args.space_size, args.skip_magnipy)
     if args.large:
-        report["large"] = bench_large(args.large_n)
+        report["large"] = bench_large(args.large_n, args.large_cases.split(","), args.validate)
     _print_progress("dense-path efficiency ...")
     report["efficiency"] = {
         "matmul_gflops_float64": matmul_gflops(dtype=np.float64),

@@ -86,15 +86,18 @@ _CC_LEVELS = (16, 32, 64)
 _MAX_BISECTIONS = 20
 DIFF_NORMALISATIONS = (None, "t_cut", "reference_area")
 PRECISIONS = ("auto", "mixed", "double")
-# "auto" precision factorises in float32 from this many distinct points on. Below, float64 is
-# as fast (helper benchmark: 0.002 s vs 0.004 s per scale at n = 500, equal at 2,000 to 4,000),
-# and at large t float32 factorisations of small matrices hit subnormal intermediates, on which
-# spotrf ran 20 times slower than dpotrf (20 ms vs 1.5 ms for 500 points).
-MIXED_MIN_POINTS = 2000
+# "auto" precision factorises in float32 from this many distinct points on: single-threaded
+# spotrf took 14 ms where dpotrf took 36 ms at n = 1,000 (0.78 s vs 1.44 s at 4,000). Below,
+# the refinement eats the gain, and at large t float32 factorisations hit subnormal
+# intermediates, on which spotrf ran 20 times slower (20 ms vs 1.5 ms for 500 points); from
+# 1,000 points on, those well-conditioned large-t scales go to conjugate gradients instead.
+MIXED_MIN_POINTS = 1000
 SOLVERS = ("auto", "direct")
-# Conjugate gradients are tried from this many distinct points on (below, a Cholesky
-# factorisation costs less than a few dozen matrix-vector products anyway).
-CG_MIN_POINTS = 2000
+# Conjugate gradients are tried from this many distinct points on, with a budget of n / 40
+# iterations: one Cholesky factorisation cost 70 to 180 matrix-vector products here (n = 1,000
+# to 4,000, one thread), so a failed attempt costs at most about half a factorisation. Below
+# 1,000 points a factorisation costs only a few dozen products.
+CG_MIN_POINTS = 1000
 CG_RTOL = 1e-10  # relative residual; Mag then agrees with the direct solve to ~1e-11
 # Below this many distinct points, BLAS/LAPACK run single-threaded: a 500-point factorisation is
 # 1.6 ms on one thread and 2.6 ms on two here, and threads that spin-wait on an oversubscribed
@@ -129,7 +132,7 @@ class MagnitudeSpace:
     solver : {"auto", "direct"}
         ``auto`` (default): for spaces of at least ``CG_MIN_POINTS`` distinct points, first try
         conjugate gradients (O(n²) per iteration, warm-started from the last solution) with a
-        budget of n / 100 iterations, about the cost of one factorisation; ``Z_t`` is well
+        budget of n / 40 iterations, about half the cost of one factorisation; ``Z_t`` is well
         conditioned at the scales that matter most (4 to 60 iterations for t ≥ 0.3 t_conv on
         3,000 clustered or cosine points), badly at small t, where CG is abandoned for that
         scale and every smaller one in favour of the Cholesky factorisation. ``direct``:
@@ -280,7 +283,7 @@ class MagnitudeSpace:
         if not self._use_cg or t <= self._cg_floor:
             return None
         Z = self._similarity(t)
-        budget = max(20, self.n_unique // 100)
+        budget = max(20, self.n_unique // 40)
         w, info = scipy.sparse.linalg.cg(Z, self._ones, x0=self._cg_last, rtol=CG_RTOL,
                                          atol=0.0, maxiter=budget)
         if info != 0:
