@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import time
 import warnings
 
 import numpy as np
@@ -85,13 +86,11 @@ INTEGRATION_METHODS = ("chebyshev", "quad", "trapezoid")
 _CC_LEVELS = (16, 32, 64)
 _MAX_BISECTIONS = 20
 DIFF_NORMALISATIONS = (None, "t_cut", "reference_area")
-PRECISIONS = ("auto", "mixed", "double")
-# "auto" precision factorises in float32 from this many distinct points on: single-threaded
-# spotrf took 14 ms where dpotrf took 36 ms at n = 1,000 (0.78 s vs 1.44 s at 4,000). Below,
-# the refinement eats the gain, and at large t float32 factorisations hit subnormal
-# intermediates, on which spotrf ran 20 times slower (20 ms vs 1.5 ms for 500 points); from
-# 1,000 points on, those well-conditioned large-t scales go to conjugate gradients instead.
-MIXED_MIN_POINTS = 1000
+# float64 is the default: a single float32 factorisation is about twice as fast, but at large t
+# it meets subnormal intermediates (20 times slower than float64 for 500 points), and measured
+# end to end (convergence scale + MagArea, 1,000 to 2,000 points, quiet 2-core machine) the mixed
+# path was 2.5 to 3 times slower with the direct solver and no faster with conjugate gradients.
+PRECISIONS = ("double", "mixed")
 SOLVERS = ("auto", "direct")
 # Conjugate gradients are tried from this many distinct points on, with a budget of n / 40
 # iterations: one Cholesky factorisation cost 70 to 180 matrix-vector products here (n = 1,000
@@ -100,9 +99,10 @@ SOLVERS = ("auto", "direct")
 CG_MIN_POINTS = 1000
 CG_RTOL = 1e-10  # relative residual; Mag then agrees with the direct solve to ~1e-11
 # Below this many distinct points, BLAS/LAPACK run single-threaded: a 500-point factorisation is
-# 1.6 ms on one thread and 2.6 ms on two here, and threads that spin-wait on an oversubscribed
-# machine made a 300-point MagArea 100 times slower (11 s instead of 0.1 s).
-SINGLE_THREAD_BELOW = 1000
+# 1.6 ms on one thread and 2.6 ms on two here, convergence scale + MagArea of 1,000 points took
+# 0.17 s on one thread and 0.29 s on two (2,000 points: 0.96 s and 0.69 s), and threads that
+# spin-wait on an oversubscribed machine made a 300-point MagArea 100 times slower (11 s, 0.1 s).
+SINGLE_THREAD_BELOW = 1500
 
 
 @functools.cache
@@ -122,13 +122,13 @@ class MagnitudeSpace:
     ----------
     D : array of shape (n, n)
         Distance matrix (see :func:`diversity_core.pairwise_distances`).
-    precision : {"auto", "mixed", "double"}
-        ``auto`` (default): ``mixed`` from ``MIXED_MIN_POINTS`` distinct points on, else
-        ``double``. ``mixed``: factorise ``Z_t`` in float32 (about twice the speed of float64 in
-        LAPACK) and refine the weighting in float64 until the residual ``1 - Z_t w`` reaches
-        float64 round-off; where float32 cannot factorise ``Z_t`` or refinement stalls (``Z_t``
-        too ill-conditioned, at small ``t``), the scale is redone in float64. The result is a
-        float64-accurate weighting either way. ``double``: float64 Cholesky only.
+    precision : {"double", "mixed"}
+        ``double`` (default): float64 Cholesky. ``mixed``: factorise ``Z_t`` in float32 (about
+        twice the speed of float64 in LAPACK) and refine the weighting in float64 until the
+        residual ``1 - Z_t w`` reaches float64 round-off; where float32 cannot factorise ``Z_t``
+        or refinement stalls (``Z_t`` too ill-conditioned, at small ``t``), the scale is redone
+        in float64. The result is a float64-accurate weighting either way (see ``PRECISIONS``
+        for when it pays off).
     solver : {"auto", "direct"}
         ``auto`` (default): for spaces of at least ``CG_MIN_POINTS`` distinct points, first try
         conjugate gradients (O(n²) per iteration, warm-started from the last solution) with a
@@ -152,7 +152,7 @@ class MagnitudeSpace:
     >>> area = space.mag_area(t_conv)   # reuses Mag(t_conv) from the search
     """
 
-    def __init__(self, D, *, precision: str = "auto", solver: str = "auto", name: str = "D"):
+    def __init__(self, D, *, precision: str = "double", solver: str = "auto", name: str = "D"):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}.")
         if solver not in SOLVERS:
@@ -181,8 +181,6 @@ class MagnitudeSpace:
             self.multiplicity = None
         self.D = D
         self.n_unique = D.shape[0]
-        if precision == "auto":
-            self.precision = "mixed" if self.n_unique >= MIXED_MIN_POINTS else "double"
         self._ones = np.ones(self.n_unique)
         self._Z = np.empty_like(D)  # one buffer reused across scales
         self._Z_scale = None  # the t whose exp(-tD) the buffer holds intact, if any
@@ -191,6 +189,10 @@ class MagnitudeSpace:
         self._use_cg = solver == "auto" and self.n_unique >= CG_MIN_POINTS
         self._cg_floor = 0.0  # CG did not converge at this scale: not tried at or below it
         self._cg_last = None  # last CG solution: the warm start of the next one
+        # Measured costs (seconds) of one factorisation and one CG iteration on this machine:
+        # the CG budget is half a factorisation's worth of iterations once both are known.
+        self._seconds_factor = None
+        self._seconds_cg_iteration = None
 
     # -- linear algebra at one scale ----------------------------------------------------------
     def _similarity(self, t: float) -> np.ndarray:
@@ -212,7 +214,9 @@ class MagnitudeSpace:
         self._Z_scale = None  # overwritten by the factor
         # Z is symmetric, so its transpose is the same matrix in Fortran order: LAPACK then works
         # in place without a copy. clean=0 leaves the unused triangle as it is.
+        start = time.perf_counter()
         L, info = lapack.dpotrf(Z.T, lower=1, clean=0, overwrite_a=1)
+        self._seconds_factor = time.perf_counter() - start
         return L if info == 0 else None
 
     def _solve_mixed(self, t: float, max_refinements: int = 8):
@@ -230,7 +234,9 @@ class MagnitudeSpace:
         # 1e-15 perturbs Z32 by a matrix of norm <= n·1e-15, far below float32's precision;
         # the refinement's float64 residuals see the exact Z.
         Z32[Z32 < 1e-15] = 0.0
+        start = time.perf_counter()
         L32, info = lapack.spotrf(Z32.T, lower=1, clean=0, overwrite_a=1)
+        self._seconds_factor = time.perf_counter() - start
         if info != 0:
             return None
         w = lapack.spotrs(L32, self._ones.astype(np.float32), lower=1)[0].astype(np.float64)
@@ -283,14 +289,31 @@ class MagnitudeSpace:
         if not self._use_cg or t <= self._cg_floor:
             return None
         Z = self._similarity(t)
-        budget = max(20, self.n_unique // 40)
+        budget = self._cg_budget()
+        iterations = 0
+
+        def count(_):
+            nonlocal iterations
+            iterations += 1
+
+        start = time.perf_counter()
         w, info = scipy.sparse.linalg.cg(Z, self._ones, x0=self._cg_last, rtol=CG_RTOL,
-                                         atol=0.0, maxiter=budget)
+                                         atol=0.0, maxiter=budget, callback=count)
+        if iterations:
+            self._seconds_cg_iteration = (time.perf_counter() - start) / iterations
         if info != 0:
             self._cg_floor = max(self._cg_floor, t)
             return None
         self._cg_last = w
         return w
+
+    def _cg_budget(self) -> int:
+        """Iterations worth about half a factorisation: measured where possible (a float32
+        factorisation of 4,000 points cost 11 CG iterations on a quiet 2-core machine, 70 to 180
+        under load), else n / 40."""
+        if self._seconds_factor is None or self._seconds_cg_iteration is None:
+            return max(20, self.n_unique // 40)
+        return max(5, int(0.5 * self._seconds_factor / self._seconds_cg_iteration))
 
     def _fast_weights(self, t: float):
         """Weighting by CG or the mixed-precision factorisation, or None where neither applies."""
