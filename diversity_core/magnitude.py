@@ -6,14 +6,17 @@ of Latent Representations", §3):
 * similarity matrix ``Z_t = exp(-t D)`` (elementwise) of an (n, n) distance matrix ``D``;
 * weighting ``w`` solving ``Z_t w = 1`` and magnitude ``Mag(t) = sum(w) = 1ᵀ Z_t⁻¹ 1``, with
   ``Mag(0) := 1`` by definition and ``Mag(t) -> n`` as ``t -> inf``;
-* convergence scale ``t_conv``: the scale with ``Mag(t_conv) = target * n`` (paper: 0.95);
+* convergence scale ``t_conv``: the scale with ``Mag(t_conv) = target * n`` (paper: 0.95), n
+  the number of distinct points;
 * MagArea ``= ∫_0^t_cut Mag(t) dt`` and MagDiff ``= ∫_0^t_cut (Mag_X(t) - Mag_ref(t)) dt``.
 
 How it is computed, and why it differs from the authors' ``magnipy``:
 
 * One Cholesky factorisation ``Z_t = L Lᵀ`` per scale and ONE triangular solve:
   ``Mag(t) = ‖L⁻¹ 1‖²``. The weighting needs a second solve and is only formed when asked for
-  (weights, the derivative).
+  (weights, the derivative). From ``CG_MIN_POINTS`` distinct points on, conjugate gradients
+  come first: ``Z_t`` is well conditioned near the convergence scale, where a few dozen O(n²)
+  iterations replace an O(n³) factorisation (see :class:`MagnitudeSpace`).
 * The convergence scale is found by safeguarded Newton iteration on ``log t`` with the exact
   derivative ``dMag/dt = wᵀ (D ∘ Z_t) w`` (O(n²) once ``w`` is known), inside a bracket that is
   never left; magnipy brackets by factors of 10 and runs toms748 without derivatives.
