@@ -105,7 +105,10 @@ def apt_download(package: str, version: str | None, dest_dir, *, sha256: str) ->
         result = subprocess.run(["apt-get", "download", spec], cwd=tmp,
                                 capture_output=True, text=True)
         if result.returncode != 0:
-            raise RuntimeError(f"`apt-get download {spec}` failed:\n{result.stderr.strip()}")
+            raise RuntimeError(
+                f"`apt-get download {spec}` failed:\n{result.stderr.strip()}\nIf apt cannot "
+                "locate the package, its lists are missing: run `apt-get update` (as root)."
+            )
         debs = sorted(Path(tmp).glob("*.deb"))
         if len(debs) != 1:
             raise RuntimeError(f"`apt-get download {spec}` gave {len(debs)} .deb files.")
