@@ -9,16 +9,17 @@ Sections (markdown tables on stdout; ``--json out.json`` writes every figure):
 
 1. One space: convergence scale + MagArea up to it, for clustered Euclidean points (a seeded
    Gaussian mixture, d = 10). Ours = pairwise_distances + MagnitudeSpace + convergence_scale +
-   mag_area, with the engine's defaults. magnipy's default path = ``Magnipy(X)`` (distances),
-   ``get_t_conv()`` (toms748), ``get_magnitude()`` (30 scales) and ``MagArea()`` (trapezoid), run
-   right after ours on the same data. Accuracy: relative error of each MagArea against an
-   accurate integral of our magnitude function (``scipy.integrate.quad``, rtol 1e-10).
+   mag_area (rtol from --rtol, default 1e-4), the engine's other defaults. magnipy's default
+   path = ``Magnipy(X)`` (distances), ``get_t_conv()`` (toms748), ``get_magnitude()`` (30
+   scales) and ``MagArea()`` (trapezoid), run right after ours on the same data. Accuracy:
+   relative error of each MagArea against an accurate integral of our magnitude function
+   (``scipy.integrate.quad``, rtol 1e-10).
 2. Many small spaces: the reference-free protocol on 200 spaces of 300 points: ours
    (reference_free_t_cut + mag_area per space) against ``Diversipy(Xs).MagAreas()``.
 3. ``--large`` only: n = 20,000 (d = 10 Euclidean; d = 384 cosine), ours only: convergence scale,
    MagArea, and peak resident memory (``resource.getrusage``), each case in a fresh process.
 4. Dense-path efficiency: GFLOP/s of our magnitude per scale (counted as the Cholesky's n³/3
-   flops), in float64 and in the engine's default mixed precision (float32 Cholesky + float64
+   flops), in float64 (the engine's default) and in mixed precision (float32 Cholesky + float64
    refinement), against this machine's measured matrix-multiply rate (4000 x 4000 numpy matmul,
    2n³ flops) in float64 and float32.
 
