@@ -817,16 +817,17 @@ def evaluate_architecture(
     """
     from sklearn.preprocessing import StandardScaler
 
-    from diversity_core import mag_area, pairwise_distances
+    from diversity_core import MagnitudeSpace, pairwise_distances
 
     E = gin_embeddings(graphs, layers=architecture["layers"], hidden=architecture["hidden"],
                        seed=architecture["init_seed"], mlp_layers=mlp_layers)
     scaler = StandardScaler().fit(E[reference_idx])
     R = scaler.transform(E[reference_idx])
     P = scaler.transform(E[perturbed_idx])
-    D_ref = pairwise_distances(R)
-    t_cut = reference_t_cut(R, target)
-    ref_area = mag_area(D_ref, t_cut, **(magnitude or {}))
+    # One prepared space: the area's grid reuses Mag(t_cut) from the convergence-scale search.
+    reference_space = MagnitudeSpace(pairwise_distances(R))
+    t_cut = reference_space.convergence_scale(target)
+    ref_area = reference_space.mag_area(t_cut, **(magnitude or {}))
     base = {k: architecture[k] for k in ("setting", "layers", "hidden", "init_seed")}
     rows = []
     for experiment, (ps, index_sets) in sweeps.items():

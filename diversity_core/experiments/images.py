@@ -633,14 +633,7 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     import pandas as pd
     from tqdm.auto import tqdm
 
-    from diversity_core import (
-        mag_area,
-        mag_diff,
-        magnitude_function,
-        prdc,
-        reference_based_t_cut,
-        vendi_score,
-    )
+    from diversity_core import MagnitudeSpace, mag_diff, prdc, vendi_score
 
     all_metrics = ("magdiff", "mag_half_tconv", "recall", "coverage", "precision", "density",
                    "vendi")
@@ -660,10 +653,11 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     bounds = np.cumsum([0] + [len(p) for p in pools])
     pool_rows = [np.arange(bounds[i], bounds[i + 1]) for i in range(n_classes)]
 
-    D_ref = euclidean_distance_matrix(ref)
-    t_ref = reference_based_t_cut(D_ref, target)
-    area_ref = mag_area(D_ref, t_ref, method=method, rtol=rtol, n_ts=n_ts)
-    mag_half_ref = float(magnitude_function(D_ref, [0.5 * t_ref])[0])
+    # One prepared space per set (validated and de-duplicated once, evaluations shared).
+    space_ref = MagnitudeSpace(euclidean_distance_matrix(ref))
+    t_ref = space_ref.convergence_scale(target)
+    area_ref = space_ref.mag_area(t_ref, method=method, rtol=rtol, n_ts=n_ts)
+    mag_half_ref = space_ref.magnitude(0.5 * t_ref)
     info = {"t_ref": t_ref, "mag_area_ref": area_ref, "mag_half_tconv_ref": mag_half_ref,
             "n_reference": len(ref)}
     if "vendi" in metrics:
@@ -682,13 +676,14 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
                 X = features[perturbed_indices(counts, draw["permutations"], pool_rows)]
                 values = {}
                 if "magdiff" in metrics or "mag_half_tconv" in metrics:
-                    D_x = euclidean_distance_matrix(X)
+                    space_x = MagnitudeSpace(euclidean_distance_matrix(X))
                 if "magdiff" in metrics:
-                    values["magdiff"] = mag_diff(D_x, D_ref, t_ref, method=method, rtol=rtol,
-                                                 n_ts=n_ts, normalise="reference_area",
+                    values["magdiff"] = mag_diff(space_x, space_ref, t_ref, method=method,
+                                                 rtol=rtol, n_ts=n_ts,
+                                                 normalise="reference_area",
                                                  reference_area=area_ref)
                 if "mag_half_tconv" in metrics:
-                    mag_half = float(magnitude_function(D_x, [0.5 * t_ref])[0])
+                    mag_half = space_x.magnitude(0.5 * t_ref)
                     values["mag_half_tconv"] = (mag_half - mag_half_ref) / mag_half_ref
                 if {"recall", "coverage", "precision", "density"} & set(metrics):
                     scores = prdc(ref, X, k)
