@@ -130,20 +130,17 @@ def _logging_to(log_file):
 
 @contextlib.contextmanager
 def _thread_limit(threads: int):
-    """Limit BLAS/OpenMP threads to the rule's ``threads`` so parallel jobs do not oversubscribe."""
+    """Limit BLAS/OpenMP threads to the rule's ``threads`` so parallel jobs do not oversubscribe.
+
+    torch reads OMP_NUM_THREADS when it is imported (inside the rule's ``main``); it is only
+    imported here if a script did so already, so that rules without torch do not pay for it.
+    """
+    from threadpoolctl import threadpool_limits
+
     os.environ["OMP_NUM_THREADS"] = str(threads)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # threadpoolctl comes with scikit-learn; without it, do not limit.
-        yield
-        return
     with threadpool_limits(limits=threads):
-        try:
-            import torch
-        except ImportError:
-            yield
-            return
-        torch.set_num_threads(threads)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
         yield
 
 
