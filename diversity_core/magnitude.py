@@ -251,8 +251,9 @@ class MagnitudeSpace:
                              clamp=t * self._D_max > _EXPONENT_FLOOR,
                              threads=self._elementwise_threads())
             self._Z_scale = t
-            if fill64 and full:
-                self._Z_lower_scale = t
+            if fill64:
+                # An upper fill also writes some of the lower triangle (in diagonal blocks).
+                self._Z_lower_scale = t if full else None
             if fill32:
                 self._Z32_scale = t
         return self._Z32 if float32 else self._Z
@@ -386,7 +387,8 @@ class MagnitudeSpace:
                 break
             # Each refinement step costs about as many iterations as this one and divides the
             # residual by as much: give up now if that cannot end within the budget.
-            if size > goal and used * math.log(goal / size) / math.log(size / previous) > budget:
+            steps_left = math.log(goal / size) / math.log(size / previous) if size > goal else 0
+            if used + iterations * steps_left > budget:
                 break
         if not size <= goal:
             self._cg_floor = max(self._cg_floor, t)

@@ -410,10 +410,11 @@ def test_derivative_is_the_same_from_every_source(cloud):
     dense = float(w @ ((cloud * np.exp(-t * cloud)) @ w))
     fresh = space._weighted_distance_form(t, w)  # the factorisation overwrote the buffer
     space._factor(t, keep_similarity=True)
+    assert (space._Z_lower_scale, space._Z_scale) == (t, None)
     from_lower = space._weighted_distance_form(t, w)
     space._similarity(t)
+    assert (space._Z_lower_scale, space._Z_scale) == (None, t)  # the fill touched the lower one
     from_upper = space._weighted_distance_form(t, w)
-    assert (space._Z_lower_scale, space._Z_scale) == (t, t)
     for value in (fresh, from_lower, from_upper):
         assert value == pytest.approx(dense, rel=1e-12)
 
