@@ -109,13 +109,18 @@ SOLVERS = ("auto", "direct")
 # with CG / without: 500 points 27 / 32 ms, 700 points 48 / 64 ms, 1,000 points 84 / 137 ms;
 # no difference at 400 points, and CG was slower at 300 (13 / 9 ms).
 CG_MIN_POINTS = 500
-# Budget of float32 CG iterations per scale, all refinement steps together: max(CG_MIN_BUDGET,
-# n / CG_POINTS_PER_ITERATION), about half a float64 Cholesky factorisation. One factorisation
-# cost as much as 100 iterations at n = 500, 290 at n = 1,000 and 4,000 and an estimated 700
-# at n = 20,000 (2-core machine). A count, not a measured time, so that which solver answers a
-# scale, and with it the last digits of every result, does not depend on the machine's load.
-CG_MIN_BUDGET = 100
-CG_POINTS_PER_ITERATION = 30
+# Budget of float32 CG iterations per scale, all refinement steps together: n / 10 within
+# [CG_MIN_BUDGET, CG_MAX_BUDGET]. One float64 factorisation cost as much as 73 to 93 iterations at
+# n = 500, 118 to 254 at 1,000, 183 to 223 at 2,000 and 320 to 363 at 4,000 (one or two threads,
+# 2-core machine), so a failed attempt costs 0.5 to 1.1 factorisations; of n / 10, n / 15 and
+# n / 20, n / 10 was fastest end to end on clustered and on curvature clouds of 500 to 2,000
+# points (n / 20: 20% slower at 1,000 points). At 20,000 points one iteration takes about 40 ms
+# and a (single-threaded, see POTRF_SINGLE_THREAD_FROM) factorisation about a minute. A count,
+# not a measured time, so that which solver answers a scale, and with it the last digits of
+# every result, does not depend on the machine's load.
+CG_MIN_BUDGET = 25
+CG_MAX_BUDGET = 500
+CG_POINTS_PER_ITERATION = 10
 CG_RTOL = 1e-10  # relative residual; Mag then agrees with the direct solve to ~1e-11
 # Relative residual of each float32 CG solve inside the float64 refinement: two or three
 # refinement steps reach CG_RTOL, and float32 round-off (6e-8 times cond(Z)) stays below it
@@ -137,6 +142,7 @@ POTRF_SINGLE_THREAD_FROM = 11586
 # 8.0, 8.3 and 9.7 ms with blocks of 1 MiB, 256 KiB and 64 KiB on one thread).
 _BLOCK_ENTRIES = 131072
 _EXPONENT_FLOOR = 345.0  # exp(-345) = 1e-150: see _fill_similarity
+_FLOAT32_FLOOR = 1e-20  # smaller entries are zero in the float32 copy: see _fill_similarity
 
 
 @functools.cache
@@ -232,7 +238,8 @@ class MagnitudeSpace:
         self._use_cg = solver == "auto" and self.n_unique >= CG_MIN_POINTS
         self._cg_floor = 0.0  # CG did not converge at this scale: not tried at or below it
         self._cg_last = None  # last CG solution: the warm start of the next one
-        self._cg_budget = max(CG_MIN_BUDGET, self.n_unique // CG_POINTS_PER_ITERATION)
+        self._cg_budget = min(max(CG_MIN_BUDGET, self.n_unique // CG_POINTS_PER_ITERATION),
+                              CG_MAX_BUDGET)
 
     # -- linear algebra at one scale ----------------------------------------------------------
     def _similarity(self, t: float, *, float32: bool = False, full: bool = False) -> np.ndarray:
@@ -491,7 +498,13 @@ class MagnitudeSpace:
     # -- the public operations, also available as functions of D -----------------------------
     def magnitude_function(self, ts) -> np.ndarray:
         """Mag(t) for each scale; see :func:`magnitude_function`."""
-        return np.array([self.magnitude(t) for t in check_scales(ts)])
+        ts = check_scales(ts)
+        # From the largest scale down: conjugate gradients converge best there, and once they
+        # fail at some scale they are not tried again below it (an ascending sweep would pay
+        # for a failed attempt at every small scale).
+        for t in sorted(set(ts.tolist()), reverse=True):
+            self.magnitude(t)
+        return np.array([self._cache[float(t)] for t in ts])
 
     def convergence_scale(self, target: float = 0.95, **kwargs) -> float:
         """See :func:`convergence_scale`."""
@@ -514,10 +527,12 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
     Entries are kept >= exp(-345) = 1e-150 (``clamp``; not needed where t·max(D) <= 345), so
     that products of two of them, as formed by the factorisation, stay normal floats:
     subnormals make LAPACK orders of magnitude slower. Next to the diagonal 1 the change is nil
-    (norm <= n·1e-150). In float32, entries below its smallest
-    normal number (1.2e-38) are raised to 1e-37 for the same reason (matrix-vector products):
-    a perturbation of norm <= n·1e-37, and the float64 residuals of the refinement see the
-    exact Z anyway.
+    (norm <= n·1e-150). In float32, entries below ``_FLOAT32_FLOOR`` = 1e-20 are set to zero
+    for the same reason: their products with the entries of a CG vector would fall below
+    float32's smallest normal number (1.2e-38); with a floor of 1e-37 instead, 1,000-point CG
+    solves at large t ran 5 times slower than their iteration count predicts. The change is a
+    perturbation of norm <= n·1e-20, far below float32's precision, and the float64 residuals
+    of the refinement see the exact Z anyway.
     """
     n = D.shape[0]
     # At least 8 blocks, else the upper trapezoids add up to much more than the triangle.
@@ -535,7 +550,7 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
                     np.maximum(z, -_EXPONENT_FLOOR, out=z)
                 np.exp(z, out=z)
             if Z32 is not None:
-                np.maximum(z, 1e-37, out=Z32[block], casting="unsafe")
+                np.multiply(z, z >= _FLOAT32_FLOOR, out=Z32[block], casting="unsafe")
 
     n_blocks = -(-n // rows)
     threads = min(threads, n_blocks)
