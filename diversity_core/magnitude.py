@@ -563,11 +563,12 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
         row = n * k / threads if full else n * (1.0 - math.sqrt(1.0 - k / threads))
         bounds.append(min(n, rows * round(row / rows)))
     bounds.append(n)
-    list(_executor().map(fill, bounds[:-1], bounds[1:]))
+    list(_executor(os.getpid()).map(fill, bounds[:-1], bounds[1:]))
 
 
 @functools.cache
-def _executor() -> ThreadPoolExecutor:
+def _executor(pid: int) -> ThreadPoolExecutor:
+    """One thread pool per process: a pool inherited through fork has no threads behind it."""
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
                               thread_name_prefix="diversity_core")
 
