@@ -96,9 +96,11 @@ def _git_state() -> dict:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
+        # Changes under results/ are the pipeline's own outputs (the committed results are
+        # tracked), not changes to the code that made them.
         dirty = bool(subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-            capture_output=True, text=True, check=True,
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+             ":(exclude)results"], cwd=root, capture_output=True, text=True, check=True,
         ).stdout.strip())
     except (OSError, subprocess.CalledProcessError):
         return {"commit": None, "dirty": None}

@@ -464,3 +464,31 @@ def test_large_factorisations_run_single_threaded(monkeypatch, threshold, expect
     with threadpool_limits(2, user_api="blas"):
         space.magnitude(1.0)
     assert seen == [expected_threads]
+
+
+def _fill_in_child(queue):
+    rng = np.random.default_rng(16)
+    D = dc.pairwise_distances(rng.normal(size=(100, 3)))
+    Z = np.zeros_like(D)
+    magnitude._fill_similarity(D, 1.0, Z, None, fill64=True, full=True, clamp=False, threads=2)
+    queue.put(bool(np.allclose(Z, np.exp(-D))))
+
+
+def test_threaded_fill_works_in_a_forked_child():
+    """The thread pool is per process: a child forked after the parent used it gets its own
+    (an inherited pool has no threads behind it, and its work would never run)."""
+    import multiprocessing
+
+    rng = np.random.default_rng(17)
+    D = dc.pairwise_distances(rng.normal(size=(100, 3)))
+    magnitude._fill_similarity(D, 1.0, np.zeros_like(D), None, fill64=True, full=True,
+                               clamp=False, threads=2)  # the parent's pool now exists
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_fill_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=30)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung in the threaded exp(-tD) fill")
+    assert child.exitcode == 0 and queue.get(timeout=5)
