@@ -151,6 +151,13 @@ def _threadpools() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+def _single_threaded_if(condition: bool):
+    """A context in which BLAS/LAPACK run on one thread if ``condition``, else unchanged."""
+    if condition:
+        return _threadpools().limit(limits=1, user_api="blas")
+    return contextlib.nullcontext()
+
+
 class MagnitudeWarning(UserWarning):
     """The similarity matrix was not positive definite; a fallback solver was used."""
 
@@ -174,7 +181,7 @@ class MagnitudeSpace:
         ``auto`` (default): for spaces of at least ``CG_MIN_POINTS`` distinct points, first try
         conjugate gradients: float32 iterations inside a float64 iterative refinement (O(n²)
         per iteration, warm-started from the last solution, the weighting accurate to a
-        relative residual of ``CG_RTOL``), within a budget of about half a factorisation;
+        relative residual of ``CG_RTOL``), within a budget of about one factorisation;
         ``Z_t`` is well conditioned at the scales that matter most (a few dozen iterations
         from 0.3 t_conv up on clustered clouds), badly at small t, where CG is abandoned for
         that scale and every smaller one in favour of the Cholesky factorisation. ``direct``:
@@ -203,7 +210,9 @@ class MagnitudeSpace:
         self.solver = solver
         D = check_distance_matrix(D, name=name)
         self.n_points = D.shape[0]
-        tol = DUPLICATE_RTOL * max(float(D.max()), 1.0)
+        # Merging duplicates removes no distance value: the largest one stays (up to tol).
+        self._D_max = float(D.max())
+        tol = DUPLICATE_RTOL * max(self._D_max, 1.0)
         # Sparse graph of near-zero distances (the diagonal and any duplicates): a dense input
         # would make csgraph copy D as float64.
         rows, cols = np.nonzero(D <= tol)
@@ -224,7 +233,6 @@ class MagnitudeSpace:
         self.D = np.ascontiguousarray(D)
         self.n_unique = D.shape[0]
         self._ones = np.ones(self.n_unique)
-        self._D_max = float(self.D.max())
         # One buffer reused across scales. Only its upper triangle (row <= column, C order)
         # holds exp(-tD): Z is symmetric, and LAPACK's Cholesky and BLAS's symv read one
         # triangle, so the other is never computed (half the exponentials; a symmetric
@@ -285,9 +293,7 @@ class MagnitudeSpace:
         return L if info == 0 else None
 
     def _factor_threads(self):
-        if self.n_unique >= POTRF_SINGLE_THREAD_FROM:
-            return _threadpools().limit(limits=1, user_api="blas")
-        return contextlib.nullcontext()
+        return _single_threaded_if(self.n_unique >= POTRF_SINGLE_THREAD_FROM)
 
     def _solve_mixed(self, t: float, max_refinements: int = 8):
         """Weighting by a float32 Cholesky factor and float64 iterative refinement, or None.
@@ -413,9 +419,7 @@ class MagnitudeSpace:
         return w
 
     def _blas_threads(self):
-        if self.n_unique < SINGLE_THREAD_BELOW:
-            return _threadpools().limit(limits=1, user_api="blas")
-        return contextlib.nullcontext()
+        return _single_threaded_if(self.n_unique < SINGLE_THREAD_BELOW)
 
     def magnitude(self, t: float) -> float:
         """Mag(t) at one scale t >= 0 (effective number of points)."""
@@ -495,7 +499,6 @@ class MagnitudeSpace:
         if self.group_of_point is None:
             return w_unique
         return (w_unique / self.multiplicity)[self.group_of_point]
-
 
     # -- the public operations, also available as functions of D -----------------------------
     def magnitude_function(self, ts) -> np.ndarray:
