@@ -74,6 +74,9 @@ def test_chat_messages():
     messages = generation.chat_messages("prompt", "river, carry, bright")
     assert messages == [{"role": "user", "content": "Write one sentence that uses these three "
                                                     "words: river, carry, bright."}]
+    story = generation.chat_messages("story", "Once upon a time.")
+    assert [m["role"] for m in story] == ["system", "user"]
+    assert story[1]["content"] == "Once upon a time."
     with pytest.raises(ValueError, match="unknown task"):
         generation.chat_messages("poem", "x")
 
@@ -106,7 +109,7 @@ class _Tokenizer:
     eos_token_id = 2
 
     def apply_chat_template(self, messages, add_generation_prompt=True, return_tensors="pt"):
-        text = messages[0]["content"]
+        text = messages[-1]["content"]
         return torch.tensor([[1] + [3 + (ord(c) % 29) for c in text[:12]]])
 
     def batch_decode(self, ids, skip_special_tokens=True):

@@ -72,11 +72,14 @@ __all__ = [
 
 TASKS = ("story", "resp", "prompt")
 
-# The instruction of each task; {text} is the prompt's content.
-_INSTRUCTIONS = {
-    "story": "Continue this story with the next sentence.\n\n{text}",
-    "resp": "Reply to this message in one sentence.\n\n{text}",
-    "prompt": "Write one sentence that uses these three words: {text}.",
+# Each task's chat: a system message (None: the model's default one) and the user's message
+# around the prompt's {text}. Chosen on a few samples for on-task answers from a 135M model: a bare
+# "continue this story" instruction drew "The next sentence is: ..." echoes at low temperature.
+_CHATS = {
+    "story": ("You are a storyteller. Continue the user's story with its next sentence only.",
+              "{text}"),
+    "resp": ("You are chatting with a friend. Reply to their message in one sentence.", "{text}"),
+    "prompt": (None, "Write one sentence that uses these three words: {text}."),
 }
 
 # Bumped whenever sampling changes in a way that changes responses: part of every cache key.
@@ -249,10 +252,12 @@ def _draw(candidates: list[dict], n: int, seed: int, task: str) -> list[dict]:
 
 
 def chat_messages(task: str, text: str) -> list[dict]:
-    """The chat of one prompt: one user message with the task's instruction around ``text``."""
-    if task not in _INSTRUCTIONS:
+    """The chat of one prompt: the task's system message (if any) and the user's message."""
+    if task not in _CHATS:
         raise ValueError(f"unknown task {task!r}; known: {TASKS}.")
-    return [{"role": "user", "content": _INSTRUCTIONS[task].format(text=text)}]
+    system, user = _CHATS[task]
+    messages = [{"role": "system", "content": system}] if system else []
+    return messages + [{"role": "user", "content": user.format(text=text)}]
 
 
 # --- sampling ----------------------------------------------------------------------------------
