@@ -68,6 +68,11 @@ def test_word_prompts_are_distinct_triples():
     assert prompts[0]["prompt_id"] == "prompt:" + prompts[0]["text"].replace(", ", ",")
     assert generation.word_prompts(entries, 3, seed=5) == prompts
     assert generation.word_prompts(entries, 3, seed=6) != prompts
+    documents = ["The river and the stone.", "Quiet rivers carry stone; carry a quiet river."]
+    common = generation.word_prompts(entries, 1, seed=0, common_in=documents, min_count=2)
+    assert common[0]["text"] in ("river, carry, quiet", "stone, carry, quiet")
+    with pytest.raises(ValueError, match="only 0 WordNet lemmas"):
+        generation.word_prompts(entries, 1, seed=0, common_in=["nothing here"])
 
 
 def test_chat_messages():

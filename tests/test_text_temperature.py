@@ -64,8 +64,9 @@ def test_r2_table_ranking_and_gains():
     gains = protocol.gains_over(summary, "mag_area", "avg_sim")
     assert list(gains["task"]) == ["story", "resp"]
     assert (gains["gain"] > 0.5).all()
-    expected = (summary[(summary.task == "story") & (summary.measure == "mag_area")].r2_mean.mean()
-                - summary[(summary.task == "story") & (summary.measure == "avg_sim")].r2_mean.mean())
+    story = summary[summary.task == "story"]
+    expected = (story[story.measure == "mag_area"].r2_mean.mean()
+                - story[story.measure == "avg_sim"].r2_mean.mean())
     assert gains.loc[0, "gain"] == pytest.approx(expected)
 
 

