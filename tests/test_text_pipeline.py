@@ -90,3 +90,20 @@ def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
         assert len(after) == 12
         kept = [s for s in after if s["temperature"] != 1.2]
         assert kept == before[task]
+
+
+def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
+    """configs/paper_text_temperature.yaml (network) is one switch away: it validates and plans
+    the download of Tevet & Berant's release and the hub models."""
+    from workflow_runner import run_snakemake
+
+    done = run_snakemake("-n", "text_temperature", "--configfile",
+                         str(REPO / "configs" / "paper_text_temperature.yaml"), "--config",
+                         f"results_dir={tmp_path / 'results'}",
+                         f"resources_dir={tmp_path / 'resources'}", "--nolock")
+    planned = done.stdout
+    assert "rule text_fetch_tevet_berant" in planned
+    assert "text_generate" not in planned
+    for model in ("bert-large-nli-stsb-mean-tokens", "roberta-base-nli-mean-tokens",
+                  "all-distilroberta-v1", "all-MiniLM-L12-v2"):
+        assert f"models/{model}" in planned

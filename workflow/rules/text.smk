@@ -239,7 +239,11 @@ rule text_r2:
         scores=expand(interim(TEXT, "scores", "{model}", "{task}.csv"),
                       model=TEXT_MODELS_USED, task=TEXT_TASKS),
     output:
-        r2=results(TEXT, "r2_scores.csv"),
+        r2=report(
+            results(TEXT, "r2_scores.csv"),
+            caption="../report/text_r2_scores.rst",
+            category="Text temperature",
+        ),
         ranking=results(TEXT, "ranking.csv"),
         gains=results(TEXT, "gains.csv"),
         spearman=results(TEXT, "spearman.csv"),
@@ -270,8 +274,16 @@ rule text_figures:
         spearman=results(TEXT, "spearman.csv"),
         scores=interim(TEXT, "scores", TEXT_CFG["figure_model"], f"{TEXT_CFG['figure_task']}.csv"),
     output:
-        figure3=results(TEXT, "figure3.png"),
-        figure4=results(TEXT, "figure4.png"),
+        figure3=report(
+            results(TEXT, "figure3.png"),
+            caption="../report/text_figure3.rst",
+            category="Text temperature",
+        ),
+        figure4=report(
+            results(TEXT, "figure4.png"),
+            caption="../report/text_figure4.rst",
+            category="Text temperature",
+        ),
     params:
         measures=TEXT_CFG["measures"],
         figure_task=TEXT_CFG["figure_task"],
