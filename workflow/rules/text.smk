@@ -191,7 +191,9 @@ rule text_embed:
         pins=lambda wildcards: config["text_assets"]["models"].get(wildcards.model),
         batch_size=TEXT_CFG["embed_batch_size"],
         device=TEXT_CFG["device"],
-        cache=lambda wildcards: interim(TEXT, "embedding_cache", f"{wildcards.model}.npz"),
+        # One cache per (model, task): the three tasks' jobs of a model run side by side.
+        cache=lambda wildcards: interim(TEXT, "embedding_cache", wildcards.model,
+                                        f"{wildcards.task}.npz"),
     wildcard_constraints:
         task="|".join(TEXT_TASKS),
         model="|".join(map(re.escape, TEXT_MODELS_USED)),
