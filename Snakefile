@@ -13,10 +13,16 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
-
-
+# Typed command-line overrides, the schema (types, ranges, defaults), then the constraints
+# between keys: a bad configuration fails here, before any job runs, naming its key.
 include: "workflow/rules/common.smk"
+
+
+coerce_config_types(config)
+validate(config, CONFIG_SCHEMA_FILE)
+check_config(config)
+
+
 include: "workflow/rules/text_assets.smk"
 include: "workflow/rules/curvature.smk"
 include: "workflow/rules/images.smk"

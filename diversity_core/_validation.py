@@ -8,14 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_embeddings", "check_distance_matrix", "check_pair", "check_scales"]
+__all__ = [
+    "check_embeddings",
+    "check_distance_matrix",
+    "check_pair",
+    "check_scales",
+    "check_finite_result",
+    "power_of_two_exponent",
+    "rescaled",
+    "unit_rows",
+]
+
+# Data whose largest magnitude lies outside [2^-300, 2^300] are rescaled by a power of two before
+# squares or products are formed: squares of 2^±300 (times any realistic dimension) neither
+# overflow nor underflow float64, and a power-of-two factor is exact, so every scale-invariant
+# measure gives bitwise the same value at any finite scale. Data inside the range are never
+# touched, so normal inputs give bitwise the values they always gave.
+SAFE_EXPONENT = 300
 
 
 def check_embeddings(X, *, name: str = "X", min_points: int = 1) -> np.ndarray:
     """Return ``X`` as a float64 array of shape (n_points, n_features), or raise ``ValueError``."""
     X = np.asarray(X)
-    if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {X.dtype}.")
+    _check_real(X, name)
     X = X.astype(np.float64, copy=False)
     if X.ndim == 1:
         raise ValueError(
@@ -30,7 +45,8 @@ def check_embeddings(X, *, name: str = "X", min_points: int = 1) -> np.ndarray:
         raise ValueError(f"{name} has points with no features (shape {X.shape}).")
     if X.shape[0] < min_points:
         raise ValueError(
-            f"{name} has {X.shape[0]} points; this measure needs at least {min_points}."
+            f"{name} has {X.shape[0]} point{'s' if X.shape[0] != 1 else ''}; this measure needs "
+            f"at least {min_points}."
         )
     _check_finite(X, name)
     return X
@@ -56,8 +72,7 @@ def check_distance_matrix(D, *, name: str = "D", atol: float = 1e-10) -> np.ndar
     is defined for cosine "distances", which break it.
     """
     D = np.asarray(D)
-    if D.dtype == object or not np.issubdtype(D.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {D.dtype}.")
+    _check_real(D, name)
     D = D.astype(np.float64, copy=False)
     if D.ndim != 2 or D.shape[0] != D.shape[1]:
         raise ValueError(f"{name} must be a square (n, n) distance matrix; got shape {D.shape}.")
@@ -66,7 +81,8 @@ def check_distance_matrix(D, *, name: str = "D", atol: float = 1e-10) -> np.ndar
     _check_finite(D, name)
     if D.min() < 0:
         raise ValueError(f"{name} has negative distances (min {D.min():.3g}).")
-    scale = max(float(D.max()), 1.0)
+    # Relative to the largest distance, so that the checks mean the same at every scale.
+    scale = float(D.max()) or 1.0
     if np.any(np.abs(np.diag(D)) > atol * scale):
         raise ValueError(
             f"{name} has a non-zero diagonal: a point must be at distance 0 from itself."
@@ -83,7 +99,9 @@ def check_distance_matrix(D, *, name: str = "D", atol: float = 1e-10) -> np.ndar
 
 def check_scales(ts, *, name: str = "ts") -> np.ndarray:
     """Return scales as a 1-D float64 array of finite, non-negative values."""
-    ts = np.atleast_1d(np.asarray(ts, dtype=np.float64))
+    ts = np.asarray(ts)
+    _check_real(ts, name)
+    ts = np.atleast_1d(ts.astype(np.float64))
     if ts.ndim != 1:
         raise ValueError(f"{name} must be a scalar or a 1-D array of scales; got shape {ts.shape}.")
     _check_finite(ts, name)
@@ -95,8 +113,74 @@ def check_scales(ts, *, name: str = "ts") -> np.ndarray:
 def _check_finite(A: np.ndarray, name: str) -> None:
     # The sum is finite for finite input (barring overflow, which the exact check catches), and
     # needs no n×n boolean mask: that matters for 20,000-point distance matrices.
-    if np.isfinite(A.sum()) or np.all(np.isfinite(A)):
+    with np.errstate(over="ignore"):  # finite values near 1e308 may sum to inf: then look
+        total = A.sum()
+    if np.isfinite(total) or np.all(np.isfinite(A)):
         return
     n_nan = int(np.isnan(A).sum())
     n_inf = int(np.isinf(A).sum())
     raise ValueError(f"{name} contains non-finite values ({n_nan} NaN, {n_inf} inf).")
+
+
+def check_finite_result(value: float, measure: str, *, hint: str = "") -> float:
+    """Return ``value`` if finite, else raise ``ValueError``: no measure returns inf or NaN."""
+    if not np.isfinite(value):
+        raise ValueError(
+            f"{measure} is {value} for this input: the value lies outside the float64 range."
+            + (f" {hint}" if hint else "")
+        )
+    return float(value)
+
+
+def power_of_two_exponent(amax, limit: int = SAFE_EXPONENT) -> np.ndarray:
+    """Exponents ``e`` with ``amax * 2^-e`` in [0.5, 1), or 0 where no rescaling is needed.
+
+    ``amax`` holds largest magnitudes (scalar or array); entries within ``[2^-limit, 2^limit]``
+    and zeros get 0: they are left alone. Quantities that are squared once more (the eigenvalues
+    of a covariance, say) need a smaller ``limit``.
+    """
+    amax = np.asarray(amax, dtype=np.float64)
+    _, e = np.frexp(amax)
+    safe = (amax == 0) | ((amax >= 2.0**-limit) & (amax <= 2.0**limit))
+    return np.where(safe, 0, e)
+
+
+def rescaled(*arrays: np.ndarray) -> tuple[list[np.ndarray], int]:
+    """The arrays divided by one common power of two ``2^e`` when their largest magnitude is
+    extreme (see :data:`SAFE_EXPONENT`), and ``e`` (0: returned unchanged). Exact."""
+    amax = max(float(np.abs(A).max()) if A.size else 0.0 for A in arrays)
+    e = int(power_of_two_exponent(amax))
+    if e == 0:
+        return list(arrays), 0
+    return [np.ldexp(A, -e) for A in arrays], e
+
+
+def unit_rows(X: np.ndarray, *, name: str = "X", what: str = "the cosine kernel") -> np.ndarray:
+    """L2-normalised rows ``x / ‖x‖``, correct at any finite scale; raises on zero rows.
+
+    Each row is first divided by the power of two that brings its largest entry into [0.5, 1)
+    (exact), so that its squared norm can neither overflow (rows of 1e200) nor underflow (rows of
+    1e-300). Scaling a row by a power of two scales its squares, their sum and the square root
+    exactly, so the result is bitwise ``X / np.linalg.norm(X, axis=1, keepdims=True)`` wherever
+    that does not overflow or underflow (tests/test_validation.py checks it).
+    """
+    amax = np.abs(X).max(axis=1)
+    zero = amax == 0
+    if np.any(zero):
+        raise ValueError(
+            f"{name} has {int(zero.sum())} zero vector(s) (row {int(np.argmax(zero))} first): "
+            f"{what} is undefined for them."
+        )
+    _, e = np.frexp(amax)
+    X = np.ldexp(X, -e[:, None])
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _check_real(A: np.ndarray, name: str) -> None:
+    if np.iscomplexobj(A):
+        raise ValueError(
+            f"{name} is complex (dtype {A.dtype}); the measures take real numbers: pass its real "
+            "part, modulus or stacked real and imaginary parts explicitly."
+        )
+    if A.dtype == object or not np.issubdtype(A.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {A.dtype}.")

@@ -19,7 +19,13 @@ import numpy as np
 import scipy.linalg
 from scipy.special import logsumexp
 
-from ._validation import check_embeddings
+from ._validation import (
+    check_embeddings,
+    check_finite_result,
+    power_of_two_exponent,
+    rescaled,
+    unit_rows,
+)
 
 __all__ = ["vendi_score", "iso_score", "dc_score", "avg_sim", "gm_stds"]
 
@@ -31,13 +37,8 @@ _BLOCK_VALUES = 8_000_000
 
 
 def _normalise_rows(X: np.ndarray, name: str) -> np.ndarray:
-    norms = np.linalg.norm(X, axis=1)
-    if np.any(norms == 0):
-        raise ValueError(
-            f"{name} has {int((norms == 0).sum())} zero vector(s): the cosine kernel is undefined "
-            "for them."
-        )
-    return X / norms[:, None]
+    # Safe at every finite scale (1e200 overflowed the norms, 1e-300 underflowed them to zero).
+    return unit_rows(X, name=name, what="the cosine kernel")
 
 
 def _hill_number(p: np.ndarray, q: float) -> float:
@@ -141,16 +142,29 @@ def iso_score(X) -> float:
     than dimensions the covariance has rank < d and IsoScore is limited by the sample size; we then
     warn. When ``n_points <= n_features`` the spectrum comes from the n x n Gram matrix of the
     centred points (same non-zero eigenvalues, cheaper). The reference package (``IsoScore``
-    2.0.1) returns NaN for constant input (0/0); we raise ``ValueError`` instead. Otherwise it
-    agrees with the package to round-off.
+    2.0.1) returns NaN for constant input (0/0); we raise ``ValueError`` instead, for any number
+    of identical points (constancy is detected exactly, not through the round-off of the mean,
+    which gave twenty identical points a score of 4e-17), and a constant feature has exactly zero
+    variance. Data of any finite scale give the same score (extreme data are divided by a power
+    of two first). Otherwise it agrees with the package to round-off.
     """
     X = check_embeddings(X, name="X", min_points=2)
     n, d = X.shape
     if d < 2:
-        raise ValueError("IsoScore needs at least 2 features (its normalisation divides by d - 1).")
+        raise ValueError(
+            f"X has {d} feature; IsoScore needs at least 2 features (it divides by d - 1)."
+        )
+    constant = X.max(axis=0) == X.min(axis=0)
+    if np.all(constant):
+        raise ValueError(
+            f"X is constant (all {n} points identical): IsoScore is 0/0, undefined."
+        )
+    # IsoScore does not depend on the scale: extreme data are divided by a power of two (exact)
+    # so that the covariance neither overflows nor underflows.
+    (X,), _ = rescaled(X)
     Xc = X - X.mean(axis=0)
-    if not np.any(Xc):
-        raise ValueError("X is constant (all points identical): IsoScore is 0/0, undefined.")
+    # A constant feature has exactly zero variance; the mean's round-off must not give it some.
+    Xc[:, constant] = 0.0
     if n - 1 < d:
         warnings.warn(
             f"IsoScore on {n} points in {d} dimensions: the covariance has rank <= {n - 1} < {d}, "
@@ -164,13 +178,17 @@ def iso_score(X) -> float:
     else:
         lam = scipy.linalg.eigvalsh(Xc.T @ Xc / (n - 1))
     lam = np.clip(lam, 0.0, None)
+    # The variances are squares of the data; their norm squares them again: bring extreme ones
+    # (beyond 2^±250, i.e. data beyond about 2^±125) near 1 by a power of two (exact).
+    lam = np.ldexp(lam, -int(power_of_two_exponent(lam.max(), limit=250)))
     norm = np.linalg.norm(lam)
-    if norm == 0:
-        raise ValueError("X is constant (all points identical): IsoScore is 0/0, undefined.")
+    if norm == 0:  # not reached for non-constant X; kept as a guard against 0/0
+        raise ValueError("X has no variance in any direction: IsoScore is 0/0, undefined.")
     sqrt_d = math.sqrt(d)
     sigma_hat = sqrt_d * lam / norm
     defect = np.linalg.norm(sigma_hat - 1.0) / math.sqrt(2.0 * (d - sqrt_d))
-    return float(((d - defect**2 * (d - sqrt_d)) ** 2 - d) / (d * (d - 1)))
+    return check_finite_result(((d - defect**2 * (d - sqrt_d)) ** 2 - d) / (d * (d - 1)),
+                               "IsoScore")
 
 
 def dc_score(X, tau: float = 1.0, kernel: str = "cosine", *, gamma: float | None = None) -> float:
@@ -209,12 +227,19 @@ def dc_score(X, tau: float = 1.0, kernel: str = "cosine", *, gamma: float | None
         raise ValueError(f"tau must be a finite number > 0; got {tau!r}.")
     X = check_embeddings(X, name="X")
     n, d = X.shape
+    e = 0
     if kernel == "cosine":
         X = _normalise_rows(X, "X")
+    else:
+        # Extreme data are divided by 2^e (exact); the kernel values are those of the data as
+        # given: inner products times 4^e, RBF with gamma times 4^e.
+        (X,), e = rescaled(X)
     if kernel == "rbf":
         gamma = 1.0 / d if gamma is None else gamma
         if not isinstance(gamma, numbers.Real) or not math.isfinite(gamma) or gamma <= 0:
             raise ValueError(f"gamma must be a finite number > 0; got {gamma!r}.")
+        with np.errstate(over="ignore"):
+            gamma = float(np.ldexp(gamma, 2 * e))
         sq = np.einsum("ij,ij->i", X, X)
     block = max(1, _BLOCK_VALUES // n)
     total = 0.0
@@ -226,11 +251,23 @@ def dc_score(X, tau: float = 1.0, kernel: str = "cosine", *, gamma: float | None
             K -= sq[start:stop, None]
             K -= sq[None, :]
             np.minimum(K, 0.0, out=K)
-            K *= gamma
+            with np.errstate(invalid="ignore"):
+                K *= gamma
+            if e:
+                K[np.isnan(K)] = 0.0  # 0 * inf: duplicates at an overflowing gamma
             rows = np.arange(stop - start)
             K[rows, start + rows] = 0.0  # exp(-gamma * 0) = 1 exactly on the diagonal
             np.exp(K, out=K)
-        K /= tau
+        elif e:
+            with np.errstate(over="ignore"):
+                K = np.ldexp(K, 2 * e)
+        with np.errstate(over="ignore"):
+            K /= tau
+        if not np.isfinite(K).all():
+            raise ValueError(
+                f"DCScore: the {kernel} kernel divided by tau={tau:g} exceeds the float64 range "
+                "for this input: rescale X or raise tau."
+            )
         diag = K[np.arange(stop - start), np.arange(start, stop)]
         total += float(np.exp(diag - logsumexp(K, axis=1)).sum())
     return total
@@ -279,7 +316,18 @@ def gm_stds(X) -> float:
     (zero range), not through a round-off standard deviation of 1e-17.
     """
     X = check_embeddings(X, name="X", min_points=2)
-    if np.any(np.ptp(X, axis=0) == 0):
+    amax = np.abs(X).max(axis=0)
+    if np.any(X.max(axis=0) == X.min(axis=0)):
         return 0.0
-    sd = X.std(axis=0, ddof=1)
-    return float(np.exp(np.mean(np.log(sd))))
+    e = power_of_two_exponent(amax)
+    if not np.any(e):
+        sd = X.std(axis=0, ddof=1)
+        return check_finite_result(np.exp(np.mean(np.log(sd))), "GMStds")
+    # Features of extreme scale (1e200 overflowed the squares, 1e-300 underflowed them to a zero
+    # standard deviation): log σ_j = log σ(x_j / 2^e_j) + e_j log 2, exactly rescaled.
+    log_sd = np.log(np.ldexp(X, -e).std(axis=0, ddof=1)) + e * math.log(2.0)
+    with np.errstate(over="ignore", under="ignore"):
+        value = float(np.exp(np.mean(log_sd)))
+    if value == 0.0:
+        raise ValueError(f"GMStds of X is below the float64 range (log = {np.mean(log_sd):.6g}).")
+    return check_finite_result(value, "GMStds", hint=f"(log GMStds = {np.mean(log_sd):.6g})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._validation import check_embeddings
+from ._validation import check_embeddings, rescaled, unit_rows
 
 __all__ = ["pairwise_distances", "METRICS", "ALGORITHMS"]
 
@@ -24,7 +24,10 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None,
         ``cosine`` is the cosine *distance* 1 - cos(x, y), in [0, 2]. It is not a metric (no
         triangle inequality), but its similarity matrix exp(-t D) is positive semi-definite
         (see :mod:`diversity_core.magnitude`), so magnitude is well defined for distinct
-        directions.
+        directions. It does not depend on the length of the rows, at any finite scale (rows
+        of 1e-300 or 1e300 included); values below its round-off (1e-12, more in over 1,000
+        dimensions) are set to exactly 0: the same direction. A zero row raises
+        ``ValueError``.
     Y : array of shape (m_points, n_features), optional
     algorithm : {"exact", "gram"}
         Euclidean distances of ``X`` with itself only. ``exact`` (default): every distance from
@@ -37,7 +40,10 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None,
     Returns
     -------
     D : array of shape (n_points, n_points), or (n_points, m_points) if ``Y`` is given
-        Exactly symmetric with a zero diagonal when ``Y`` is None.
+        Exactly symmetric with a zero diagonal when ``Y`` is None. Euclidean and cityblock
+        distances of data too large or small for float64 squares (beyond 2^±300) are computed
+        on the data divided by a power of two and multiplied back (exact); distances beyond
+        the float64 range raise ``ValueError``.
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
@@ -46,31 +52,49 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None,
     if algorithm == "gram" and (metric != "euclidean" or Y is not None):
         raise ValueError("algorithm='gram' computes Euclidean distances of X with itself only.")
     X = check_embeddings(X, name="X")
-    if metric == "cosine":
-        _check_no_zero_vectors(X, "X")
     if Y is not None:
         Y = check_embeddings(Y, name="Y")
         if Y.shape[1] != X.shape[1]:
             raise ValueError(
                 f"mismatched dimensions: X has {X.shape[1]} features, Y has {Y.shape[1]}."
             )
-        if metric == "cosine":
-            _check_no_zero_vectors(Y, "Y")
-        return cdist(X, Y, metric=metric)
     if metric == "cosine":
-        return _cosine_self_distances(X)
-    if algorithm == "gram":
-        return _euclidean_gram_distances(X)
-    # cdist evaluates d(x_i, x_j) and d(x_j, x_i) by the same arithmetic: D is exactly
-    # symmetric, with an exact zero diagonal and exact zeros between duplicates.
-    return cdist(X, X, metric=metric)
+        # Cosine distances do not depend on the length of each row: at extreme scales (1e200,
+        # 1e-300) the rows are normalised safely first (see unit_rows).
+        if Y is not None:
+            D = cdist(_rows_by_powers_of_two(X, "X"), _rows_by_powers_of_two(Y, "Y"),
+                      metric="cosine")
+        else:
+            D = _cosine_self_distances(X)
+        D[D < _cosine_roundoff(X.shape[1])] = 0.0
+        return D
+    # Distances scale with the data: data too large or small for float64 squares are computed
+    # divided by a power of two (exact) and multiplied back.
+    (X, *rest), e = rescaled(X, *([] if Y is None else [Y]))
+    if Y is not None:
+        D = cdist(X, rest[0], metric=metric)
+    elif algorithm == "gram":
+        D = _euclidean_gram_distances(X)
+    else:
+        # cdist evaluates d(x_i, x_j) and d(x_j, x_i) by the same arithmetic: D is exactly
+        # symmetric, with an exact zero diagonal and exact zeros between duplicates.
+        D = cdist(X, X, metric=metric)
+    if e:
+        with np.errstate(over="ignore"):
+            D = np.ldexp(D, e)
+        if not np.all(np.isfinite(D)):
+            raise ValueError(
+                f"the {metric} distances of X exceed the float64 range (1.8e308; the largest "
+                f"coordinate is {np.ldexp(np.abs(X).max(), e):.3g}): rescale the data."
+            )
+    return D
 
 
 def _cosine_self_distances(X: np.ndarray, block: int = 2048) -> np.ndarray:
     """1 - <x̂_i, x̂_j> through BLAS (cdist's cosine is a scalar loop: 50 times slower for 20,000
     points in 384 dimensions), made exactly symmetric by mirroring the upper triangle block by
     block, with no full-size temporary (n = 20,000 is a 3.2 GB matrix)."""
-    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    U = unit_rows(X, name="X", what="the cosine distance")
     n = len(U)
     D = np.empty((n, n))
     for start in range(0, n, block):
@@ -97,10 +121,20 @@ def _euclidean_gram_distances(X: np.ndarray) -> np.ndarray:
     return D
 
 
-def _check_no_zero_vectors(X: np.ndarray, name: str) -> None:
-    norms = np.linalg.norm(X, axis=1)
-    if np.any(norms == 0):
-        raise ValueError(
-            f"{name} has {int((norms == 0).sum())} zero vector(s): the cosine distance is "
-            "undefined for them."
-        )
+def _cosine_roundoff(n_features: int) -> float:
+    """Cosine distances below this are round-off: the same direction, set to exactly 0.
+
+    ``1 − ⟨x̂, ŷ⟩`` is computed with an absolute error of a few ``n_features · eps`` whatever
+    the angle, so a distance of 1e-16 between two copies of a point means nothing; left as it
+    is, magnitude would see two distinct points 1e-16 apart (and a convergence scale of 1e16).
+    Below 1e-12 a cosine distance has lost at least three of its digits in any case."""
+    return max(1e-12, 4 * n_features * np.finfo(np.float64).eps)
+
+
+def _rows_by_powers_of_two(X: np.ndarray, name: str) -> np.ndarray:
+    """Each row divided by a power of two (exact) so its largest entry lies in [0.5, 1): the
+    cosine distances are unchanged, bit for bit, and their norms cannot overflow or underflow."""
+    amax = np.abs(X).max(axis=1)
+    if np.any(amax == 0):
+        unit_rows(X, name=name, what="the cosine distance")  # raises, naming the zero rows
+    return np.ldexp(X, -np.frexp(amax)[1][:, None])

@@ -219,7 +219,9 @@ class MagnitudeSpace:
         self.n_points = D.shape[0]
         # Merging duplicates removes no distance value: the largest one stays (up to tol).
         self._D_max = float(D.max())
-        tol = DUPLICATE_RTOL * max(self._D_max, 1.0)
+        # Relative, as documented at DUPLICATE_RTOL: an absolute floor would merge every point
+        # of a space whose distances are all tiny (data scaled by 1e-300 became one point).
+        tol = DUPLICATE_RTOL * self._D_max
         # Sparse graph of near-zero distances (the diagonal and any duplicates): a dense input
         # would make csgraph copy D as float64.
         rows, cols = np.nonzero(D <= tol)
@@ -707,8 +709,9 @@ def convergence_scale(
     space = _as_space(D)
     if space.n_unique == 1:
         raise ValueError(
-            f"a space with a single distinct point ({space.n_points} copies) has no convergence "
-            "scale: its magnitude is 1 at every scale."
+            ("a space with a single point" if space.n_points == 1 else
+             f"a space with a single distinct point ({space.n_points} copies)")
+            + " has no convergence scale: its magnitude is 1 at every scale."
         )
     goal = target * space.n_unique
     return _find_scale(space, goal, rtol=rtol, max_iter=max_iter)

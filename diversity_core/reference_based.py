@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import check_pair
+from ._validation import check_finite_result, check_pair, rescaled
 
 __all__ = ["prdc", "mmd_rbf", "mmd_linear", "GGM_SIGMA_MULTIPLIERS"]
 
@@ -263,6 +263,9 @@ def prdc(real, fake, k: int = 5, *, block_size: int | None = None) -> dict[str, 
                 "k-th nearest neighbour excluding the point itself must exist."
             )
     n_real, n_fake = real.shape[0], fake.shape[0]
+    # Data of extreme scale (1e300: the sums below would overflow) are divided by a power of two
+    # first: exact, and no comparison of distances changes.
+    (real, fake), _ = rescaled(real, fake)
     # Distances do not change under translation; centring keeps |a|² + |b|² (and so the float32
     # error bound) of the order of the distances themselves.
     center = (real.sum(axis=0) + fake.sum(axis=0)) / (n_real + n_fake)
@@ -344,6 +347,9 @@ def mmd_rbf(
     estimator is non-negative in exact arithmetic, round-off can make it -1e-17.
     """
     X, Y = check_pair(X, Y, names=("X", "Y"))
+    # MMD-RBF does not change with the scale of the data (the bandwidths follow it): extreme data
+    # are divided by a power of two (exact) so that squared distances stay in float64's range.
+    (X, Y), _ = rescaled(X, Y)
     mult = np.asarray(sigma_multipliers, dtype=np.float64).ravel()
     if mult.size == 0 or not np.all(np.isfinite(mult)) or np.any(mult <= 0):
         raise ValueError("sigma_multipliers must be a non-empty sequence of finite numbers > 0.")
@@ -384,5 +390,10 @@ def mmd_linear(X, Y) -> float:
     float >= 0
     """
     X, Y = check_pair(X, Y, names=("X", "Y"))
+    (X, Y), e = rescaled(X, Y)
     diff = X.mean(axis=0) - Y.mean(axis=0)
-    return float(diff @ diff)
+    if not e:
+        return float(diff @ diff)
+    with np.errstate(over="ignore"):
+        value = float(np.ldexp(diff @ diff, 2 * e))  # the squared units of the data as given
+    return check_finite_result(value, "MMD² (linear)", hint="Rescale X and Y.")

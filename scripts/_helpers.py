@@ -8,6 +8,10 @@ A rule script defines ``main(...)`` whose parameter names are the names of the r
 
 Under Snakemake, ``run`` maps the rule's named files and params onto ``main``, sends log output
 (and tqdm progress) to the rule's ``log:`` file and limits BLAS threads to the rule's ``threads``.
+Before ``main`` runs it checks that every ``.npz``, ``.npy`` and ``.json`` input is intact (a
+truncated interim file is reported with its path, not as a ``BadZipFile`` deep in NumPy) and
+removes the provenance records of the rule's outputs: a record is written only beside an output
+that exists (:func:`write_provenance`), so a rule that fails leaves none behind.
 Outside Snakemake, ``run`` builds a command line from ``main``'s signature, so that
 ``python scripts/curvature_generate.py --help`` works (the PyPSA-Eur convention of scripts that can
 run alone, without its mock-Snakemake machinery).
@@ -24,6 +28,7 @@ import os
 import platform
 import subprocess
 import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -58,19 +63,57 @@ def run(main, smk=None) -> None:
         kwargs["threads"] = smk.threads
     kwargs = {k: v for k, v in kwargs.items() if k in wanted}
     log_file = smk.log[0] if len(smk.log) else None
+    outputs = [str(path) for path in smk.output]
     with _logging_to(log_file), _thread_limit(smk.threads):
         try:
+            _remove_provenance(outputs)
+            check_inputs(list(smk.input))
             main(**kwargs)
         except Exception:
             log.exception("rule failed")
+            _remove_provenance(outputs)  # Snakemake removes the outputs; their records go too
             raise
+
+
+def check_inputs(paths) -> None:
+    """Raise ``ValueError`` naming the file if a ``.npz``, ``.npy`` or ``.json`` input is
+    truncated or corrupt (say, by a full disk or a job killed while another wrote it)."""
+    import numpy as np
+
+    for path in map(Path, paths):
+        if not path.is_file() or path.suffix not in (".npz", ".npy", ".json"):
+            continue
+        try:
+            if path.suffix == ".npz":
+                with zipfile.ZipFile(path) as archive:
+                    broken = archive.testzip()  # reads every member, checks its CRC
+                if broken is not None:
+                    raise ValueError(f"member {broken} fails its CRC check")
+            elif path.suffix == ".npy":
+                np.load(path, mmap_mode="r", allow_pickle=False)  # header and size
+            else:
+                json.loads(path.read_text())
+        except Exception as err:
+            raise ValueError(
+                f"input {path} is truncated or corrupt ({type(err).__name__}: {err}). Delete "
+                "it so that Snakemake makes it again, or rerun with --forcerun on the rule "
+                "that writes it."
+            ) from err
+
+
+def _remove_provenance(outputs) -> None:
+    for output in outputs:
+        Path(output + ".provenance.json").unlink(missing_ok=True)
 
 
 def write_provenance(path, config: dict | None = None, **extra) -> Path:
     """Write ``<path>.provenance.json``: config, seeds, package versions and git commit.
 
     The record holds no timestamp, so that rerunning the pipeline reproduces it byte for byte.
+    It describes ``path``, so ``path`` must exist: write the artifact first, its record last.
     """
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no provenance record for {path}: it was not written.")
     record = {
         "artifact": Path(path).name,
         "config": config or {},
@@ -80,7 +123,9 @@ def write_provenance(path, config: dict | None = None, **extra) -> Path:
         **extra,
     }
     out = Path(str(path) + ".provenance.json")
-    out.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, out)
     return out
 
 
@@ -164,6 +209,12 @@ def _parse_cli(main) -> dict:
             kind = type(param.default) if param.default is not None else str
             parser.add_argument(flag, dest=name, type=kind, default=param.default)
     return vars(parser.parse_args())
+
+
+def json_arg(value):
+    """A mapping or list parameter: as Snakemake passes it, or parsed from the JSON text given
+    on the command line (where a parameter without a default arrives as a string)."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def chunk_indices(n_items: int, n_chunks: int, chunk: int):

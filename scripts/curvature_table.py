@@ -4,7 +4,12 @@ import numpy as np
 import pandas as pd
 from _helpers import log, run, write_provenance
 
-from diversity_core.experiments.curvature import cross_validated_mse, regressors
+from diversity_core.experiments.curvature import (
+    MIN_CLOUDS_PER_KNOT_INTERVAL,
+    cross_validated_mse,
+    max_piecewise_knots,
+    regressors,
+)
 
 
 def main(clouds, scales, functions, features, table, cv_folds=5, piecewise_knots=8, quantile=0.5,
@@ -36,6 +41,18 @@ def main(clouds, scales, functions, features, table, cv_folds=5, piecewise_knots
         "MagArea (quantile)": frame[["mag_area"]].to_numpy(),
         "SVR (distance-matrix quantiles)": quantiles,
     }
+    # The configuration is checked before the run (workflow/rules/common.smk); these checks hold
+    # for the data as they are, whoever calls the script.
+    if cv_folds > train.sum():
+        raise ValueError(f"curvature.cv_folds ({cv_folds}) exceeds the {train.sum()} training "
+                         "clouds.")
+    most = max_piecewise_knots(inputs["MagArea (piecewise linear)"][train], n_folds=cv_folds,
+                               seed=seed)
+    if piecewise_knots > most:
+        raise ValueError(
+            f"curvature.piecewise_knots ({piecewise_knots}) is too large for the data: with "
+            f"{cv_folds} folds of {train.sum()} training clouds, at most {most} knots leave "
+            f"{MIN_CLOUDS_PER_KNOT_INTERVAL} distinct MagArea values per linear piece.")
     models = regressors(piecewise_knots=piecewise_knots, quantile=quantile)
     rows = []
     for method, model in models.items():

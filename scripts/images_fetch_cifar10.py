@@ -12,6 +12,13 @@ from _helpers import log, run
 from diversity_core.data.fetch import download
 from diversity_core.data.images import extract_cifar10
 
+# Named in every download error: what it is, who asked for it, what needs no network.
+DOWNLOAD = {
+    "asset": "CIFAR-10 (python version, cifar-10-python.tar.gz)",
+    "config_key": "images.dataset: cifar10 (images.cifar10.url, images.cifar10.md5)",
+    "offline_default": "images.dataset: fashion_mnist (the Debian package dataset-fashion-mnist)",
+}
+
 
 def main(folder, url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
          md5="c58f30108f718f92721af3b95e74349a"):
@@ -20,7 +27,7 @@ def main(folder, url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
     folder.parent.mkdir(parents=True, exist_ok=True)
     archive = folder.parent / "cifar-10-python.tar.gz"
     if not archive.exists():
-        download(url, archive, checksum=md5, algorithm="md5")
+        download(url, archive, checksum=md5, algorithm="md5", **DOWNLOAD)
         log.info("downloaded %s (md5 verified)", archive)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
         unpacked = extract_cifar10(archive, tmp)

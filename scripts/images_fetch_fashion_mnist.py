@@ -21,7 +21,12 @@ def main(folder, package="dataset-fashion-mnist", version="", deb_sha256="", fil
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        deb = apt_download(package, version or None, tmp, sha256=deb_sha256)
+        deb = apt_download(
+            package, version or None, tmp, sha256=deb_sha256,
+            asset=f"Fashion-MNIST (Debian package {package})",
+            config_key="images.dataset: fashion_mnist (images.fashion_mnist.package, .version, "
+                       ".deb_sha256)",
+            offline_default=f"copy the four idx .gz files into {folder} by hand")
         log.info("downloaded %s (sha256 verified)", deb.name)
         unpacked = extract_deb(deb, Path(tmp) / "root") / DEB_DATA_DIR
         staging = Path(tmp) / "out"

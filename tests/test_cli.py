@@ -125,7 +125,7 @@ def test_errors(files, capsys):
         (["score", str(tmp / "x.npy"), "--metrics", "fid"], "unknown metric 'fid'"),
         (["score", str(tmp / "x.npy"), "--metrics", "recall"], "give --reference"),
         (["score", str(tmp / "x.npy"), "--reference", str(tmp / "r.npz"), "--k", "60",
-          "--metrics", "prdc"], "k=60 must be smaller"),
+          "--metrics", "prdc"], "--k 60 needs more than k points"),
     ]
     for argv, message in cases:
         rc, out, err = _run(argv, capsys)
@@ -150,7 +150,153 @@ def test_magarea_not_computable_keeps_the_other_metrics(tmp_path, capsys):
     assert rc == 0, err
     result = json.loads(out)
     assert result["scores"]["embeddings"]["magarea"] is None
-    assert result["notes"]["magarea"].startswith("not computed")
+    assert result["notes"]["magarea"].startswith("undefined: no integration limit")
+    assert "dup.npy: a space with a single distinct point" in result["notes"]["magarea"]
     assert result["scores"]["embeddings"]["vendi"] == pytest.approx(vendi_score(X))
     rc, out, _ = _run(["score", str(tmp_path / "dup.npy")], capsys)
-    assert rc == 0 and "not computed" in out
+    assert rc == 0 and "undefined" in out
+
+
+# --- issue 14: errors name the file, undefined measures keep the others, JSON stays JSON ------
+
+def test_errors_name_the_file_and_line(files, capsys):
+    tmp, X, R = files
+    bad_ref = np.vstack([R, R[:1]])
+    bad_ref[3, 2] = np.nan
+    np.save(tmp / "bad_ref.npy", bad_ref)
+    rc, out, err = _run(["score", str(tmp / "x.npy"), "--reference", str(tmp / "bad_ref.npy")],
+                        capsys)
+    assert rc == 2 and out == ""
+    assert f"{tmp / 'bad_ref.npy'}: 1 non-finite value(s) (1 NaN, 0 inf), the first at row 3, " \
+           "column 3" in err
+    (tmp / "bad.csv").write_text("a,b\n1,2\n\n3,inf\n")
+    rc, _, err = _run(["score", str(tmp / "bad.csv")], capsys)
+    assert rc == 2 and "bad.csv: 1 non-finite value(s) (0 NaN, 1 inf), the first at line 4, " \
+                      "column 2" in err
+    (tmp / "ragged.csv").write_text("1,2\n3,4\n5\n")
+    rc, _, err = _run(["score", str(tmp / "ragged.csv")], capsys)
+    assert rc == 2 and "line 3 has 1, line 1 has 2" in err
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.mkdir(), "is a directory"),
+    (lambda p: np.save(p, np.ones((4, 2)) + 1j), "complex numbers"),
+    (lambda p: p.write_bytes(b"PK\x03\x04 truncated"), "cannot read it as .npz (BadZipFile"),
+    (lambda p: np.save(p, np.ones((0, 3))), "no points"),
+], ids=["directory", "complex", "truncated npz", "empty"])
+def test_bad_files_are_named(tmp_path, capsys, make, message):
+    path = tmp_path / ("emb.npz" if "npz" in message else "emb.npy")
+    make(path)
+    rc, out, err = _run(["score", str(path)], capsys)
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert str(path) in err and message in err, err
+
+
+def test_key_on_a_npy_file_is_rejected(files, capsys):
+    tmp, _, _ = files
+    rc, _, err = _run(["score", str(tmp / "x.npy"), "--key", "emb"], capsys)
+    assert rc == 2 and "--key 'emb' names an array inside a .npz file" in err
+    # With an .npz among the files, --key picks its array; the .npy needs none.
+    rc, _, err = _run(["score", str(tmp / "x.npy"), "--reference", str(tmp / "r.npz"),
+                       "--key", "emb", "--metrics", "vendi"], capsys)
+    assert rc == 0, err
+
+
+def test_subsample_is_shown(files, capsys):
+    tmp, _, _ = files
+    rc, out, _ = _run(["score", str(tmp / "x.npy"), "--subsample", "25", "--seed", "3",
+                       "--metrics", "vendi"], capsys)
+    assert rc == 0
+    assert "(25 points x 6 dims; random subset of 25 of 40 points, --subsample 25 --seed 3)" in out
+    rc, out, _ = _run(["score", str(tmp / "x.npy"), "--subsample", "25", "--seed", "3",
+                       "--metrics", "vendi", "--json"], capsys)
+    result = json.loads(out)
+    assert result["subsample"] == {"max_points": 25, "seed": 3}
+    assert result["embeddings"]["n_points"] == 25
+    assert result["embeddings"]["n_points_in_file"] == 40
+
+
+@pytest.mark.parametrize("n_points", [2, 20])
+def test_constant_data_make_isoscore_undefined_not_the_run(tmp_path, capsys, n_points):
+    """Two identical points aborted the run; twenty printed IsoScore 4.4e-17."""
+    np.save(tmp_path / "same.npy", np.full((n_points, 4), 0.1))
+    rc, out, err = _run(["score", str(tmp_path / "same.npy"), "--json"], capsys)
+    assert rc == 0, err
+    result = json.loads(out)
+    scores, undefined = result["scores"]["embeddings"], result["undefined"]["embeddings"]
+    assert scores["isoscore"] is None and "is constant" in undefined["isoscore"]
+    assert str(tmp_path / "same.npy") in undefined["isoscore"]
+    assert scores["magarea"] is None and "single distinct point" in undefined["magarea"]
+    assert scores["vendi"] == 1.0 and scores["avgsim"] == pytest.approx(1.0)
+    assert scores["gmstds"] == 0.0  # a constant feature: 0 by definition, not undefined
+    rc, out, _ = _run(["score", str(tmp_path / "same.npy")], capsys)
+    assert rc == 0 and "undefined" in out and "is constant" in out
+
+
+def test_a_single_point_reference_is_named(files, capsys):
+    tmp, X, R = files
+    np.save(tmp / "one.npy", R[:1])
+    rc, out, err = _run(["score", str(tmp / "x.npy"), "--reference", str(tmp / "one.npy"),
+                         "--json"], capsys)
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["undefined"]["reference"]["avgsim"].startswith(
+        f"{tmp / 'one.npy'} has 1 point;")
+    assert "one.npy has 1 points" in result["undefined"]["comparison"]["precision"]
+    assert "one.npy: a space with a single point" in result["undefined"]["comparison"]["magdiff"]
+    assert result["scores"]["embeddings"]["vendi"] == pytest.approx(vendi_score(X))
+    assert result["scores"]["comparison"]["mmd_linear"] >= 0
+
+
+def test_nothing_defined_is_an_error(tmp_path, capsys):
+    np.save(tmp_path / "same.npy", np.ones((5, 3)))
+    rc, out, err = _run(["score", str(tmp_path / "same.npy"), "--metrics", "isoscore,magarea"],
+                        capsys)
+    assert rc == 2 and out == ""
+    assert err.startswith("error: no requested measure is defined for this input: IsoScore: ")
+
+
+def test_the_issue_example_at_1e200(tmp_path, capsys):
+    X = np.random.default_rng(0).normal(size=(50, 5))
+    for name, data in (("x", X), ("big", X * 1e200), ("small", X * 1e-300)):
+        np.save(tmp_path / f"{name}.npy", data)
+    values = {}
+    for name in ("x", "big", "small"):
+        rc, out, err = _run(["score", str(tmp_path / f"{name}.npy"), "--json", "--metrics",
+                             "vendi,avgsim,gmstds,dcscore,isoscore,magarea"], capsys)
+        assert rc == 0, err
+        values[name] = json.loads(out)["scores"]["embeddings"]
+    for name in ("big", "small"):
+        for metric in ("vendi", "dcscore", "isoscore", "magarea"):
+            assert values[name][metric] == pytest.approx(values["x"][metric], rel=1e-8), metric
+        assert values[name]["avgsim"] == pytest.approx(values["x"]["avgsim"], abs=1e-14)
+    assert values["x"]["vendi"] == pytest.approx(4.79, abs=0.01)
+    assert values["big"]["gmstds"] == pytest.approx(values["x"]["gmstds"] * 1e200, rel=1e-12)
+
+
+def test_json_never_holds_nan_or_infinity(files, capsys, monkeypatch):
+    """A value that is not finite is written as null, with the reason; never NaN/Infinity."""
+    import diversity_core.cli as cli
+
+    tmp, _, _ = files
+    monkeypatch.setattr(cli, "vendi_score", lambda A: float("inf"))
+    rc, out, err = _run(["score", str(tmp / "x.npy"), "--json", "--metrics", "vendi,avgsim"],
+                        capsys)
+    assert rc == 0, err
+    result = json.loads(out, parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
+    assert result["scores"]["embeddings"]["vendi"] is None
+    assert "outside the float64 range" in result["undefined"]["embeddings"]["vendi"]
+    assert result["scores"]["embeddings"]["avgsim"] is not None
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--tau", "0"], "--tau must be a finite number > 0"),
+    (["--tau", "nan"], "--tau must be a finite number > 0"),
+    (["--k", "0"], "--k must be a positive integer"),
+    (["--seed", "-1"], "--seed must be >= 0"),
+    (["--subsample", "1"], "--subsample must be at least 2"),
+])
+def test_bad_options(files, capsys, option, message):
+    tmp, _, _ = files
+    rc, out, err = _run(["score", str(tmp / "x.npy"), *option], capsys)
+    assert rc == 2 and message in err and out == ""

