@@ -17,13 +17,6 @@ TEXT_LM_DIR = str(RESOURCES / "text" / "lm" / "SmolLM2-135M-Instruct")
 TEXT_TEVET_ZIP = str(RESOURCES / "text" / "tevet_berant" / "data.zip")
 TEXT_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", TEXT)}
 
-for _key, _value in (("figure_task", TEXT_TASKS), ("figure_model", TEXT_MODELS_USED)):
-    if TEXT_CFG[_key] not in _value:
-        raise ValueError(f"text.{_key}={TEXT_CFG[_key]!r} is not among text.{_key[7:]}s {_value}.")
-if not set(TEXT_CFG["ranking_measures"]) <= set(TEXT_CFG["measures"]):
-    raise ValueError(f"text.ranking_measures {TEXT_CFG['ranking_measures']} must be among "
-                     f"text.measures {TEXT_CFG['measures']}.")
-
 EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "r2_scores.csv"),
     results(TEXT, "ranking.csv"),
