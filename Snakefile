@@ -28,6 +28,7 @@ include: "workflow/rules/curvature.smk"
 include: "workflow/rules/images.smk"
 include: "workflow/rules/axioms.smk"
 include: "workflow/rules/graphs.smk"
+include: "workflow/rules/text.smk"
 include: "workflow/rules/models.smk"
 
 

@@ -219,8 +219,18 @@ PAPER_TEXT_MODELS: dict[str, TextModelInfo] = {
     name: TextModelInfo("hub", dim, True, name, {
         "hub": {"repo_id": f"sentence-transformers/{name}", "revision": "main"}, "files": {}})
     for name, dim in (("all-mpnet-base-v2", 768), ("all-MiniLM-L6-v2", 384),
-                      ("all-distilroberta-v1", 768), ("multi-qa-distilbert-cos-v1", 768))
+                      ("all-distilroberta-v1", 768), ("multi-qa-distilbert-cos-v1", 768),
+                      # the text-temperature experiment's other paper models (§4.2)
+                      ("all-MiniLM-L12-v2", 384))
 }
+# Older sentence-transformers models of the paper's text-temperature experiment: mean pooling,
+# no Normalize module.
+PAPER_TEXT_MODELS.update({
+    name: TextModelInfo("hub", dim, False, name, {
+        "hub": {"repo_id": f"sentence-transformers/{name}", "revision": "main"}, "files": {}})
+    for name, dim in (("bert-large-nli-stsb-mean-tokens", 1024),
+                      ("roberta-base-nli-mean-tokens", 768))
+})
 
 
 def _info(name: str, registry: Mapping[str, TextModelInfo] | None = None) -> TextModelInfo:

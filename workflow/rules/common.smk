@@ -174,6 +174,25 @@ def check_config(config):
             problems.append(
                 f"graphs.k ({graphs['k']}) must be smaller than the {half} graphs of the "
                 f"reference half of {name}: PRDC needs a k-th neighbour besides the graph itself.")
+    text = config["text"]
+    for key, among in (("figure_task", "tasks"), ("figure_model", "models")):
+        if text[key] not in text[among]:
+            problems.append(f"text.{key} ({text[key]}) is not among text.{among} {text[among]}.")
+    if not set(text["ranking_measures"]) <= set(text["measures"]):
+        problems.append(f"text.ranking_measures {text['ranking_measures']} must be among "
+                        f"text.measures {text['measures']}.")
+    if text["data"] == "generated":
+        gen = text["generation"]
+        if gen["n_chunks"] > gen["prompts_per_task"]:
+            problems.append(
+                f"text.generation.n_chunks ({gen['n_chunks']}) exceeds "
+                f"text.generation.prompts_per_task ({gen['prompts_per_task']}): a job would get "
+                "no prompt.")
+        n_sets = gen["prompts_per_task"] * len(gen["temperatures"])
+        if 2 * text["cv_folds"] > n_sets:
+            problems.append(
+                f"text.cv_folds ({text['cv_folds']}) needs at least {2 * text['cv_folds']} sets "
+                f"per task; text.generation.prompts_per_task x temperatures gives {n_sets}.")
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
 

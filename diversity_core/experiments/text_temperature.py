@@ -1,0 +1,281 @@
+"""Text temperature (paper §4.2, Figures 3 and 4): which diversity measure predicts the softmax
+temperature at which a set of responses was generated?
+
+Each *set* holds the responses (10 in the paper) that a language model sampled for one prompt at
+one temperature; higher temperature, more diverse sets. Every set is embedded by a sentence
+embedding model and scored by each measure; then, per task and embedding model, an isotonic
+regression predicts the temperature from one measure's scores, and its cross-validated R² says how
+well the measure tracks the ground-truth diversity.
+
+* :func:`score_sets`: MagArea (cosine distance, ``t_cut`` = the median convergence scale of all
+  sets of the task and model, §3.4), Vendi Score, AvgSim, GMStds, IsoScore and DCScore of each set;
+* :func:`isotonic_cv_r2`: R² of isotonic regression, repeated K-fold cross-validation (the paper:
+  5 folds repeated 20 times, the caption of Figure 3 says 10);
+* :func:`rank_measures`: each measure's rank per (task, model, repeat), its median rank and its
+  share of first places (the paper: MagArea median rank 1, best in 77%);
+* :func:`gains_over`: the mean R² gain of one measure over another per task (the paper: MagArea
+  over AvgSim +0.12 on story, +0.07 on resp and prompt);
+* :func:`spearman_bootstrap`: Spearman's ρ of a measure with the temperature and its percentile
+  bootstrap interval (Figure 4: 95%, 1,000 resamples).
+
+Conventions, on purpose:
+
+* The same cross-validation splits serve every measure of a (task, model) (one ``random_state``),
+  so that measures are compared on identical folds.
+* ``IsotonicRegression(increasing="auto")`` picks the direction on each training fold, so AvgSim,
+  a similarity that *falls* as diversity rises, needs no sign flip.
+* A set whose responses are all identical has no IsoScore (its covariance is zero: 0/0; the
+  reference package returns NaN). It is scored 0, the least isotropic value: such a set has no
+  diversity at all. Every other measure is defined for it (MagArea = ``t_cut``, Vendi Score 1,
+  AvgSim 1, GMStds 0, DCScore 1), and it never enters the median convergence scale (it has none).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from ..distances import pairwise_distances
+from ..magnitude import MagnitudeSpace
+from ..settings import MagnitudeSettings
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "MEASURES",
+    "MEASURE_LABELS",
+    "PAPER_MEASURES",
+    "PAPER_RESULTS",
+    "score_sets",
+    "isotonic_cv_r2",
+    "r2_table",
+    "rank_measures",
+    "gains_over",
+    "spearman_bootstrap",
+]
+
+MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "iso_score", "dc_score")
+MEASURE_LABELS = {"mag_area": "MagArea", "vendi": "VS", "avg_sim": "AvgSim", "gm_stds": "GMStds",
+                  "iso_score": "IsoScore", "dc_score": "DCScore"}
+# The measures of the paper's Figure 3 and of its ranking.
+PAPER_MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds")
+
+# What the paper reports (§4.2), for the tables that put ours beside it.
+PAPER_RESULTS = {
+    "mag_area_median_rank": 1,
+    "mag_area_share_best": 0.77,
+    "avg_sim_share_last": 0.27,
+    "gain_over_avg_sim": {"story": 0.12, "resp": 0.07, "prompt": 0.07},
+}
+
+
+def _iso_score_or_zero(X: np.ndarray) -> float:
+    if np.all(X.max(axis=0) == X.min(axis=0)):  # exact, as iso_score tests it
+        return 0.0  # identical responses: no diversity (see the module docstring)
+    with warnings.catch_warnings():
+        # 10 points in hundreds of dimensions: always rank-limited, said once in the docs.
+        warnings.filterwarnings("ignore", message="IsoScore on", category=UserWarning)
+        return iso_score(X)
+
+
+def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | None = None, *,
+               measures: Sequence[str] = MEASURES, dc_tau: float = 1.0) -> tuple[dict, float]:
+    """Every measure of every set of one (task, embedding model).
+
+    Parameters
+    ----------
+    embeddings : sequence of arrays of shape (n_responses, n_features)
+        One array per set.
+    settings : the magnitude conventions (convergence target, integration); package defaults if
+        None.
+    measures : names out of :data:`MEASURES`
+    dc_tau : DCScore's softmax temperature (cosine kernel)
+
+    Returns
+    -------
+    scores : measure -> (n_sets,) float array, plus ``t_conv`` -> (n_sets,) (NaN for a set with a
+        single distinct response)
+    t_cut : the MagArea integration bound: the median convergence scale of the sets
+    """
+    unknown = sorted(set(measures) - set(MEASURES))
+    if unknown:
+        raise ValueError(f"unknown measures {unknown}; known: {MEASURES}.")
+    if not len(embeddings):
+        raise ValueError("no sets to score.")
+    settings = settings or MagnitudeSettings()
+    spaces = [MagnitudeSpace(pairwise_distances(X, "cosine")) for X in embeddings]
+    t_conv = np.array([settings.convergence_scale(s) if s.n_unique > 1 else np.nan
+                       for s in spaces])
+    if np.all(np.isnan(t_conv)):
+        raise ValueError("every set has a single distinct response: no convergence scale, "
+                         "no t_cut.")
+    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv[~np.isnan(t_conv)])
+    functions = {
+        "mag_area": lambda X, space: settings.mag_area(space, t_cut),
+        "vendi": lambda X, space: vendi_score(X, "cosine"),
+        "avg_sim": lambda X, space: avg_sim(X),
+        "gm_stds": lambda X, space: gm_stds(X),
+        "iso_score": lambda X, space: _iso_score_or_zero(X),
+        "dc_score": lambda X, space: dc_score(X, tau=dc_tau, kernel="cosine"),
+    }
+    scores = {m: np.array([functions[m](np.asarray(X, dtype=np.float64), space)
+                           for X, space in zip(embeddings, spaces, strict=True)])
+              for m in measures}
+    scores["t_conv"] = t_conv
+    return scores, float(t_cut)
+
+
+def isotonic_cv_r2(score, temperature, *, n_splits: int = 5, n_repeats: int = 20,
+                   seed: int = 0) -> np.ndarray:
+    """R² of an isotonic regression of ``temperature`` on ``score``, repeated K-fold CV.
+
+    Parameters
+    ----------
+    score : (n_sets,) one measure's score per set
+    temperature : (n_sets,) the temperature each set was generated at
+    n_splits, n_repeats : folds and repetitions (sklearn ``RepeatedKFold``, shuffled by ``seed``)
+
+    Returns
+    -------
+    r2 : (n_repeats, n_splits) R² on each held-out fold (can be negative: worse than predicting
+        the training mean). Out-of-range scores are clipped to the training range.
+    """
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.metrics import r2_score
+    from sklearn.model_selection import RepeatedKFold
+
+    x = np.asarray(score, dtype=np.float64)
+    y = np.asarray(temperature, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"score and temperature must be 1-d of one length; got {x.shape} and "
+                         f"{y.shape}.")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("score and temperature must be finite.")
+    if len(x) < 2 * n_splits:
+        raise ValueError(f"{len(x)} sets are too few for {n_splits}-fold cross-validation.")
+    splits = RepeatedKFold(n_splits=n_splits, n_repeats=n_repeats, random_state=seed)
+    r2 = np.empty(n_splits * n_repeats)
+    for k, (train, test) in enumerate(splits.split(x)):
+        model = IsotonicRegression(increasing="auto", out_of_bounds="clip")
+        with warnings.catch_warnings():
+            # A score with no trend in a training fold gets a direction by the sign of a
+            # Spearman correlation near 0 (sklearn warns); a poor R² is then the honest outcome.
+            warnings.filterwarnings("ignore", message="Confidence interval of the Spearman",
+                                    category=UserWarning)
+            model.fit(x[train], y[train])
+        r2[k] = r2_score(y[test], model.predict(x[test]))
+    return r2.reshape(n_repeats, n_splits)
+
+
+def r2_table(scores: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
+             temperatures: Mapping[tuple[str, str], np.ndarray], *, measures: Sequence[str],
+             n_splits: int = 5, n_repeats: int = 20, seed: int = 0):
+    """Cross-validated R² of every measure for every (task, model).
+
+    Parameters
+    ----------
+    scores : (task, model) -> measure -> (n_sets,) scores
+    temperatures : (task, model) -> (n_sets,) temperatures
+
+    Returns
+    -------
+    folds : DataFrame ``task, model, measure, repeat, fold, r2`` (one row per held-out fold)
+    summary : DataFrame ``task, model, measure, r2_mean, r2_std, n_sets`` (over all folds)
+    """
+    import pandas as pd
+
+    rows = []
+    for (task, model), by_measure in scores.items():
+        for measure in measures:
+            r2 = isotonic_cv_r2(by_measure[measure], temperatures[(task, model)],
+                                n_splits=n_splits, n_repeats=n_repeats, seed=seed)
+            for repeat, fold in np.ndindex(r2.shape):
+                rows.append({"task": task, "model": model, "measure": measure, "repeat": repeat,
+                             "fold": fold, "r2": float(r2[repeat, fold]),
+                             "n_sets": len(temperatures[(task, model)])})
+    folds = pd.DataFrame(rows)
+    summary = (folds.groupby(["task", "model", "measure"], sort=False)
+               .agg(r2_mean=("r2", "mean"), r2_std=("r2", "std"), n_sets=("n_sets", "first"))
+               .reset_index())
+    return folds.drop(columns="n_sets"), summary
+
+
+def rank_measures(folds, measures: Sequence[str]):
+    """Rank measures by R² within each (task, model, repeat) resample.
+
+    A repeat's R² is the mean over its folds; rank 1 is the highest R² (ties share the best
+    rank). Only ``measures`` take part.
+
+    Returns
+    -------
+    ranks : DataFrame ``task, model, repeat, measure, r2, rank``
+    summary : DataFrame ``measure, median_rank, mean_rank, share_best, share_last``, one row per
+        measure in the order given
+    """
+    import pandas as pd
+
+    subset = folds[folds["measure"].isin(measures)]
+    per_repeat = (subset.groupby(["task", "model", "repeat", "measure"], sort=False)["r2"]
+                  .mean().reset_index())
+    per_repeat["rank"] = (per_repeat.groupby(["task", "model", "repeat"])["r2"]
+                          .rank(ascending=False, method="min").astype(int))
+    worst = per_repeat.groupby(["task", "model", "repeat"])["rank"].transform("max")
+    per_repeat["last"] = per_repeat["rank"] == worst
+    summary = pd.DataFrame([{
+        "measure": m,
+        "median_rank": float(per_repeat.loc[per_repeat["measure"] == m, "rank"].median()),
+        "mean_rank": float(per_repeat.loc[per_repeat["measure"] == m, "rank"].mean()),
+        "share_best": float((per_repeat.loc[per_repeat["measure"] == m, "rank"] == 1).mean()),
+        "share_last": float(per_repeat.loc[per_repeat["measure"] == m, "last"].mean()),
+    } for m in measures])
+    return per_repeat.drop(columns="last"), summary
+
+
+def gains_over(summary, measure: str = "mag_area", baseline: str = "avg_sim"):
+    """Per task, the mean R² (over embedding models) of ``measure`` minus that of ``baseline``.
+
+    Returns a DataFrame ``task, <measure>, <baseline>, gain`` in the tasks' order of appearance.
+    """
+    import pandas as pd
+
+    rows = []
+    for task in dict.fromkeys(summary["task"]):
+        of_task = summary[summary["task"] == task]
+        a = float(of_task.loc[of_task["measure"] == measure, "r2_mean"].mean())
+        b = float(of_task.loc[of_task["measure"] == baseline, "r2_mean"].mean())
+        rows.append({"task": task, measure: a, baseline: b, "gain": a - b})
+    return pd.DataFrame(rows)
+
+
+def spearman_bootstrap(score, temperature, *, n_resamples: int = 1000, confidence: float = 0.95,
+                       seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's ρ of ``score`` with ``temperature`` and its percentile bootstrap interval.
+
+    Sets are resampled with replacement ``n_resamples`` times (a resample whose scores or
+    temperatures are all equal has no ρ and is skipped).
+
+    Returns
+    -------
+    (rho, low, high)
+    """
+    from scipy.stats import spearmanr
+
+    x = np.asarray(score, dtype=np.float64)
+    y = np.asarray(temperature, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 3:
+        raise ValueError("score and temperature must be 1-d of one length >= 3.")
+    rho = float(spearmanr(x, y).statistic)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_resamples):
+        idx = rng.integers(0, len(x), len(x))
+        if np.ptp(x[idx]) == 0 or np.ptp(y[idx]) == 0:
+            continue
+        draws.append(spearmanr(x[idx], y[idx]).statistic)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
+    return rho, float(low), float(high)

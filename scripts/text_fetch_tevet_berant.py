@@ -1,0 +1,15 @@
+"""Download Tevet & Berant's data release (the paper's text data), checksummed."""
+
+from _helpers import log, run
+
+from diversity_core.data import generation
+
+
+def main(archive, url, sha256=None):
+    """Download URL to ARCHIVE, verified against SHA256 (None: logged, to be pinned)."""
+    generation.fetch_tevet_berant(url, archive, sha256=sha256)
+    log.info("downloaded %s", archive)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,83 @@
+"""Figure 3 (cross-validated R² of temperature predicted from each measure, per task and
+embedding model) and Figure 4 (MagArea of every set against its temperature, one task and model,
+with Spearman's rho and its 95% bootstrap interval)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from _helpers import run, write_provenance  # noqa: E402
+
+from diversity_core.experiments import text_temperature as protocol  # noqa: E402
+
+COLOURS = {"mag_area": "#d62728", "vendi": "#1f77b4", "avg_sim": "#2ca02c",
+           "gm_stds": "#9467bd", "iso_score": "#ff7f0e", "dc_score": "#8c564b"}
+DATA_LABELS = {"generated": "SmolLM2-135M-Instruct, regenerated tasks",
+               "tevet_berant": "Tevet & Berant's decoding sets"}
+
+
+def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> None:
+    tasks = list(dict.fromkeys(r2["task"]))
+    models = list(dict.fromkeys(r2["model"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4.2), sharey=True,
+                             squeeze=False)
+    offsets = np.linspace(-0.3, 0.3, len(measures))
+    for ax, task in zip(axes[0], tasks, strict=True):
+        for offset, measure in zip(offsets, measures, strict=True):
+            part = r2[(r2["task"] == task) & (r2["measure"] == measure)].set_index("model")
+            part = part.reindex(models)
+            ax.errorbar(np.arange(len(models)) + offset, part["r2_mean"], part["r2_std"],
+                        fmt="o", ms=5, capsize=2, color=COLOURS[measure],
+                        label=protocol.MEASURE_LABELS[measure])
+        ax.axhline(0.0, color="grey", lw=0.6, ls=":")
+        ax.set_xticks(np.arange(len(models)), models, rotation=25, ha="right", fontsize=8)
+        ax.set_title(task)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("R² (isotonic regression of temperature)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Predicting the softmax temperature from each diversity measure "
+                 f"({DATA_LABELS.get(data, data)}; mean ± sd over CV folds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, path) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    temperatures = np.sort(scores["temperature"].unique())
+    step = np.min(np.diff(temperatures)) if len(temperatures) > 1 else 0.1
+    jitter = np.random.default_rng(0).uniform(-0.2, 0.2, len(scores)) * step
+    ax.scatter(scores["temperature"] + jitter, scores["mag_area"], s=9, alpha=0.45,
+               color=COLOURS["mag_area"], lw=0)
+    medians = scores.groupby("temperature")["mag_area"].median()
+    ax.plot(medians.index, medians.to_numpy(), color="black", lw=1.2, marker="o", ms=3,
+            label="median per temperature")
+    ax.set_xlabel("softmax temperature τ")
+    ax.set_ylabel(f"MagArea (cosine, t_cut = {scores['t_cut'].iloc[0]:.3g})")
+    ax.set_title(f"{task}, {model}: ρ = {rho['rho']:.2f} "
+                 f"[{rho['ci_low']:.2f}, {rho['ci_high']:.2f}] (95% bootstrap)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def main(r2, spearman, scores, figure3, figure4,
+         measures: list = list(protocol.MEASURES),  # noqa: B006,B008
+         figure_task: str = "resp", figure_model: str = "all-mpnet-base-v2",
+         data: str = "generated", config=None, seed=None):
+    """Draw FIGURE3 from R2 (.csv) and FIGURE4 from SCORES (.csv) and SPEARMAN (.csv)."""
+    draw_figure3(pd.read_csv(r2), measures, data, figure3)
+    rho = pd.read_csv(spearman)
+    row = rho[(rho["task"] == figure_task) & (rho["model"] == figure_model)
+              & (rho["measure"] == "mag_area")].iloc[0]
+    draw_figure4(pd.read_csv(scores), row, figure_task, figure_model, figure4)
+    for path in (figure3, figure4):
+        write_provenance(path, config=config, seed=seed)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,37 @@
+"""The prompts of one task of the text-temperature experiment, drawn by seed from its corpus.
+
+``story``: the first sentence of a document (news articles by default); ``resp``: a document (a
+quote by default) as the message to reply to; ``prompt``: three WordNet words (noun, verb,
+adjective) common enough to occur MIN_COUNT times in a second corpus. Writes a JSON list of
+``{"prompt_id", "text"}``.
+"""
+
+import json
+
+from _helpers import log, run
+
+from diversity_core.data import generation
+from diversity_core.data import text as corpora
+
+
+def main(corpus, prompts, task, corpus_name, common_words=None, common_words_corpus=None,
+         min_count: int = 3, n_prompts: int = 24, seed: int = 0):
+    """Draw N_PROMPTS prompts of TASK from the corpus in folder CORPUS (for TASK prompt: WordNet
+    words occurring MIN_COUNT times in corpus COMMON_WORDS_CORPUS, folder COMMON_WORDS); write
+    PROMPTS (.json)."""
+    if task == "prompt":
+        chosen = generation.word_prompts(
+            corpora.load_wordnet(corpus), n_prompts, seed, min_count=min_count,
+            common_in=corpora.load_corpus(common_words_corpus, common_words))
+    else:
+        documents = corpora.load_corpus(corpus_name, corpus)
+        draw = generation.story_prompts if task == "story" else generation.reply_prompts
+        chosen = draw(documents, n_prompts, seed)
+    with open(prompts, "w", encoding="utf-8") as stream:
+        json.dump(chosen, stream, indent=1, ensure_ascii=False)
+        stream.write("\n")
+    log.info("%s: %d prompts from %s, e.g. %r", task, len(chosen), corpus_name, chosen[0]["text"])
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,109 @@
+"""End to end: the text-temperature experiment on its tiny configuration, twice from empty result
+folders (SmolLM2, corpora and the embedding model come from the repository's resources/, fetched
+by the pipeline's own rules when missing): the outputs exist with the promised columns, reruns
+agree byte for byte, and an enlarged run samples only the new sets."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from workflow_runner import run_tiny
+
+from diversity_core.data import generation
+from diversity_core.experiments.text_temperature import MEASURES
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+RESOURCES = REPO / "resources"
+TASKS = ("story", "resp", "prompt")
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    outs = []
+    for name in ("run1", "run2"):
+        out = tmp_path_factory.mktemp(name)
+        run_tiny("text_temperature", out, resources=RESOURCES)
+        outs.append(out)
+    return outs
+
+
+def test_data_tables_and_figures(two_runs):
+    out = two_runs[0] / "results" / "text"
+    for task in TASKS:
+        sets = generation.read_sets(out / "data" / f"{task}.jsonl")
+        assert len(sets) == 3 * 3
+        assert {s["temperature"] for s in sets} == {0.3, 0.9, 1.5}
+        assert all(len(s["responses"]) == 4 and s["task"] == task for s in sets)
+        record = json.loads((out / "data" / f"{task}.jsonl.provenance.json").read_text())
+        assert record["n_sets"] == 9 and record["config"]["text"]["generation"]["n_chunks"] == 2
+    r2 = pd.read_csv(out / "r2_scores.csv")
+    assert list(r2.columns) == ["task", "model", "measure", "r2_mean", "r2_std", "n_sets"]
+    assert len(r2) == len(TASKS) * len(MEASURES)
+    assert set(r2["model"]) == {"paraphrase-MiniLM-L3-v2-onnx"}
+    assert r2["r2_mean"].notna().all() and (r2["r2_mean"] <= 1).all()
+    ranking = pd.read_csv(out / "ranking.csv")
+    assert set(ranking["scope"]) == {"paper", "all"}
+    for _, part in ranking.groupby("scope"):
+        assert part["share_best"].sum() >= 1.0 - 1e-9  # ties may share first place
+        assert (part["n_resamples"] == len(TASKS) * 2).all()
+    gains = pd.read_csv(out / "gains.csv")
+    assert list(gains["task"]) == list(TASKS)
+    assert list(gains["paper_gain"]) == [0.12, 0.07, 0.07]
+    rho = pd.read_csv(out / "spearman.csv")
+    assert ((rho["ci_low"] <= rho["ci_high"]) & rho["rho"].between(-1, 1)).all()
+    for figure in ("figure3.png", "figure4.png"):
+        assert (out / figure).stat().st_size > 20_000
+        assert (out / f"{figure}.provenance.json").exists()
+    scores = pd.read_csv(out / "interim" / "scores" / "paraphrase-MiniLM-L3-v2-onnx" / "resp.csv")
+    assert set(MEASURES) <= set(scores.columns) and scores["t_cut"].nunique() == 1
+    assert (out / "benchmarks" / "generate_story_chunk0.tsv").exists()
+    assert (out / "logs" / "embed_paraphrase-MiniLM-L3-v2-onnx_prompt.log").exists()
+
+
+def test_reruns_are_identical(two_runs):
+    first, second = (out / "results" / "text" for out in two_runs)
+    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv"]
+    names += [f"data/{task}.jsonl" for task in TASKS]
+    for name in names:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
+    out = two_runs[1]
+    text = out / "results" / "text"
+    before = {task: generation.read_sets(text / "data" / f"{task}.jsonl") for task in TASKS}
+    tiny = yaml.safe_load((REPO / ".test" / "config_text_temperature.yaml").read_text())
+    tiny["text"]["generation"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
+    overlay = tmp_path / "enlarged.yaml"
+    overlay.write_text(yaml.safe_dump(tiny))
+    run_tiny("text_temperature", out, "--configfile", str(overlay), resources=RESOURCES)
+    for task in TASKS:
+        stats = [json.loads((text / "interim" / "generation" / task /
+                             f"chunk{k}.stats.json").read_text()) for k in range(2)]
+        # Only the new temperature was sampled: one set per prompt.
+        assert sum(s["sets_generated"] for s in stats) == 3
+        after = generation.read_sets(text / "data" / f"{task}.jsonl")
+        assert len(after) == 12
+        kept = [s for s in after if s["temperature"] != 1.2]
+        assert kept == before[task]
+
+
+def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
+    """configs/paper_text_temperature.yaml (network) is one switch away: it validates and plans
+    the download of Tevet & Berant's release and the hub models."""
+    from workflow_runner import run_snakemake
+
+    done = run_snakemake("-n", "text_temperature", "--configfile",
+                         str(REPO / "configs" / "paper_text_temperature.yaml"), "--config",
+                         f"results_dir={tmp_path / 'results'}",
+                         f"resources_dir={tmp_path / 'resources'}", "--nolock")
+    planned = done.stdout
+    assert "rule text_fetch_tevet_berant" in planned
+    assert "text_generate" not in planned
+    for model in ("bert-large-nli-stsb-mean-tokens", "roberta-base-nli-mean-tokens",
+                  "all-distilroberta-v1", "all-MiniLM-L12-v2"):
+        assert f"models/{model}" in planned

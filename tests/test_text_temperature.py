@@ -1,0 +1,116 @@
+"""The text-temperature protocol on synthetic scores: set scoring, isotonic cross-validation,
+ranking, gains and the bootstrap interval of Spearman's rho."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diversity_core.experiments import text_temperature as protocol
+
+
+def _synthetic(n_sets=120, noise=(0.05, 0.3, 3.0), seed=0):
+    """Temperatures and three scores that track them with rising noise (a, b, c)."""
+    rng = np.random.default_rng(seed)
+    t = np.repeat(np.linspace(0.2, 1.5, 12), n_sets // 12)
+    return t, {name: np.exp(t) + rng.normal(0, s, len(t))
+               for name, s in zip("abc", noise, strict=True)}
+
+
+def test_isotonic_r2_orders_noise_levels_and_is_deterministic():
+    t, scores = _synthetic()
+    r2 = {k: protocol.isotonic_cv_r2(v, t, n_splits=5, n_repeats=4, seed=3)
+          for k, v in scores.items()}
+    assert r2["a"].shape == (4, 5)
+    assert r2["a"].mean() > 0.9 > r2["b"].mean() > r2["c"].mean()
+    # Pure noise is no better than the training mean: R² near or below 0.
+    assert r2["c"].mean() < 0.2
+    again = protocol.isotonic_cv_r2(scores["b"], t, n_splits=5, n_repeats=4, seed=3)
+    np.testing.assert_array_equal(again, r2["b"])
+
+
+def test_isotonic_r2_needs_no_sign_flip():
+    t, scores = _synthetic()
+    up = protocol.isotonic_cv_r2(scores["a"], t, n_repeats=2)
+    down = protocol.isotonic_cv_r2(-scores["a"], t, n_repeats=2)
+    np.testing.assert_allclose(up, down)
+
+
+@pytest.mark.parametrize("bad", [np.array([1.0, np.nan] * 10), np.zeros(5)])
+def test_isotonic_r2_rejects_bad_input(bad):
+    with pytest.raises(ValueError):
+        protocol.isotonic_cv_r2(bad, np.linspace(0.2, 1.5, len(bad)))
+
+
+def test_r2_table_ranking_and_gains():
+    scores, temperatures = {}, {}
+    for task in ("story", "resp"):
+        for model in ("m1", "m2"):
+            t, s = _synthetic(seed=hash((task, model)) % 1000)
+            scores[(task, model)] = {"mag_area": s["a"], "vendi": s["b"], "avg_sim": -s["c"]}
+            temperatures[(task, model)] = t
+    folds, summary = protocol.r2_table(scores, temperatures, measures=["mag_area", "vendi",
+                                                                       "avg_sim"],
+                                       n_splits=5, n_repeats=3, seed=0)
+    assert len(folds) == 2 * 2 * 3 * 3 * 5
+    assert list(summary.columns) == ["task", "model", "measure", "r2_mean", "r2_std", "n_sets"]
+    assert (summary["n_sets"] == 120).all()
+    ranks, ranking = protocol.rank_measures(folds, ["mag_area", "vendi", "avg_sim"])
+    assert len(ranks) == 2 * 2 * 3 * 3
+    ranking = ranking.set_index("measure")
+    assert ranking.loc["mag_area", "median_rank"] == 1
+    assert ranking.loc["mag_area", "share_best"] == 1.0
+    assert ranking.loc["avg_sim", "share_last"] == 1.0
+    assert ranking["share_best"].sum() == pytest.approx(1.0)
+    gains = protocol.gains_over(summary, "mag_area", "avg_sim")
+    assert list(gains["task"]) == ["story", "resp"]
+    assert (gains["gain"] > 0.5).all()
+    story = summary[summary.task == "story"]
+    expected = (story[story.measure == "mag_area"].r2_mean.mean()
+                - story[story.measure == "avg_sim"].r2_mean.mean())
+    assert gains.loc[0, "gain"] == pytest.approx(expected)
+
+
+def test_ranking_ties_share_the_best_rank():
+    folds = pd.DataFrame({"task": "t", "model": "m", "repeat": 0, "fold": 0,
+                          "measure": ["a", "b", "c"], "r2": [0.5, 0.5, 0.1]})
+    ranks, summary = protocol.rank_measures(folds, ["a", "b", "c"])
+    assert ranks.set_index("measure")["rank"].to_dict() == {"a": 1, "b": 1, "c": 3}
+    assert summary.set_index("measure").loc["c", "share_last"] == 1.0
+
+
+def test_spearman_bootstrap_interval():
+    t, scores = _synthetic()
+    rho, low, high = protocol.spearman_bootstrap(scores["a"], t, n_resamples=300, seed=1)
+    # (near rho = 1 a percentile interval may sit just below the estimate: bootstrap bias)
+    assert 0.9 < low < high <= 1.0 and rho > 0.9
+    rho_c, low_c, high_c = protocol.spearman_bootstrap(scores["c"], t, n_resamples=300, seed=1)
+    assert low_c < rho_c < high_c and high_c - low_c > high - low
+    assert protocol.spearman_bootstrap(scores["a"], t, n_resamples=300, seed=1) == (rho, low, high)
+
+
+def test_score_sets_orders_spread_sets_and_handles_identical_responses():
+    rng = np.random.default_rng(0)
+    centre = rng.normal(size=16)
+    sets = [centre + s * rng.normal(size=(10, 16)) for s in (0.05, 0.2, 0.5, 1.0, 2.0)]
+    sets.append(np.tile(centre, (10, 1)))  # ten identical responses
+    scores, t_cut = protocol.score_sets(sets)
+    assert set(scores) == set(protocol.MEASURES) | {"t_conv"}
+    # t_cut is the median convergence scale of the sets that have one.
+    assert np.isnan(scores["t_conv"][-1])
+    assert t_cut == pytest.approx(np.median(scores["t_conv"][:-1]))
+    spread = slice(0, 5)
+    for measure in ("mag_area", "vendi", "gm_stds"):
+        assert np.all(np.diff(scores[measure][spread]) > 0), measure
+    assert np.all(np.diff(scores["avg_sim"][spread]) < 0)
+    # The identical set: MagArea = t_cut (one point), Vendi 1, AvgSim 1, GMStds 0, IsoScore 0.
+    assert scores["mag_area"][-1] == pytest.approx(t_cut)
+    assert scores["vendi"][-1] == pytest.approx(1.0)
+    assert scores["avg_sim"][-1] == pytest.approx(1.0)
+    assert scores["gm_stds"][-1] == 0.0 and scores["iso_score"][-1] == 0.0
+
+
+def test_score_sets_rejects_unknown_measures_and_all_identical_sets():
+    with pytest.raises(ValueError, match="unknown measures"):
+        protocol.score_sets([np.eye(3)], measures=["magarea"])
+    with pytest.raises(ValueError, match="single distinct"):
+        protocol.score_sets([np.ones((4, 3)), np.ones((4, 3))])

