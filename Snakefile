@@ -16,14 +16,21 @@ configfile: "config.yaml"
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
+# Front page of `snakemake --report report.html`; every final file has a caption in workflow/report/.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/curvature.smk"
 include: "workflow/rules/images.smk"
 include: "workflow/rules/axioms.smk"
 include: "workflow/rules/graphs.smk"
+# After every experiment: it reads their final files.
+include: "workflow/rules/summary.smk"
 
 
 rule all:
     input:
         experiment_targets(),
+        SUMMARY,
     default_target: True

@@ -9,6 +9,7 @@ CURV_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "curvature"
 EXPERIMENT_TARGETS["curvature"] = [
     results("curvature", "table1.csv"),
     results("curvature", "figure2.png"),
+    results("curvature", "figure2.pdf"),
 ]
 
 
@@ -34,6 +35,8 @@ rule curvature_generate:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "generate"),
+    benchmark:
+        bench("curvature", "generate")
     script:
         "../../scripts/curvature_generate.py"
 
@@ -70,6 +73,8 @@ rule curvature_t_cut:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "t_cut"),
+    benchmark:
+        bench("curvature", "t_cut")
     script:
         "../../scripts/curvature_t_cut.py"
 
@@ -119,6 +124,8 @@ rule curvature_table:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "table"),
+    benchmark:
+        bench("curvature", "table")
     script:
         "../../scripts/curvature_table.py"
 
@@ -134,11 +141,18 @@ rule curvature_figure:
             caption="../report/curvature_figure2.rst",
             category="Curvature",
         ),
+        figure_pdf=report(
+            results("curvature", "figure2.pdf"),
+            caption="../report/curvature_figure2.rst",
+            category="Curvature",
+        ),
     params:
         config=CURV_PROVENANCE,
     conda:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "figure"),
+    benchmark:
+        bench("curvature", "figure")
     script:
         "../../scripts/curvature_figure.py"
