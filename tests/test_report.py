@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from conftest import link_image_assets
-from workflow_runner import REPO, run_snakemake, tiny_config
+from workflow_runner import REPO, TEST_CONFIGS, run_snakemake, tiny_config
 
 pytestmark = pytest.mark.slow
 
-EXPERIMENTS = ("curvature", "axioms", "image_mode_dropping", "graph_mode_collapse")
+# Every experiment that has a tiny configuration (.test/config_<target>.yaml).
+EXPERIMENTS = sorted(p.stem.removeprefix("config_") for p in TEST_CONFIGS.glob("config_*.yaml"))
 CAPTIONS = REPO / "workflow" / "report"
 
 
@@ -35,7 +36,8 @@ def _final_results(results: Path) -> list[Path]:
     """The final tables and figures: the files at the top of results/ and results/<experiment>/
     (not interim/, logs/, benchmarks/), without their provenance records."""
     files = [p for p in results.glob("*") if p.is_file()]
-    files += [p for p in results.glob("*/*") if p.is_file()]
+    files += [p for p in results.glob("*/*")
+              if p.is_file() and p.parent.name not in ("logs", "interim", "benchmarks")]
     return sorted(p for p in files if not p.name.endswith(".provenance.json"))
 
 
