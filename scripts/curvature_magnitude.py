@@ -10,11 +10,12 @@ from diversity_core import MagnitudeSettings, MagnitudeSpace
 from diversity_core.data.curvature import geodesic_distances
 
 
-def main(clouds, t_cut, functions, magnitude, chunk=0, n_chunks=1):
+def main(clouds, t_cut, functions, magnitude, chunk=0, n_chunks=1, hyperbolic_distance="true"):
     """Write FUNCTIONS (.npz): index, mag_area (the configured integral), ts (n_ts,) evenly
     spaced on [0, t_cut], the magnitude functions at ts (n_clouds_in_chunk, n_ts) and
     mag_area_trapezoid, the paper's trapezoid rule on those scales. MAGNITUDE: the
-    configuration's ``magnitude`` section (JSON).
+    configuration's ``magnitude`` section (JSON); HYPERBOLIC_DISTANCE: true or turkes
+    (``curvature.hyperbolic_distance``).
     """
     settings = MagnitudeSettings.from_config(magnitude)
     n_ts = settings.n_ts
@@ -26,7 +27,8 @@ def main(clouds, t_cut, functions, magnitude, chunk=0, n_chunks=1):
     area = np.empty(len(index))
     values = np.empty((len(index), n_ts))
     for row, i in enumerate(tqdm(index, desc=f"MagArea, chunk {chunk}")):
-        space = MagnitudeSpace(geodesic_distances(data["polar"][i], data["curvature"][i]))
+        D = geodesic_distances(data["polar"][i], data["curvature"][i], hyperbolic_distance)
+        space = MagnitudeSpace(D)
         area[row] = settings.mag_area(space, limit)
         values[row] = space.magnitude_function(ts)  # shares t = 0 and t_cut with the area
     area_trapezoid = np.trapezoid(values, ts, axis=1)

@@ -15,13 +15,26 @@ function ``A(r)`` of a geodesic disk: ``A(r) ∝ 1 - cos(r/R)`` (sphere), ``r²`
 ``cosh(r/R) - 1`` (hyperbolic plane). Distances use the haversine forms of the spherical and
 hyperbolic laws of cosines, which keep full relative precision for nearby points (the plain
 ``arccos``/``arccosh`` forms lose half the digits there).
+
+The original generator (Turkeš et al.'s ``data_construction.py``,
+``calculate_distance_matrix_hyperbolic``) computes the hyperbolic distance as
+``R·artanh(|c1 − c2| / |1 − c1·conj(c2)|)`` for Poincaré coordinates ``c = tanh(r/2R)·e^{iθ}``,
+with the right line, ``2R·artanh(...)``, commented out: every K < 0 distance in their data is half
+the true one. ``hyperbolic_distance="turkes"`` reproduces that (for comparison with their data
+and with published numbers); the default ``True`` is the true distance. Sampling is the same in
+both: their radii ``(2/√−K)·arsinh(√u·sinh(√−K/2))`` and ``(2/√K)·arcsin(√u·sin(√K/2))`` are the
+area-uniform ones below, written differently.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sample_disk", "geodesic_distances", "curvature_design"]
+__all__ = ["sample_disk", "geodesic_distances", "curvature_design", "HYPERBOLIC_DISTANCES",
+           "hyperbolic_distance_name", "hyperbolic_distance_factor"]
+
+# Names of the ``curvature.hyperbolic_distance`` option: the true distance, or Turkeš et al.'s.
+HYPERBOLIC_DISTANCES = ("true", "turkes")
 
 def sample_disk(curvature: float, n_points: int, rng: np.random.Generator) -> np.ndarray:
     """Draw ``n_points`` uniformly from the geodesic unit disk of constant curvature.
@@ -53,7 +66,28 @@ def sample_disk(curvature: float, n_points: int, rng: np.random.Generator) -> np
     return np.column_stack([r, theta])
 
 
-def geodesic_distances(polar: np.ndarray, curvature: float) -> np.ndarray:
+def hyperbolic_distance_name(hyperbolic_distance) -> str:
+    """``"true"`` or ``"turkes"`` for a value of the option ``curvature.hyperbolic_distance``:
+    YAML's ``true`` (the boolean) or the string ``"true"``, or ``"turkes"``; anything else
+    (``false`` included: there is no third distance) raises ``ValueError`` naming the option."""
+    if hyperbolic_distance is True or hyperbolic_distance == "true":
+        return "true"
+    if hyperbolic_distance == "turkes":
+        return "turkes"
+    raise ValueError(
+        "curvature.hyperbolic_distance must be true (the true hyperbolic distance) or 'turkes' "
+        f"(Turkeš et al.'s, half of it); got {hyperbolic_distance!r}.")
+
+
+def hyperbolic_distance_factor(curvature: float, hyperbolic_distance=True) -> float:
+    """What the true distances of a disk of this curvature are multiplied by under the option:
+    ``0.5`` for ``"turkes"`` and K < 0 (Turkeš et al.'s halved hyperbolic distances), else 1."""
+    name = hyperbolic_distance_name(hyperbolic_distance)
+    return 0.5 if name == "turkes" and curvature < 0 else 1.0
+
+
+def geodesic_distances(polar: np.ndarray, curvature: float,
+                       hyperbolic_distance=True) -> np.ndarray:
     """Geodesic distance matrix of points given in geodesic polar coordinates.
 
     Parameters
@@ -61,11 +95,15 @@ def geodesic_distances(polar: np.ndarray, curvature: float) -> np.ndarray:
     polar : array of shape (n, 2)
         Radius and angle, as returned by :func:`sample_disk`.
     curvature : float
+    hyperbolic_distance : True or "turkes"
+        ``True`` (default): the true geodesic distance. ``"turkes"``: for K < 0, half of it, as
+        Turkeš et al.'s generator computes it (see the module docstring); K >= 0 is unchanged.
 
     Returns
     -------
     D : array of shape (n, n), symmetric with a zero diagonal (units: geodesic length).
     """
+    factor = hyperbolic_distance_factor(curvature, hyperbolic_distance)
     r, theta = polar[:, 0], polar[:, 1]
     half_dtheta = np.sin(0.5 * (theta[:, None] - theta[None, :])) ** 2  # sin²(Δθ/2)
     dr = r[:, None] - r[None, :]
@@ -84,7 +122,7 @@ def geodesic_distances(polar: np.ndarray, curvature: float) -> np.ndarray:
         D = np.sqrt(dr**2 + 4.0 * r[:, None] * r[None, :] * half_dtheta)
     D = 0.5 * (D + D.T)
     np.fill_diagonal(D, 0.0)
-    return D
+    return D * factor if factor != 1.0 else D
 
 
 def curvature_design(

