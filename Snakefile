@@ -13,6 +13,10 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+# Front page of `snakemake --report report.html`; every final file has a caption in workflow/report/.
+report: "workflow/report/workflow.rst"
+
+
 # Typed command-line overrides, the schema (types, ranges, defaults), then the constraints
 # between keys: a bad configuration fails here, before any job runs, naming its key.
 include: "workflow/rules/common.smk"
@@ -30,9 +34,12 @@ include: "workflow/rules/axioms.smk"
 include: "workflow/rules/graphs.smk"
 include: "workflow/rules/text.smk"
 include: "workflow/rules/models.smk"
+# After every experiment: it reads their final files.
+include: "workflow/rules/summary.smk"
 
 
 rule all:
     input:
         experiment_targets(),
+        SUMMARY,
     default_target: True

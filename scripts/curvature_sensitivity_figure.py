@@ -1,23 +1,20 @@
 """Figure: cross-validated MSE of curvature on MagArea against the integration limit, with the
 paper's Table 1 values as bands and today's default limit marked; one panel per distance."""
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from _helpers import run, write_provenance  # noqa: E402
+import pandas as pd
+from _figures import PAIR, plt, save_figure
+from _helpers import run, write_provenance
 
 # Table 1 of the paper: mean ± sd over 5 folds.
 PAPER = {"piecewise linear": (0.05, 0.03), "quantile": (0.10, 0.05)}
-COLOURS = {"piecewise linear": "tab:blue", "quantile": "tab:red"}
+COLOURS = {"piecewise linear": PAIR[1], "quantile": PAIR[0]}
 STYLES = {"MagArea": "-", "MagArea (log t)": ":"}
 TITLES = {"true": "true hyperbolic distance (default)",
           "turkes": "Turkeš et al.'s distance (K < 0 halved)"}
 
 
 def main(sensitivity, figure, config=None):
-    """Write FIGURE (.png) from the SENSITIVITY table."""
+    """Write FIGURE (.png, and .pdf beside it) from the SENSITIVITY table."""
     table = pd.read_csv(sensitivity)
     variants = list(dict.fromkeys(table["variant"]))
     fig, axes = plt.subplots(1, len(variants), figsize=(6.2 * len(variants), 4.6), sharey=True,
@@ -54,12 +51,13 @@ def main(sensitivity, figure, config=None):
                     transform=ax.get_xaxis_transform())
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("integration limit t_cut (dots: median t with Mag(t) = q·n)")
-        ax.set_title(TITLES.get(variant, variant), fontsize=10)
-    axes[0, 0].set_ylabel("5-fold cross-validated MSE of K")
-    axes[0, 0].legend(loc="upper left", fontsize=7, frameon=False)
-    fig.savefig(figure, dpi=150)
-    write_provenance(figure, config=config)
+        ax.set_xlabel("integration limit t_cut (1 / geodesic distance; dots: median t with "
+                      "Mag(t) = q·n)")
+        ax.set_title(TITLES.get(variant, variant))
+    axes[0, 0].set_ylabel("5-fold cross-validated MSE of K ((1 / radius²)²)")
+    axes[0, 0].legend(loc="upper left", fontsize=7)
+    for path in save_figure(fig, figure):
+        write_provenance(path, config=config)
 
 
 if __name__ == "__main__":

@@ -1,23 +1,18 @@
 """Figure 6 (Spearman's rho per measure on one dataset, with the measures along p) and the same
 rank correlations for every dataset."""
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from _figures import MEASURE_COLOURS, plt, save_figure
+from _helpers import run, write_provenance
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from _helpers import run, write_provenance  # noqa: E402
-
-from diversity_core.data.graphs import DATASETS  # noqa: E402
-from diversity_core.experiments import graph_mode_collapse as protocol  # noqa: E402
+from diversity_core.data.graphs import DATASETS
+from diversity_core.experiments import graph_mode_collapse as protocol
 
 LABELS = {"magdiff": "MagDiff", "precision": "precision", "recall": "recall",
           "density": "density", "coverage": "coverage", "mmd_rbf": "MMD RBF",
           "mmd_linear": "MMD linear"}
-COLOURS = {"magdiff": "#d62728", "precision": "#1f77b4", "recall": "#2ca02c",
-           "density": "#9467bd", "coverage": "#ff7f0e", "mmd_rbf": "#8c564b",
-           "mmd_linear": "#7f7f7f"}
+COLOURS = {m: MEASURE_COLOURS[m] for m in LABELS}
 DATASET_LABELS = {"lobster": "Lobster", "grid": "Grid", "community": "Community",
                   "mutag": "MUTAG", "cuneiform": "Cuneiform", "proteins": "Proteins",
                   "ego": "Ego"}
@@ -47,7 +42,7 @@ def _violins(ax, rho: pd.DataFrame, title: str) -> None:
     ax.axhline(1.0, color="grey", lw=0.6, ls=":")
     ax.set_xticks(pos, [LABELS[m] for m in protocol.MEASURES], rotation=35, ha="right")
     ax.set_ylim(-1.05, 1.05)
-    ax.set_ylabel("Spearman's ρ with p")
+    ax.set_ylabel("Spearman's ρ with p (−1 to 1)")
     ax.set_title(title)
 
 
@@ -69,9 +64,9 @@ def _curves(ax, values: pd.DataFrame, title: str) -> None:
         ax.plot(med.index, med.to_numpy(), color=COLOURS[m], lw=lw, label=LABELS[m])
         ax.fill_between(med.index, q1.to_numpy(), q3.to_numpy(), color=COLOURS[m], alpha=0.12)
     ax.plot([0, 1], [0, 1], color="grey", lw=0.6, ls=":")
-    ax.set_xlabel("degree of perturbation p (share of clusters)")
-    ax.set_ylabel("measure, min-max scaled per architecture\n"
-                  "(precision, recall, density, coverage: max − x)", fontsize=9)
+    ax.set_xlabel("degree of perturbation p (share of clusters perturbed)")
+    ax.set_ylabel("measure, min-max scaled per architecture (0 to 1)\n"
+                  "(precision, recall, density, coverage: max − x)")
     ax.set_title(title)
 
 
@@ -93,13 +88,12 @@ def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", conf
         vsel = (values["dataset"] == figure_dataset) & (values["experiment"] == experiment)
         _curves(axes[1, col], values[vsel], f"{title}: measures along p")
     handles, labels = axes[1, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=9)
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
     fig.suptitle(f"{name} ({clusters[figure_dataset]} clusters, {n_arch} random GIN "
                  "architectures): rank correlation of each measure with the degree of "
                  "perturbation p (ρ = 1: ideal)", fontsize=11)
-    fig.savefig(figure6, dpi=150)
-    plt.close(fig)
-    write_provenance(figure6, config=config, seed=seed)
+    for path in save_figure(fig, figure6):
+        write_provenance(path, config=config, seed=seed)
 
     present = set(rho["dataset"])
     datasets = [d for d in DATASETS if d in present]
@@ -116,9 +110,8 @@ def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", conf
             _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}")
             if row < len(panels) - 1:
                 axes[row, col].set_xticklabels([])
-    fig.savefig(figure_all, dpi=120)
-    plt.close(fig)
-    write_provenance(figure_all, config=config, seed=seed)
+    for path in save_figure(fig, figure_all, dpi=120):
+        write_provenance(path, config=config, seed=seed)
 
 
 if __name__ == "__main__":

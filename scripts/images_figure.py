@@ -1,25 +1,22 @@
 """Figure 5: every measure against the share of points moved to one class, both scenarios."""
 
 import json
-import os
 
-import matplotlib
+import pandas as pd
+from _figures import PAIR, plt, save_figure
+from _helpers import run, write_provenance
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from _helpers import run, write_provenance  # noqa: E402
-
+# measure, panel title, y-axis label (with its unit)
 PANELS = (
-    ("magdiff", "MagDiff / MagArea(ref)"),
-    ("mag_half_tconv", "rel. change Mag(0.5 t_ref)"),
-    ("recall", "recall (k={k})"),
-    ("coverage", "coverage (k={k})"),
-    ("precision", "precision (k={k})"),
-    ("density", "density (k={k})"),
-    ("vendi", "Vendi Score (cosine; dotted: reference)"),
+    ("magdiff", "MagDiff / MagArea(ref)", "relative change of MagArea (fraction)"),
+    ("mag_half_tconv", "rel. change Mag(0.5 t_ref)", "relative change of Mag (fraction)"),
+    ("recall", "recall (k={k})", "share of reference points"),
+    ("coverage", "coverage (k={k})", "share of reference points"),
+    ("precision", "precision (k={k})", "share of perturbed points"),
+    ("density", "density (k={k})", "mean neighbourhoods per point / k"),
+    ("vendi", "Vendi Score (cosine; dotted: reference)", "effective number of points"),
 )
-STYLE = {"sequential": ("tab:red", "-"), "simultaneous": ("tab:blue", "--")}
+STYLE = {"sequential": (PAIR[0], "-"), "simultaneous": (PAIR[1], "--")}
 DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}
 
 
@@ -28,12 +25,12 @@ def main(table, info, figure, dataset="fashion_mnist", k=10, n_reference_per_cla
     summary = pd.read_csv(table)
     with open(info) as stream:
         reference = json.load(stream)
-    panels = [(m, label) for m, label in PANELS if m in set(summary["metric"])]
+    panels = [panel for panel in PANELS if panel[0] in set(summary["metric"])]
     ncols = 4 if len(panels) > 4 else len(panels)
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.9 * nrows), squeeze=False,
                              constrained_layout=True)
-    for ax, (metric, label) in zip(axes.flat, panels, strict=False):
+    for ax, (metric, label, unit) in zip(axes.flat, panels, strict=False):
         for scenario, (colour, dash) in STYLE.items():
             rows = summary[(summary.metric == metric) & (summary.scenario == scenario)]
             rows = rows.sort_values("fraction")
@@ -46,24 +43,21 @@ def main(table, info, figure, dataset="fashion_mnist", k=10, n_reference_per_cla
         if metric == "vendi" and "vendi_ref" in reference:
             ax.axhline(reference["vendi_ref"], color="grey", linewidth=0.8, linestyle=":",
                        label="reference")
-        ax.set_title(label.format(k=k), fontsize=10)
-        ax.set_xlabel("share of points moved to one class")
-        ax.grid(alpha=0.3)
+        ax.set_title(label.format(k=k))
+        ax.set_xlabel("share of points moved to one class (fraction)")
+        ax.set_ylabel(unit)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", frameon=False, fontsize=10)
+    fig.legend(handles, labels, loc="lower right")
     size = f"sets of 10 × {n_reference_per_class} images, " if n_reference_per_class else ""
     fig.suptitle(
         f"Mode dropping on {DATASET_NAMES.get(dataset, dataset)}, Inception V3 features; "
         f"{size}mean ± sd over {_n_resamples(table)} resamples", fontsize=11)
-    tmp = str(figure) + ".tmp.png"
-    fig.savefig(tmp, dpi=150)
-    plt.close(fig)
-    os.replace(tmp, figure)
-    write_provenance(figure, config={"dataset": dataset, "k": k,
-                                     "n_reference_per_class": n_reference_per_class},
-                     seed=seed, table=str(table))
+    for path in save_figure(fig, figure):
+        write_provenance(path, config={"dataset": dataset, "k": k,
+                                       "n_reference_per_class": n_reference_per_class},
+                         seed=seed, table=str(table))
 
 
 def _n_resamples(table):

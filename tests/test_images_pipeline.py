@@ -8,12 +8,13 @@ CI included), so these tests run rather than skip on a fresh clone.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_runner import run_snakemake, run_tiny
+from conftest import IMAGE_DATASET as DATASET
+from conftest import IMAGE_MODEL as MODEL
+from conftest import link_image_assets
+from workflow_runner import run_tiny
 
 from diversity_core import pairwise_distances
 from diversity_core.data import images as data_images
@@ -22,18 +23,6 @@ from diversity_core.embed import inception
 # The stand-in networks below are saved with torch.jit, which torch >= 2.9 marks deprecated.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.*deprecated:DeprecationWarning")
 
-REPO = Path(__file__).resolve().parents[1]
-DATASET = REPO / "resources" / "fashion_mnist"
-MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
-
-
-@pytest.fixture(scope="module")
-def image_assets():
-    """Fashion-MNIST and the Inception TorchScript in resources/, fetched (and checksummed) by
-    the pipeline's own rules if missing."""
-    if not (DATASET / "train-images-idx3-ubyte.gz").exists() or not MODEL.exists():
-        run_snakemake("images_fetch_fashion_mnist", "images_fetch_inception")
-    return DATASET, MODEL
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +99,7 @@ def test_inception_features(image_assets):
 def test_pipeline_tiny(tmp_path, image_assets):
     """Snakemake runs the whole experiment on a tiny configuration (1 + 10 images per class,
     three fractions, one resample per class)."""
-    resources = tmp_path / "resources"
-    (resources / "inception").mkdir(parents=True)
-    (resources / "fashion_mnist").symlink_to(DATASET, target_is_directory=True)
-    (resources / "inception" / "fid_inception_v3.pt").symlink_to(MODEL)
+    resources = link_image_assets(tmp_path / "resources")
     run_tiny("image_mode_dropping", tmp_path, resources=resources)
     out = tmp_path / "results" / "images"
     table = pd.read_csv(out / "mode_dropping.csv")

@@ -25,7 +25,11 @@ rule axioms_check:
             caption="../report/axioms_table.rst",
             category="Axioms",
         ),
-        summary=results("axioms", "axioms_summary.md"),
+        summary=report(
+            results("axioms", "axioms_summary.md"),
+            caption="../report/axioms_summary.rst",
+            category="Axioms",
+        ),
     params:
         seed=seed_for("axioms"),
         config=AXIOMS_PROVENANCE,

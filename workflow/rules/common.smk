@@ -247,3 +247,31 @@ def experiment_targets():
             f"known: {sorted(EXPERIMENT_TARGETS)}"
         )
     return [f for name in config["experiments"] for f in EXPERIMENT_TARGETS[name]]
+
+
+def check_claims_against_targets(claims_file):
+    """Every result file a claim reads must be a final file of its experiment (when the
+    experiment exists in the workflow), so that a renamed output cannot silently turn a claim
+    into "not run"."""
+    with open(Path(workflow.basedir) / claims_file) as stream:
+        claims = yaml.safe_load(stream)
+    for experiment in claims["experiments"]:
+        targets = EXPERIMENT_TARGETS.get(experiment["id"])
+        if targets is None:
+            continue  # not implemented yet: its claims show as "not run"
+        relative = {str(Path(t).relative_to(RESULTS)) for t in targets}
+        for claim in experiment["claims"]:
+            if claim["ours"]["file"] not in relative:
+                raise ValueError(
+                    f"{claims_file}: experiment {experiment['id']!r} reads "
+                    f"{claim['ours']['file']!r}, which is not among its final files "
+                    f"{sorted(relative)}."
+                )
+
+
+def experiment_folders():
+    """Experiment -> its results folder (where its benchmarks/ lie), for the configured ones."""
+    return {
+        name: str(RESULTS / Path(EXPERIMENT_TARGETS[name][0]).relative_to(RESULTS).parts[0])
+        for name in config["experiments"]
+    }

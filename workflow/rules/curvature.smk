@@ -9,8 +9,10 @@ CURV_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "curvature"
 EXPERIMENT_TARGETS["curvature"] = [
     results("curvature", "table1.csv"),
     results("curvature", "figure2.png"),
+    results("curvature", "figure2.pdf"),
     results("curvature", "scale_sensitivity.csv"),
     results("curvature", "scale_sensitivity.png"),
+    results("curvature", "scale_sensitivity.pdf"),
     results("curvature", "fold_spread.csv"),
 ]
 
@@ -38,6 +40,8 @@ rule curvature_generate:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "generate"),
+    benchmark:
+        bench("curvature", "generate")
     script:
         "../../scripts/curvature_generate.py"
 
@@ -75,6 +79,8 @@ rule curvature_t_cut:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "t_cut"),
+    benchmark:
+        bench("curvature", "t_cut")
     script:
         "../../scripts/curvature_t_cut.py"
 
@@ -125,6 +131,8 @@ rule curvature_table:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "table"),
+    benchmark:
+        bench("curvature", "table")
     script:
         "../../scripts/curvature_table.py"
 
@@ -140,12 +148,19 @@ rule curvature_figure:
             caption="../report/curvature_figure2.rst",
             category="Curvature",
         ),
+        figure_pdf=report(
+            results("curvature", "figure2.pdf"),
+            caption="../report/curvature_figure2.rst",
+            category="Curvature",
+        ),
     params:
         config=CURV_PROVENANCE,
     conda:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "figure"),
+    benchmark:
+        bench("curvature", "figure")
     script:
         "../../scripts/curvature_figure.py"
 
@@ -187,7 +202,11 @@ rule curvature_sensitivity:
             caption="../report/curvature_sensitivity.rst",
             category="Curvature",
         ),
-        spread=results("curvature", "fold_spread.csv"),
+        spread=report(
+            results("curvature", "fold_spread.csv"),
+            caption="../report/curvature_fold_spread.rst",
+            category="Curvature",
+        ),
     params:
         settings_section=CURV["sensitivity"],
         magnitude=config["magnitude"],
@@ -217,11 +236,18 @@ rule curvature_sensitivity_figure:
             caption="../report/curvature_sensitivity.rst",
             category="Curvature",
         ),
+        figure_pdf=report(
+            results("curvature", "scale_sensitivity.pdf"),
+            caption="../report/curvature_sensitivity.rst",
+            category="Curvature",
+        ),
     params:
         config=CURV_PROVENANCE,
     conda:
         "../../envs/pipeline.yaml"
     log:
         logs("curvature", "sensitivity_figure"),
+    benchmark:
+        bench("curvature", "sensitivity_figure")
     script:
         "../../scripts/curvature_sensitivity_figure.py"

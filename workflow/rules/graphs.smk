@@ -19,7 +19,9 @@ EXPERIMENT_TARGETS["graph_mode_collapse"] = [
     results(GRAPH, "spearman.csv"),
     results(GRAPH, "summary.csv"),
     results(GRAPH, "figure6.png"),
+    results(GRAPH, "figure6.pdf"),
     results(GRAPH, "figure_all_datasets.png"),
+    results(GRAPH, "figure_all_datasets.pdf"),
 ]
 
 
@@ -40,6 +42,8 @@ rule graphs_download_proteins:
         "../../envs/torch.yaml"
     log:
         logs(GRAPH, "download_proteins"),
+    benchmark:
+        bench(GRAPH, "download_proteins")
     threads: 1
     script:
         "../../scripts/graphs_download.py"
@@ -57,6 +61,8 @@ rule graphs_download_ego:
         "../../envs/torch.yaml"
     log:
         logs(GRAPH, "download_ego"),
+    benchmark:
+        bench(GRAPH, "download_ego")
     threads: 1
     script:
         "../../scripts/graphs_download.py"
@@ -125,8 +131,16 @@ rule graphs_spearman:
         measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
         clusters=expand(interim(GRAPH, "{dataset}", "clusters.json"), dataset=GRAPH_DATASETS),
     output:
-        spearman=results(GRAPH, "spearman.csv"),
-        summary=results(GRAPH, "summary.csv"),
+        spearman=report(
+            results(GRAPH, "spearman.csv"),
+            caption="../report/graphs_spearman.rst",
+            category="Graph mode collapse",
+        ),
+        summary=report(
+            results(GRAPH, "summary.csv"),
+            caption="../report/graphs_summary.rst",
+            category="Graph mode collapse",
+        ),
     params:
         config=GRAPH_PROVENANCE,
         seed=seed_for(GRAPH),
@@ -134,6 +148,8 @@ rule graphs_spearman:
         "../../envs/torch.yaml"
     log:
         logs(GRAPH, "spearman"),
+    benchmark:
+        bench(GRAPH, "spearman")
     threads: 1
     script:
         "../../scripts/graphs_spearman.py"
@@ -145,8 +161,26 @@ rule graphs_figures:
         spearman=results(GRAPH, "spearman.csv"),
         measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
     output:
-        figure6=results(GRAPH, "figure6.png"),
-        figure_all=results(GRAPH, "figure_all_datasets.png"),
+        figure6=report(
+            results(GRAPH, "figure6.png"),
+            caption="../report/graphs_figure6.rst",
+            category="Graph mode collapse",
+        ),
+        figure6_pdf=report(
+            results(GRAPH, "figure6.pdf"),
+            caption="../report/graphs_figure6.rst",
+            category="Graph mode collapse",
+        ),
+        figure_all=report(
+            results(GRAPH, "figure_all_datasets.png"),
+            caption="../report/graphs_figure_all_datasets.rst",
+            category="Graph mode collapse",
+        ),
+        figure_all_pdf=report(
+            results(GRAPH, "figure_all_datasets.pdf"),
+            caption="../report/graphs_figure_all_datasets.rst",
+            category="Graph mode collapse",
+        ),
     params:
         figure_dataset=GRAPH_CFG["figure_dataset"],
         config=GRAPH_PROVENANCE,
@@ -155,6 +189,8 @@ rule graphs_figures:
         "../../envs/torch.yaml"
     log:
         logs(GRAPH, "figures"),
+    benchmark:
+        bench(GRAPH, "figures")
     threads: 1
     script:
         "../../scripts/graphs_figures.py"

@@ -19,6 +19,7 @@ EXPERIMENT_TARGETS["image_mode_dropping"] = [
     results(IMG, "mode_dropping.csv"),
     results(IMG, "scenario_agreement.csv"),
     results(IMG, "figure5.png"),
+    results(IMG, "figure5.pdf"),
 ]
 
 
@@ -39,6 +40,8 @@ rule images_fetch_fashion_mnist:
         "../../envs/torch.yaml"
     log:
         logs(IMG, "fetch_fashion_mnist"),
+    benchmark:
+        bench(IMG, "fetch_fashion_mnist")
     threads: 1
     script:
         "../../scripts/images_fetch_fashion_mnist.py"
@@ -54,6 +57,8 @@ rule images_fetch_cifar10:
         "../../envs/torch.yaml"
     log:
         logs(IMG, "fetch_cifar10"),
+    benchmark:
+        bench(IMG, "fetch_cifar10")
     threads: 1
     script:
         "../../scripts/images_fetch_cifar10.py"
@@ -71,6 +76,8 @@ rule images_fetch_inception:
         "../../envs/torch.yaml"
     log:
         logs(IMG, "fetch_inception"),
+    benchmark:
+        bench(IMG, "fetch_inception")
     threads: 1
     script:
         "../../scripts/images_fetch_inception.py"
@@ -91,6 +98,8 @@ rule images_select:
         "../../envs/torch.yaml"
     log:
         logs(IMG, "select"),
+    benchmark:
+        bench(IMG, "select")
     threads: 1
     script:
         "../../scripts/images_select.py"
@@ -160,8 +169,16 @@ rule images_table:
         ),
         info=interim(IMG, IMG_DATASET, "reference_sequential.json"),
     output:
-        table=results(IMG, "mode_dropping.csv"),
-        agreement=results(IMG, "scenario_agreement.csv"),
+        table=report(
+            results(IMG, "mode_dropping.csv"),
+            caption="../report/images_mode_dropping.rst",
+            category="Image mode dropping",
+        ),
+        agreement=report(
+            results(IMG, "scenario_agreement.csv"),
+            caption="../report/images_scenario_agreement.rst",
+            category="Image mode dropping",
+        ),
     params:
         images_config=IMG_CFG,
         magnitude=config["magnitude"],
@@ -170,6 +187,8 @@ rule images_table:
         "../../envs/torch.yaml"
     log:
         logs(IMG, "table"),
+    benchmark:
+        bench(IMG, "table")
     threads: 1
     script:
         "../../scripts/images_table.py"
@@ -180,7 +199,16 @@ rule images_figure:
         table=results(IMG, "mode_dropping.csv"),
         info=interim(IMG, IMG_DATASET, "reference_sequential.json"),
     output:
-        figure=results(IMG, "figure5.png"),
+        figure=report(
+            results(IMG, "figure5.png"),
+            caption="../report/images_figure5.rst",
+            category="Image mode dropping",
+        ),
+        figure_pdf=report(
+            results(IMG, "figure5.pdf"),
+            caption="../report/images_figure5.rst",
+            category="Image mode dropping",
+        ),
     params:
         dataset=IMG_CFG["dataset"],
         k=IMG_CFG["k"],
@@ -190,6 +218,8 @@ rule images_figure:
         "../../envs/torch.yaml"
     log:
         logs(IMG, "figure"),
+    benchmark:
+        bench(IMG, "figure")
     threads: 1
     script:
         "../../scripts/images_figure.py"

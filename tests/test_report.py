@@ -1,0 +1,69 @@
+"""`snakemake --report report.html` on the tiny configurations of every experiment: every final
+table and figure (and results/summary.md) is in the report, with its caption."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import link_image_assets
+from workflow_runner import REPO, TEST_CONFIGS, run_snakemake, tiny_config
+
+pytestmark = pytest.mark.slow
+
+# Every experiment that has a tiny configuration (.test/config_<target>.yaml).
+EXPERIMENTS = sorted(p.stem.removeprefix("config_") for p in TEST_CONFIGS.glob("config_*.yaml"))
+CAPTIONS = REPO / "workflow" / "report"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, image_assets):
+    """The tiny configurations of all experiments in one run (rule `all`), then the report."""
+    out = tmp_path_factory.mktemp("report")
+    resources = link_image_assets(out / "resources")
+    arguments = [
+        "--configfile", *(str(tiny_config(e)) for e in EXPERIMENTS),
+        "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}",
+        f"experiments=[{','.join(EXPERIMENTS)}]", "--nolock",
+    ]
+    run_snakemake("all", *arguments)
+    run_snakemake("all", *arguments, "--report", str(out / "report.html"))
+    return out / "results", (out / "report.html").read_text()
+
+
+def _final_results(results: Path) -> list[Path]:
+    """The final tables and figures: the files at the top of results/ and results/<experiment>/
+    (not interim/, logs/, benchmarks/), without their provenance records."""
+    files = [p for p in results.glob("*") if p.is_file()]
+    files += [p for p in results.glob("*/*")
+              if p.is_file() and p.parent.name not in ("logs", "interim", "benchmarks")]
+    return sorted(p for p in files if not p.name.endswith(".provenance.json"))
+
+
+def test_every_final_result_is_in_the_report(report):
+    results, html = report
+    finals = _final_results(results)
+    names = {p.name for p in finals}
+    # Each experiment's tables and figures (PNG and PDF), and the summary.
+    assert {"table1.csv", "figure2.png", "figure2.pdf", "axioms.csv", "axioms_summary.md",
+            "mode_dropping.csv", "scenario_agreement.csv", "figure5.png", "figure5.pdf",
+            "spearman.csv", "summary.csv", "figure6.png", "figure6.pdf",
+            "figure_all_datasets.png", "figure_all_datasets.pdf", "summary.md"} <= names
+    missing = [str(p.relative_to(results)) for p in finals
+               if f'"{p}"' not in html or f"filename={p.name};base64," not in html]
+    assert not missing, f"not in the report: {missing}"
+
+
+def test_every_caption_is_used_and_rendered(report):
+    _, html = report
+    used = set()
+    for rules in (REPO / "workflow" / "rules").glob("*.smk"):
+        used |= set(re.findall(r'caption="\.\./report/([\w.]+\.rst)"', rules.read_text()))
+    captions = {p.name for p in CAPTIONS.glob("*.rst")} - {"workflow.rst"}
+    assert captions == used, (captions - used, used - captions)
+    for name in sorted(captions):
+        # The first words of each caption, as the report renders them (reStructuredText bold).
+        first = re.sub(r"\*\*|``", "", (CAPTIONS / name).read_text()).split(".")[0][:40]
+        assert first.split("(")[0].strip() in html, name
+    assert "Metric Space Magnitude for Evaluating the Diversity" in html  # workflow.rst
