@@ -1,15 +1,12 @@
 """Figures: the magnitude functions of each model (mean ± sd over the subsamples) for one
 collection, and the confusion matrices of the MagDiff k-NN classifier."""
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from _figures import COLOUR_MAP, plt, save_figure
+from _helpers import run, write_provenance
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from _helpers import run, write_provenance  # noqa: E402
-
-from diversity_core.embed.sentences import TEXT_MODELS  # noqa: E402
+from diversity_core.embed.sentences import TEXT_MODELS
 
 # Short names for the confusion matrices' axes.
 SHORT = {"all-mpnet-base-v2": "mpnet-base", "all-MiniLM-L6-v2": "MiniLM-L6",
@@ -25,7 +22,8 @@ def _label(model: str) -> str:
 
 def main(scores, confusion, functions, confusion_figure=None, collection="fortunes",
          variants=("raw", "pca"), k=5, seed=0):
-    """Write ``functions`` (PNG, one panel per preprocessing) and the confusion figure."""
+    """Write ``functions`` (one panel per preprocessing) and the confusion figure, each as PNG
+    and as PDF beside it."""
     variants = list(variants)
     fig, axes = plt.subplots(1, len(scores), figsize=(5.2 * len(scores), 4.2), squeeze=False)
     for ax, path in zip(axes[0], scores, strict=True):
@@ -41,11 +39,9 @@ def main(scores, confusion, functions, confusion_figure=None, collection="fortun
         ax.set_ylabel("magnitude (effective number of documents)")
         ax.set_title(f"{collection}, {'raw' if variant == 'raw' else 'PCA + normalisation'}: "
                      f"{len(F) // len(models)} subsamples per model", fontsize=10)
-        ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    fig.savefig(functions, dpi=130)
-    plt.close(fig)
+    paths = save_figure(fig, functions)
 
     counts = pd.read_csv(confusion)
     panels = counts[["dataset", "preprocessing"]].drop_duplicates().values.tolist()
@@ -61,11 +57,11 @@ def main(scores, confusion, functions, confusion_figure=None, collection="fortun
         M = part.pivot(index="true_model", columns="predicted_model", values="count")
         M = M.loc[order, order].to_numpy(dtype=float)
         share = M / M.sum(axis=1, keepdims=True)
-        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        ax.imshow(share, vmin=0, vmax=1, cmap=COLOUR_MAP)
         for i in range(len(order)):
             for j in range(len(order)):
                 ax.text(j, i, f"{share[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if share[i, j] > 0.6 else "black")
+                        color="black" if share[i, j] > 0.6 else "white")
         short = [SHORT.get(m, m) for m in order]
         ax.set_xticks(range(len(order)), short, rotation=40, ha="right", fontsize=7)
         ax.set_yticks(range(len(order)), short, fontsize=7)
@@ -73,9 +69,8 @@ def main(scores, confusion, functions, confusion_figure=None, collection="fortun
         ax.set_ylabel("true model")
         ax.set_title(f"{dataset}, {variant}: MagDiff {k}-NN", fontsize=9)
     fig.tight_layout()
-    fig.savefig(confusion_figure, dpi=130)
-    plt.close(fig)
-    for path in (functions, confusion_figure):
+    paths += save_figure(fig, confusion_figure)
+    for path in paths:
         write_provenance(path, config={"collection": collection, "variants": variants, "k": k,
                                        "seed": seed})
 

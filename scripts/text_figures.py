@@ -2,18 +2,15 @@
 embedding model) and Figure 4 (MagArea of every set against its temperature, one task and model,
 with Spearman's rho and its 95% bootstrap interval)."""
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from _figures import MEASURE_COLOURS, plt, save_figure
+from _helpers import run, write_provenance
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from _helpers import run, write_provenance  # noqa: E402
+from diversity_core.experiments import text_temperature as protocol
 
-from diversity_core.experiments import text_temperature as protocol  # noqa: E402
-
-COLOURS = {"mag_area": "#d62728", "vendi": "#1f77b4", "avg_sim": "#2ca02c",
-           "gm_stds": "#9467bd", "iso_score": "#ff7f0e", "dc_score": "#8c564b"}
+# The pipeline's colour of each measure (mag_area -> "magarea", ...).
+COLOURS = {measure: MEASURE_COLOURS[measure.replace("_", "")] for measure in protocol.MEASURES}
 DATA_LABELS = {"generated": "SmolLM2-135M-Instruct, regenerated tasks",
                "tevet_berant": "Tevet & Berant's decoding sets"}
 
@@ -34,14 +31,12 @@ def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> None:
         ax.axhline(0.0, color="grey", lw=0.6, ls=":")
         ax.set_xticks(np.arange(len(models)), models, rotation=25, ha="right", fontsize=8)
         ax.set_title(task)
-        ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("R² (isotonic regression of temperature)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Predicting the softmax temperature from each diversity measure "
                  f"({DATA_LABELS.get(data, data)}; mean ± sd over CV folds)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    return save_figure(fig, path)
 
 
 def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, path) -> None:
@@ -59,23 +54,22 @@ def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, pa
     ax.set_title(f"{task}, {model}: ρ = {rho['rho']:.2f} "
                  f"[{rho['ci_low']:.2f}, {rho['ci_high']:.2f}] (95% bootstrap)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
-    ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    return save_figure(fig, path)
 
 
 def main(r2, spearman, scores, figure3, figure4,
          measures: list = list(protocol.MEASURES),  # noqa: B006,B008
          figure_task: str = "resp", figure_model: str = "all-mpnet-base-v2",
          data: str = "generated", config=None, seed=None):
-    """Draw FIGURE3 from R2 (.csv) and FIGURE4 from SCORES (.csv) and SPEARMAN (.csv)."""
-    draw_figure3(pd.read_csv(r2), measures, data, figure3)
+    """Draw FIGURE3 from R2 (.csv) and FIGURE4 from SCORES (.csv) and SPEARMAN (.csv), each as
+    PNG and as PDF beside it."""
+    paths = draw_figure3(pd.read_csv(r2), measures, data, figure3)
     rho = pd.read_csv(spearman)
     row = rho[(rho["task"] == figure_task) & (rho["model"] == figure_model)
               & (rho["measure"] == "mag_area")].iloc[0]
-    draw_figure4(pd.read_csv(scores), row, figure_task, figure_model, figure4)
-    for path in (figure3, figure4):
+    paths += draw_figure4(pd.read_csv(scores), row, figure_task, figure_model, figure4)
+    for path in paths:
         write_provenance(path, config=config, seed=seed)
 
 

@@ -104,6 +104,17 @@ CASES = {
         "text.cv_folds (5) needs at least 10 sets per task; text.generation.prompts_per_task x "
         "temperatures gives 2",
     ]),
+    "models": ("model_distinguishing", [
+        'models={"figure_collection": "foldoc", "subsample_size": 61, "k": 40, "ks": [1, 50]}',
+    ], [
+        "models.figure_collection (foldoc) is not among models.collections ['jargon', 'fortunes']",
+        "models.subsample_size (61) exceeds models.n_documents (60)",
+        "models.k (40) exceeds the 24 training subsamples of a cross-validation fold",
+        "models.ks (50) exceeds the 24 training subsamples",
+    ]),
+    "model folds": ("model_distinguishing", ['models={"cv_folds": 13}'], [
+        "models.cv_folds (13) exceeds models.n_subsamples (12)",
+    ]),
 }
 
 

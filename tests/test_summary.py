@@ -237,6 +237,18 @@ def test_committed_summary_matches_committed_results(spec):
     assert set(verdicts) == {e["id"] for e in spec["experiments"]}
 
 
+
+def test_readme_shows_the_committed_summary_table():
+    """The README's results section shows results/summary.md's table, row for row: a rerun
+    that changes a verdict must update the README too."""
+    summary = (REPO / "results" / "summary.md").read_text().splitlines()
+    table = [line for line in summary if line.startswith("| ")]
+    assert len(table) >= 10
+    readme = (REPO / "README.md").read_text()
+    missing = [line for line in table if line not in readme.splitlines()]
+    assert not missing, "README.md lacks these rows of results/summary.md:\n" + "\n".join(missing)
+    assert "results/summary.md" in readme
+
 def test_summary_script_runs_alone(tmp_path):
     out = tmp_path / "summary.md"
     done = subprocess.run(

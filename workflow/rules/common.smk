@@ -193,6 +193,27 @@ def check_config(config):
             problems.append(
                 f"text.cv_folds ({text['cv_folds']}) needs at least {2 * text['cv_folds']} sets "
                 f"per task; text.generation.prompts_per_task x temperatures gives {n_sets}.")
+    mod = config["models"]
+    if mod["figure_collection"] not in mod["collections"]:
+        problems.append(f"models.figure_collection ({mod['figure_collection']}) is not among "
+                        f"models.collections {mod['collections']}.")
+    if mod["subsample_size"] > mod["n_documents"]:
+        problems.append(f"models.subsample_size ({mod['subsample_size']}) exceeds "
+                        f"models.n_documents ({mod['n_documents']}).")
+    if mod["cv_folds"] > mod["n_subsamples"]:
+        problems.append(f"models.cv_folds ({mod['cv_folds']}) exceeds models.n_subsamples "
+                        f"({mod['n_subsamples']}): a stratified fold needs a subsample of every "
+                        "model.")
+    else:
+        # The smallest training part of a stratified split: (folds - 1) / folds of each model's
+        # subsamples, rounded down.
+        train = len(mod["models"]) * (mod["n_subsamples"] * (mod["cv_folds"] - 1)
+                                      // mod["cv_folds"])
+        for key, k in [("k", mod["k"])] + [("ks", k) for k in mod["ks"]]:
+            if k > train:
+                problems.append(f"models.{key} ({k}) exceeds the {train} training subsamples of "
+                                f"a cross-validation fold (models.n_subsamples x models x "
+                                f"(cv_folds - 1) / cv_folds).")
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
 

@@ -17,7 +17,9 @@ EXPERIMENT_TARGETS["model_distinguishing"] = [
     results(MOD, "table2.csv"),
     results(MOD, "table_s5.csv"),
     results(MOD, "magnitude_functions.png"),
+    results(MOD, "magnitude_functions.pdf"),
     results(MOD, "confusion_magdiff.png"),
+    results(MOD, "confusion_magdiff.pdf"),
 ]
 
 
@@ -109,8 +111,16 @@ rule models_classify:
             variant=MOD_VARIANTS,
         ),
     output:
-        table2=results(MOD, "table2.csv"),
-        table_s5=results(MOD, "table_s5.csv"),
+        table2=report(
+            results(MOD, "table2.csv"),
+            caption="../report/models_table2.rst",
+            category="Model distinguishing",
+        ),
+        table_s5=report(
+            results(MOD, "table_s5.csv"),
+            caption="../report/models_table_s5.rst",
+            category="Model distinguishing",
+        ),
         confusion=results(MOD, "confusion_magdiff.csv"),
     params:
         models_config=MOD_CFG,
@@ -141,8 +151,18 @@ rule models_figures:
             caption="../report/models_magnitude_functions.rst",
             category="Model distinguishing",
         ),
+        functions_pdf=report(
+            results(MOD, "magnitude_functions.pdf"),
+            caption="../report/models_magnitude_functions.rst",
+            category="Model distinguishing",
+        ),
         confusion_figure=report(
             results(MOD, "confusion_magdiff.png"),
+            caption="../report/models_confusion.rst",
+            category="Model distinguishing",
+        ),
+        confusion_figure_pdf=report(
+            results(MOD, "confusion_magdiff.pdf"),
             caption="../report/models_confusion.rst",
             category="Model distinguishing",
         ),

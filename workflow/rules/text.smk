@@ -23,7 +23,9 @@ EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "gains.csv"),
     results(TEXT, "spearman.csv"),
     results(TEXT, "figure3.png"),
+    results(TEXT, "figure3.pdf"),
     results(TEXT, "figure4.png"),
+    results(TEXT, "figure4.pdf"),
 ]
 
 
@@ -239,9 +241,21 @@ rule text_r2:
             caption="../report/text_r2_scores.rst",
             category="Text temperature",
         ),
-        ranking=results(TEXT, "ranking.csv"),
-        gains=results(TEXT, "gains.csv"),
-        spearman=results(TEXT, "spearman.csv"),
+        ranking=report(
+            results(TEXT, "ranking.csv"),
+            caption="../report/text_ranking.rst",
+            category="Text temperature",
+        ),
+        gains=report(
+            results(TEXT, "gains.csv"),
+            caption="../report/text_gains.rst",
+            category="Text temperature",
+        ),
+        spearman=report(
+            results(TEXT, "spearman.csv"),
+            caption="../report/text_spearman.rst",
+            category="Text temperature",
+        ),
         folds=interim(TEXT, "r2_folds.csv"),
     params:
         measures=TEXT_CFG["measures"],
@@ -274,8 +288,18 @@ rule text_figures:
             caption="../report/text_figure3.rst",
             category="Text temperature",
         ),
+        figure3_pdf=report(
+            results(TEXT, "figure3.pdf"),
+            caption="../report/text_figure3.rst",
+            category="Text temperature",
+        ),
         figure4=report(
             results(TEXT, "figure4.png"),
+            caption="../report/text_figure4.rst",
+            category="Text temperature",
+        ),
+        figure4_pdf=report(
+            results(TEXT, "figure4.pdf"),
             caption="../report/text_figure4.rst",
             category="Text temperature",
         ),
