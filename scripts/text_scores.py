@@ -20,9 +20,17 @@ def main(data, embeddings, scores, task, model_name, measures: list = list(proto
     """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv)."""
     settings = MagnitudeSettings.from_config(magnitude)
     records = generation.read_sets(data)
+    # The distinct responses in the order text_embed.py stored them. They are matched by
+    # position, not looked up by the stored strings: NumPy's fixed-width strings drop trailing
+    # NUL characters, which SmolLM2 does generate now and then.
+    texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
     with np.load(embeddings) as stored:
-        row = {text: i for i, text in enumerate(stored["texts"].tolist())}
+        if len(texts) != len(stored["texts"]) or not np.array_equal(np.asarray(texts),
+                                                                       stored["texts"]):
+            raise ValueError(f"{embeddings} does not hold the responses of {data}: rerun its "
+                             "embedding rule.")
         vectors = stored["embeddings"].astype(np.float64)
+    row = {text: i for i, text in enumerate(texts)}
     sets = [vectors[[row[r] for r in record["responses"]]] for record in records]
     values, t_cut = protocol.score_sets(sets, settings, measures=measures, dc_tau=dc_tau)
     table = pd.DataFrame({

@@ -1,6 +1,8 @@
 """The text-temperature protocol on synthetic scores: set scoring, isotonic cross-validation,
 ranking, gains and the bootstrap interval of Spearman's rho."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -114,3 +116,36 @@ def test_score_sets_rejects_unknown_measures_and_all_identical_sets():
         protocol.score_sets([np.eye(3)], measures=["magarea"])
     with pytest.raises(ValueError, match="single distinct"):
         protocol.score_sets([np.ones((4, 3)), np.ones((4, 3))])
+
+
+def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monkeypatch):
+    """A response ending in NUL (SmolLM2 generates them) loses it in a NumPy string array; the
+    scoring script matches embeddings by position and still scores every set."""
+    import sys
+
+    from diversity_core.data import generation
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.modules.pop("text_scores", None)
+    import text_scores
+
+    rng = np.random.default_rng(0)
+    records = [{"task": "resp", "prompt_id": i, "prompt": "p", "temperature": t,
+                "responses": [f"answer {i} {t} {j}" + ("\x00" if j == 0 else "")
+                              for j in range(4)]}
+               for i in range(3) for t in (0.5, 1.0)]
+    data = generation.write_sets(tmp_path / "resp.jsonl", records)
+    texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
+    assert np.asarray(texts)[0] != texts[0]  # the NUL is gone from the NumPy copy
+    embeddings = tmp_path / "resp.npz"
+    np.savez(embeddings, texts=np.asarray(texts),
+             embeddings=rng.normal(size=(len(texts), 8)).astype(np.float32))
+    scores = tmp_path / "scores.csv"
+    text_scores.main(data, embeddings, scores, task="resp", model_name="m",
+                     measures=["mag_area", "vendi"])
+    table = pd.read_csv(scores)
+    assert len(table) == len(records) and table["vendi"].gt(1).all()
+
+    other = generation.write_sets(tmp_path / "other.jsonl", records[:-1])
+    with pytest.raises(ValueError, match="does not hold the responses"):
+        text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m")
