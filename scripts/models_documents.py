@@ -13,9 +13,12 @@ from diversity_core.experiments.model_distinguishing import select_documents
 
 
 def main(folder, documents, collection="fortunes", n_documents=2000, min_words=5,
-         max_words=64, seed=0):
-    """Write ``documents`` (JSON: collection, indices into the corpus, texts)."""
-    corpus = load_corpus(collection, folder)
+         max_words=64, seed=0, pins=None):
+    """Write ``documents`` (JSON: collection, indices into the corpus, texts); ``pins``: the
+    configuration's pins of the corpus (text_assets.corpora), None for the package's."""
+    if isinstance(pins, str):  # from the command line
+        pins = json.loads(pins)
+    corpus = load_corpus(collection, folder, pins or None)
     texts, indices = select_documents(corpus, n_documents, min_words=min_words,
                                       max_words=max_words, seed=seed)
     words = [len(t.split()) for t in texts]

@@ -14,14 +14,19 @@ from diversity_core.embed.sentences import embed_with_cache, load_text_model, mo
 
 
 def main(documents, model_dir, embeddings, model="all-MiniLM-L6-v2", cache="", batch_size=32,
-         device="auto", threads=1):
-    """Write ``embeddings`` (.npy, (n_documents, d) float32) for the texts in ``documents``."""
+         device="auto", threads=1, pins=None):
+    """Write ``embeddings`` (.npy, (n_documents, d) float32) for the texts in ``documents``;
+    ``pins``: the configuration's pins of the model (text_assets.models), None for the
+    package's."""
+    if isinstance(pins, str):  # from the command line
+        pins = json.loads(pins)
+    pins = pins or None
     with open(documents) as stream:
         texts = json.load(stream)["texts"]
     start = time.perf_counter()
     X, n_new = embed_with_cache(
-        lambda: load_text_model(model, model_dir, device=device, threads=threads), texts, cache,
-        fingerprint=model_fingerprint(model), batch_size=batch_size)
+        lambda: load_text_model(model, model_dir, device=device, threads=threads, pins=pins),
+        texts, cache, fingerprint=model_fingerprint(model, pins), batch_size=batch_size)
     seconds = time.perf_counter() - start
     if n_new:
         log.info("%s: embedded %d texts in %.1f s (%.2f texts/s)", model, n_new, seconds,

@@ -12,7 +12,8 @@ from diversity_core.embed.sentences import TEXT_MODELS
 SHORT = {"all-mpnet-base-v2": "mpnet-base", "all-MiniLM-L6-v2": "MiniLM-L6",
          "paraphrase-MiniLM-L3-v2-onnx": "MiniLM-L3 (ONNX)",
          "multilingual-e5-small-q4": "e5-small (4-bit)", "sre-MiniLM": "SRE MiniLM",
-         "glove-6B-50d-mean": "GloVe mean"}
+         "glove-6B-50d-mean": "GloVe mean", "all-distilroberta-v1": "DistilRoBERTa",
+         "multi-qa-distilbert-cos-v1": "multi-qa DistilBERT"}
 
 
 def _label(model: str) -> str:

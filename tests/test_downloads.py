@@ -1,7 +1,8 @@
 """Checksummed downloads (diversity_core.data.fetch) against a local HTTP server on
 127.0.0.1: valid, corrupt and missing files, trust on first use, never a partial file; every
-remote asset of the image and graph experiments names itself, its configuration key and the
-offline default when it cannot be fetched."""
+remote asset of the image and graph experiments, and the Hugging Face corpora of the paper's
+model-distinguishing configuration, names itself, its configuration key and the offline default
+when it cannot be fetched."""
 
 import hashlib
 import io
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from diversity_core.data import text
 from diversity_core.data.fetch import download, file_digest, verify_checksum
 from diversity_core.data.graphs import fetch_citeseer_graph, fetch_dd
 
@@ -241,3 +243,106 @@ def test_registry_assets_name_asset_and_key(monkeypatch, tmp_path):
         inception.main(tmp_path / "inception" / "model.pt", sha256="0" * 64)
     _assert_names_everything(str(err.value), ["Inception", "images.inception.requirement",
                                               "by hand"])
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's model-distinguishing datasets: corpora of kind "hf" (diversity_core.data.text),
+# files of Hugging Face dataset repositories downloaded from <endpoint>/datasets/<repo>/resolve/
+# <revision>/<path>; served here as the hub lays them out. The same failures as above name the
+# corpus, its configuration key and the offline default.
+# --------------------------------------------------------------------------------------------
+
+HF_REPO = "abisee/cnn_dailymail"
+HF_FILE = "3.0.0/test-00000-of-00001.parquet"
+HF_WORDS = ["corpus cnn_dailymail", HF_FILE, HF_REPO, "text_assets.corpora.cnn_dailymail",
+            "models.collections: [fortunes, wordnet_glosses, foldoc, jargon]"]
+
+
+def _hf_pins(endpoint, sha256, revision="refs/convert/parquet"):
+    return {"sources": [{"kind": "hf", "repo": HF_REPO, "revision": revision,
+                         "endpoint": endpoint, "files": {HF_FILE: sha256},
+                         "column": "highlights"}]}
+
+
+def _serve_hf_parquet(root, revision="refs/convert/parquet") -> bytes:
+    """A small CNN / Daily Mail-like parquet file where the hub would serve it; its bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # The server decodes the URL: the encoded revision refs%2Fconvert%2Fparquet is a folder path.
+    path = root / "datasets" / HF_REPO / "resolve" / revision / HF_FILE
+    path.parent.mkdir(parents=True)
+    table = pa.table({"article": ["long text one", "long text two", "three"],
+                      "highlights": ["First  highlight.\nSecond one.", None, "Third."],
+                      "id": ["a", "b", "c"]})
+    pq.write_table(table, path)
+    return path.read_bytes()
+
+
+def test_hf_corpus_trust_on_first_use_then_pinned(http_root, tmp_path, capsys, caplog):
+    """sha256 null: the parquet file is downloaded, its SHA-256 printed and logged with the key
+    to pin it under; the highlights column is read. Pinned, the folder is verified without the
+    network; an altered file is then an error naming the corpus."""
+    root, url = http_root
+    payload = _serve_hf_parquet(root)
+    digest = hashlib.sha256(payload).hexdigest()
+    dest = tmp_path / "resources" / "cnn_dailymail"
+    with caplog.at_level("WARNING"):
+        assert text.fetch_corpus("cnn_dailymail", dest, _hf_pins(url, None)) == dest
+    assert (dest / HF_FILE).read_bytes() == payload
+    assert digest in capsys.readouterr().out
+    logged = caplog.text
+    assert digest in logged and "text_assets.corpora.cnn_dailymail" in logged
+    assert text.load_corpus("cnn_dailymail", dest, _hf_pins(url, None)) == [
+        "First highlight. Second one.", "Third."]
+    assert [p.name for p in dest.parent.iterdir()] == ["cnn_dailymail"]  # no staging left
+
+    pinned = _hf_pins(url, digest)
+    (root / "datasets").rename(root / "gone")  # verified from disk, not fetched again
+    assert text.fetch_corpus("cnn_dailymail", dest, pinned) == dest
+    (dest / HF_FILE).write_bytes(payload + b"x")
+    with pytest.raises(ValueError, match=r"corpus 'cnn_dailymail': checksum mismatch"):
+        text.fetch_corpus("cnn_dailymail", dest, pinned)
+    with pytest.raises(ValueError, match=r"corpus 'cnn_dailymail': checksum mismatch"):
+        text.verify_corpus("cnn_dailymail", dest, pinned)
+
+
+def test_hf_corpus_checksum_mismatch(http_root, tmp_path):
+    root, url = http_root
+    payload = _serve_hf_parquet(root)
+    dest = tmp_path / "resources" / "cnn_dailymail"
+    wrong = hashlib.sha256(payload + b"other").hexdigest()
+    with pytest.raises(ValueError, match="checksum mismatch") as err:
+        text.fetch_corpus("cnn_dailymail", dest, _hf_pins(url, wrong))
+    _assert_names_everything(str(err.value), HF_WORDS)
+    assert wrong in str(err.value) and hashlib.sha256(payload).hexdigest() in str(err.value)
+    assert list(dest.parent.iterdir()) == []  # nothing half-written
+
+
+@pytest.mark.parametrize("failure", ["404", "connection refused", "no network"])
+def test_hf_corpus_download_failures(failure, http_root, refused_url, monkeypatch, tmp_path):
+    _, url = http_root
+    endpoint = {"404": url, "connection refused": refused_url.rsplit("/", 1)[0],
+                "no network": "https://huggingface.co"}[failure]
+    if failure == "no network":
+        _no_network(monkeypatch)
+    dest = tmp_path / "resources" / "cnn_dailymail"
+    with pytest.raises(OSError, match={"404": "HTTP 404"}.get(failure, failure)) as err:
+        text.fetch_corpus("cnn_dailymail", dest, _hf_pins(endpoint, "0" * 64, revision="main"))
+    _assert_names_everything(str(err.value), HF_WORDS)
+    assert f"{endpoint}/datasets/{HF_REPO}/resolve/main/{HF_FILE}" in str(err.value)
+    assert not dest.exists() and list(dest.parent.iterdir()) == []
+
+
+def test_hf_file_url(monkeypatch):
+    source = {"repo": "EdinburghNLP/xsum", "revision": "refs/convert/parquet"}
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert text.hf_file_url(source, "default/test/0000.parquet") == (
+        "https://huggingface.co/datasets/EdinburghNLP/xsum/resolve/refs%2Fconvert%2Fparquet/"
+        "default/test/0000.parquet")
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example/")  # a mirror, as huggingface_hub
+    assert text.hf_file_url(dict(source, revision="main"), "a b.parquet") == (
+        "https://mirror.example/datasets/EdinburghNLP/xsum/resolve/main/a%20b.parquet")
+    # A source's own endpoint comes first.
+    assert text.hf_file_url(dict(source, revision="main", endpoint="http://127.0.0.1:1"),
+                            "x.jsonl").startswith("http://127.0.0.1:1/datasets/")

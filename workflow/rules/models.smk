@@ -35,6 +35,7 @@ rule models_documents:
         documents=interim(MOD, "documents", "{collection}.json"),
     params:
         collection=lambda wildcards: wildcards.collection,
+        pins=lambda wildcards: config["text_assets"]["corpora"].get(wildcards.collection),
         n_documents=MOD_CFG["n_documents"],
         min_words=MOD_CFG["min_words"],
         max_words=MOD_CFG["max_words"],
@@ -56,6 +57,7 @@ rule models_embed:
         embeddings=interim(MOD, "embeddings", "{collection}", "{model}.npy"),
     params:
         model=lambda wildcards: wildcards.model,
+        pins=lambda wildcards: config["text_assets"]["models"].get(wildcards.model),
         cache=lambda wildcards: str(
             RESOURCES / "text" / "embedding_cache" / wildcards.model / f"{wildcards.collection}.npz"
         ),
