@@ -49,7 +49,11 @@ def test_every_final_result_is_in_the_report(report):
     assert {"table1.csv", "figure2.png", "figure2.pdf", "axioms.csv", "axioms_summary.md",
             "mode_dropping.csv", "scenario_agreement.csv", "figure5.png", "figure5.pdf",
             "spearman.csv", "summary.csv", "figure6.png", "figure6.pdf",
-            "figure_all_datasets.png", "figure_all_datasets.pdf", "summary.md"} <= names
+            "figure_all_datasets.png", "figure_all_datasets.pdf", "summary.md",
+            "r2_scores.csv", "ranking.csv", "gains.csv", "figure3.png", "figure3.pdf",
+            "figure4.png", "figure4.pdf", "table2.csv", "table_s5.csv", "confusion_magdiff.csv",
+            "magnitude_functions.png", "magnitude_functions.pdf", "confusion_magdiff.png",
+            "confusion_magdiff.pdf"} <= names
     missing = [str(p.relative_to(results)) for p in finals
                if f'"{p}"' not in html or f"filename={p.name};base64," not in html]
     assert not missing, f"not in the report: {missing}"

@@ -123,7 +123,11 @@ rule models_classify:
             caption="../report/models_table_s5.rst",
             category="Model distinguishing",
         ),
-        confusion=results(MOD, "confusion_magdiff.csv"),
+        confusion=report(
+            results(MOD, "confusion_magdiff.csv"),
+            caption="../report/models_confusion.rst",
+            category="Model distinguishing",
+        ),
     params:
         models_config=MOD_CFG,
         magnitude=config["magnitude"],
