@@ -3,6 +3,7 @@ table and figure (and results/summary.md) is in the report, with its caption."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def _final_results(results: Path) -> list[Path]:
 
 
 def test_every_final_result_is_in_the_report(report):
-    results, html = report
+    results, page = report
     finals = _final_results(results)
     names = {p.name for p in finals}
     # Each experiment's tables and figures (PNG and PDF), and the summary.
@@ -55,12 +56,13 @@ def test_every_final_result_is_in_the_report(report):
             "magnitude_functions.png", "magnitude_functions.pdf", "confusion_magdiff.png",
             "confusion_magdiff.pdf"} <= names
     missing = [str(p.relative_to(results)) for p in finals
-               if f'"{p}"' not in html or f"filename={p.name};base64," not in html]
+               if f'"{p}"' not in page or f"filename={p.name};base64," not in page]
     assert not missing, f"not in the report: {missing}"
 
 
 def test_every_caption_is_used_and_rendered(report):
-    _, html = report
+    _, page = report
+    text = html.unescape(page)  # the report escapes apostrophes and the like
     used = set()
     for rules in (REPO / "workflow" / "rules").glob("*.smk"):
         used |= set(re.findall(r'caption="\.\./report/([\w.]+\.rst)"', rules.read_text()))
@@ -69,5 +71,5 @@ def test_every_caption_is_used_and_rendered(report):
     for name in sorted(captions):
         # The first words of each caption, as the report renders them (reStructuredText bold).
         first = re.sub(r"\*\*|``", "", (CAPTIONS / name).read_text()).split(".")[0][:40]
-        assert first.split("(")[0].strip() in html, name
-    assert "Metric Space Magnitude for Evaluating the Diversity" in html  # workflow.rst
+        assert first.split("(")[0].strip() in text, name
+    assert "Metric Space Magnitude for Evaluating the Diversity" in text  # workflow.rst

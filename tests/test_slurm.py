@@ -29,7 +29,8 @@ EXPERIMENTS = ("curvature", "graph_mode_collapse")
 # Every rule of the two experiments, as the plugin names its log folders (rule_<name>).
 RULES = {
     "curvature_generate", "curvature_convergence", "curvature_t_cut", "curvature_magnitude",
-    "curvature_table", "curvature_figure", "graphs_prepare", "graphs_evaluate",
+    "curvature_table", "curvature_figure", "curvature_scale_grid", "curvature_sensitivity",
+    "curvature_sensitivity_figure", "graphs_prepare", "graphs_evaluate",
     "graphs_spearman", "graphs_figures",
 }
 
