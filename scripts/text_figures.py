@@ -15,7 +15,7 @@ DATA_LABELS = {"generated": "SmolLM2-135M-Instruct, regenerated tasks",
                "tevet_berant": "Tevet & Berant's decoding sets"}
 
 
-def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> None:
+def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> tuple:
     tasks = list(dict.fromkeys(r2["task"]))
     models = list(dict.fromkeys(r2["model"]))
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4.2), sharey=True,
@@ -39,7 +39,7 @@ def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> None:
     return save_figure(fig, path)
 
 
-def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, path) -> None:
+def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, path) -> tuple:
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     temperatures = np.sort(scores["temperature"].unique())
     step = np.min(np.diff(temperatures)) if len(temperatures) > 1 else 0.1
