@@ -18,6 +18,5 @@ rule audit:
     localrule: True
     conda:
         "../../envs/pipeline.yaml"
-    shell:
-        "python -m diversity_core audit {params.results:q} --resources {params.resources:q} "
-        "2>&1 | tee {log:q}"
+    script:
+        "../../scripts/audit.py"
