@@ -190,7 +190,9 @@ def bind(main, smk, *, rule=None, script=None) -> dict:
     if THREADS in inspect.signature(main).parameters:
         kwargs[THREADS] = smk.threads
     if problems:
-        raise ContractError(f"rule {rule} and its script {script}:\n  " + "\n  ".join(problems))
+        shown = os.path.relpath(script, REPO_ROOT) if REPO_ROOT in Path(script).parents \
+            else script
+        raise ContractError(f"rule {rule} and its script {shown}:\n  " + "\n  ".join(problems))
     return kwargs
 
 

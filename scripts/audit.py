@@ -15,8 +15,9 @@ def main(results: str, resources: str):
     print(text, flush=True)
     log.info("audit report:\n%s", text)
     if report.findings:
-        raise RuntimeError(f"{len(report.findings)} finding(s) in {results}: see the report "
-                           "above (python -m diversity_core audit --json for machines).")
+        log.error("%d finding(s) in %s (python -m diversity_core audit --json for machines)",
+                  len(report.findings), results)
+        raise SystemExit(1)  # the job fails, without a traceback: the report says why
 
 
 if __name__ == "__main__":

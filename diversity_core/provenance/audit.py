@@ -157,9 +157,12 @@ class AuditReport:
             if chain.not_on_disk:
                 detail.append(f"{len(chain.not_on_disk)} not on disk")
             lines.append(f"{status:<10} {self.display(key)}: {'; '.join(detail)}")
-            if chain.findings:
+            # The causes upstream; the stale files between them and the result are listed
+            # above (and in --json).
+            causes = [k for k in chain.findings if k != key and self.files[k].status != "stale"]
+            if causes:
                 lines.append(f"{'':<10}   made from: " + ", ".join(
-                    f"{self.display(k)} ({self.files[k].status})" for k in chain.findings))
+                    f"{self.display(k)} ({self.files[k].status})" for k in causes))
         if self.not_on_disk:
             lines.append("")
             first = sorted(self.not_on_disk, key=_order)[:3]

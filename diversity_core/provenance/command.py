@@ -32,8 +32,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--all", action="store_true", help="list the files that are ok as well")
     p.add_argument("--ro-crate", metavar="DIR",
-                   help="also write the records as a Workflow Run RO-Crate in DIR (copies of "
-                        "the final results, the rules as steps, every file with its SHA-256)")
+                   help="also write the run as a Workflow Run RO-Crate in DIR (a new folder): "
+                        "copies of the recorded files and records, each job a CreateAction, "
+                        "every file with its SHA-256")
     p.add_argument("--workers", type=int, default=2,
                    help="threads that hash files (default: 2)")
     return p

@@ -10,11 +10,13 @@ The crate holds
 * one ``CreateAction`` per job that the records describe: ``instrument`` the rule's script (a
   ``SoftwareApplication`` copied into the crate), ``object`` its inputs, ``result`` its outputs,
   ``name`` the rule;
-* a copy of every final result and of every record (``<file>.provenance.json``, ``about`` its
-  file); every file carries its ``sha256`` and ``contentSize``. The interim files and the assets
-  are described, not copied (a full run's are hundreds of MB): their ``@id`` is their path in the
-  run (``results/...``, ``resources/...``), with the same digests, so the audit's ``--require-
-  chain`` on the original folders checks them.
+* a copy of every file of the results tree that a record names (final results and the interim
+  files on disk: about 300 MB for a full default run) and of every record
+  (``<file>.provenance.json``, ``about`` its file); every file carries its ``sha256`` and
+  ``contentSize``. Assets under ``resources/`` (1.7 GB of public packages, fetched by their
+  pins) and inputs not on disk (a fresh clone's interim files) are described, not copied:
+  contextual entities ``#resources/...`` / ``#results/...`` with the same digests, whether they
+  are pinned and by which configuration key.
 
 Built with the ``rocrate`` library (pinned in ``envs/requirements.txt``); validated in
 ``tests/test_audit.py`` against the Workflow Run Crate profile of ``roc-validator``.
