@@ -4,6 +4,7 @@ The cache (``resources/text/embedding_cache/<model>/<collection>.npz``) is keyed
 pinned weights and each text's SHA-256: a rerun, or a larger draw, embeds only new texts.
 """
 
+import json
 import time
 
 import numpy as np
