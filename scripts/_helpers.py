@@ -110,6 +110,7 @@ def run(main, smk=None) -> None:
             kwargs = bind(main, smk, rule=rule, script=script)
         except ContractError:
             log.exception("rule failed")
+            remove_records(str(path) for path in smk.output)  # no record without its output
             raise
         config = dict(smk.params.items()).get(RECORDED_ONLY)
         roots = Roots.of(smk.config["results_dir"], smk.config["resources_dir"], os.getcwd())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -54,8 +55,14 @@ def run(args) -> int:
 
         crate = write_crate(report, args.ro_crate)
         print(f"wrote the Workflow Run RO-Crate {crate}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2))
-    else:
-        print(report.to_text(show_ok=args.all))
+    _emit(json.dumps(report.to_json(), indent=2) if args.json else
+          report.to_text(show_ok=args.all))
     return 1 if report.findings else 0
+
+
+def _emit(text: str) -> None:
+    """Print, quietly stopping when the reader went away (``audit | head``)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
