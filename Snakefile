@@ -36,6 +36,8 @@ include: "workflow/rules/text.smk"
 include: "workflow/rules/models.smk"
 # After every experiment: it reads their final files.
 include: "workflow/rules/summary.smk"
+# `snakemake audit`: the results against their provenance records.
+include: "workflow/rules/audit.smk"
 
 
 rule all:

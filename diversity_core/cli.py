@@ -2,6 +2,7 @@
 
     python -m diversity_core score EMBEDDINGS [--reference REF] [--metrics magarea,vendi,...]
                                    [--metric-space cosine|euclidean] [--json]
+    python -m diversity_core audit [RESULTS_DIR] [--json] ...   (diversity_core.provenance)
 
 ``EMBEDDINGS`` and ``REF`` are ``.npy``, ``.npz`` (one array, or pick one with ``--key``) or
 ``.csv`` (comma-separated numbers, one point per row, an optional header row) files of shape
@@ -33,6 +34,7 @@ from . import __version__
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from .distances import pairwise_distances
 from .magnitude import convergence_scale, mag_area, mag_diff
+from .provenance import command as audit_command
 from .reference_based import mmd_linear, mmd_rbf, prdc
 
 # name -> (label, needs a reference)
@@ -410,6 +412,7 @@ def _build_parser() -> argparse.ArgumentParser:
                         "(magnitude costs O(n³) time and O(n²) memory)")
     p.add_argument("--seed", type=int, default=0, help="seed of --subsample")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    audit_command.add_parser(sub)
     return parser
 
 
@@ -437,6 +440,8 @@ def _describe(path: str, A: np.ndarray, n_in_file: int, subsample: int | None,
 def main(argv=None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
+    if args.command == "audit":
+        return audit_command.run(args)
     try:
         _check_options(args)
         metrics = _parse_metrics(args.metrics, args.reference is not None)

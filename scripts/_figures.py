@@ -85,16 +85,17 @@ STYLE = {
 plt.rcParams.update(STYLE)
 
 
-def save_figure(fig, path, dpi: int | None = None) -> tuple[Path, Path]:
-    """Write ``fig`` to ``path`` (PNG) and to the same name with ``.pdf``; close it.
+def save_figure(fig, path, pdf=None, dpi: int | None = None) -> tuple[Path, Path]:
+    """Write ``fig`` to ``path`` (PNG) and to ``pdf`` (default: the same name with ``.pdf``);
+    close it.
 
     Each file goes to a temporary name first and is renamed when complete. No creation date is
     stored, so the files are the same bytes on every run. Returns the two paths.
     """
     png = Path(path)
-    if png.suffix != ".png":
-        raise ValueError(f"save_figure: {png} should end in .png (the PDF goes beside it).")
-    pdf = png.with_suffix(".pdf")
+    pdf = Path(pdf) if pdf is not None else png.with_suffix(".pdf")
+    if png.suffix != ".png" or pdf.suffix != ".pdf":
+        raise ValueError(f"save_figure: {png} should end in .png and {pdf} in .pdf.")
     metadata = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None,
                                                     "Producer": None, "Creator": None}}
     for target, kind in ((png, "png"), (pdf, "pdf")):

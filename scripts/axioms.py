@@ -1,12 +1,12 @@
 """The axiom table: every measure x axiom (paper §3.1) -> holds / fails with a counterexample."""
 
-from _helpers import log, run, write_provenance
+from _helpers import Output, log, run
 from tqdm import tqdm
 
 from diversity_core.axioms import AXIOMS, check_axioms, results_table, summary_table
 
 
-def main(table, summary, seed=0, config=None):
+def main(table: Output, summary: Output, seed: int):
     """Write TABLE (.csv: measure, axiom, result, cases_tried, counterexample) and SUMMARY (.md)."""
     results = check_axioms(seed=seed, progress=lambda pairs: tqdm(pairs, desc="axiom checks"))
     frame = results_table(results)
@@ -20,7 +20,6 @@ def main(table, summary, seed=0, config=None):
         f.write("\n".join(lines) + "\n")
     for r in results:
         log.info("%s / %s: %s (%s)", r.measure, r.axiom, r.verdict, r.counterexample)
-    write_provenance(table, config=config, seed=seed)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Convergence scale and distance-matrix quantiles of every cloud in one chunk."""
 
 import numpy as np
-from _helpers import chunk_indices, log, run
+from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings
@@ -9,8 +9,8 @@ from diversity_core.data.curvature import geodesic_distances
 from diversity_core.experiments.curvature import distance_quantile_features
 
 
-def main(clouds, scales, magnitude, chunk=0, n_chunks=1, n_quantiles=50,
-         hyperbolic_distance="true"):
+def main(clouds: Input, scales: Output, magnitude: dict, chunk: int, n_chunks: int,
+         n_quantiles: int, hyperbolic_distance: bool | str):
     """Write SCALES (.npz): cloud index, t_conv and distance quantiles for the chunk's clouds.
     MAGNITUDE: the configuration's ``magnitude`` section (JSON); HYPERBOLIC_DISTANCE: true or
     turkes (``curvature.hyperbolic_distance``)."""

@@ -4,11 +4,11 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from _figures import COLOUR_MAP, plt, save_figure
-from _helpers import run, write_provenance
+from _helpers import Input, Inputs, Output, run
 
 
-def main(features, functions, figure, config=None):
-    """Write FIGURE (.png, and .pdf beside it) from the FEATURES table and the FUNCTIONS chunk
+def main(features: Input, functions: Inputs, figure: Output, figure_pdf: Output):
+    """Write FIGURE (.png) and FIGURE_PDF from the FEATURES table and the FUNCTIONS chunk
     files (magnitude functions)."""
     frame = pd.read_csv(features).set_index("cloud")
     parts = [np.load(p) for p in functions]
@@ -39,8 +39,7 @@ def main(features, functions, figure, config=None):
     right.set_ylabel("MagArea = ∫ Mag(t) dt on [0, t_cut] (points × scale)")
     right.set_title("MagArea against curvature")
     right.legend(loc="best")
-    for path in save_figure(fig, figure):
-        write_provenance(path, config=config)
+    save_figure(fig, figure, pdf=figure_pdf)
 
 
 if __name__ == "__main__":

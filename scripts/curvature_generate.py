@@ -1,13 +1,13 @@
 """Sample the point clouds of the curvature experiment (geodesic polar coordinates)."""
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.data.curvature import curvature_design, sample_disk
 
 
-def main(clouds, n_points=500, curvature_min=-2.0, curvature_max=2.0, n_train_curvatures=101,
-         clouds_per_curvature=10, n_test_clouds=100, seed=0):
+def main(clouds: Output, n_points: int, curvature_min: float, curvature_max: float,
+         n_train_curvatures: int, clouds_per_curvature: int, n_test_clouds: int, seed: int):
     """Write CLOUDS (.npz): curvature and split (n_clouds,), polar (n_clouds, n_points, 2)."""
     design_seq, clouds_seq = np.random.SeedSequence(seed).spawn(2)
     curvature, split = curvature_design(

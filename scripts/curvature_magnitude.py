@@ -3,14 +3,15 @@
 import json
 
 import numpy as np
-from _helpers import chunk_indices, log, run
+from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings, MagnitudeSpace
 from diversity_core.data.curvature import geodesic_distances
 
 
-def main(clouds, t_cut, functions, magnitude, chunk=0, n_chunks=1, hyperbolic_distance="true"):
+def main(clouds: Input, t_cut: Input, functions: Output, magnitude: dict, chunk: int,
+         n_chunks: int, hyperbolic_distance: bool | str):
     """Write FUNCTIONS (.npz): index, mag_area (the configured integral), ts (n_ts,) evenly
     spaced on [0, t_cut], the magnitude functions at ts (n_clouds_in_chunk, n_ts) and
     mag_area_trapezoid, the paper's trapezoid rule on those scales. MAGNITUDE: the

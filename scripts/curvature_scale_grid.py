@@ -1,7 +1,7 @@
 """Magnitude of every cloud in one chunk at the scales of the sensitivity study's grid."""
 
 import numpy as np
-from _helpers import chunk_indices, json_arg, log, run
+from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSpace
@@ -9,7 +9,7 @@ from diversity_core.data.curvature import geodesic_distances
 from diversity_core.experiments.curvature import ScaleGrid
 
 
-def main(clouds, grid, scale_grid, chunk=0, n_chunks=1):
+def main(clouds: Input, grid: Output, scale_grid: dict, chunk: int, n_chunks: int):
     """Write GRID (.npz): index, scales (n_nodes,), magnitude (n_clouds_in_chunk, n_nodes) and
     n_distinct (n_clouds_in_chunk,) of the chunk's clouds. SCALE_GRID: the configuration's
     ``curvature.sensitivity.grid`` section (JSON).
@@ -18,7 +18,7 @@ def main(clouds, grid, scale_grid, chunk=0, n_chunks=1):
     ``Mag_turkes(t) = Mag(t/2)``, since exp(−t·D/2) = exp(−(t/2)·D), so the study derives it from
     these values instead of evaluating magnitude again.
     """
-    scales = ScaleGrid(**json_arg(scale_grid)).nodes
+    scales = ScaleGrid(**scale_grid).nodes
     data = np.load(clouds)
     index = chunk_indices(len(data["curvature"]), n_chunks, chunk)
     values = np.empty((len(index), scales.size))

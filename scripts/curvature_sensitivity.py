@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from _helpers import json_arg, log, run, write_provenance
+from _helpers import Input, Inputs, Output, log, run
 
 from diversity_core import MagnitudeSettings
 from diversity_core.data.curvature import hyperbolic_distance_factor, hyperbolic_distance_name
@@ -24,16 +24,16 @@ MODELS = {"piecewise linear": "MagArea (piecewise linear)", "quantile": "MagArea
 PAPER_PIECEWISE_MSE = 0.05  # Table 1; the fold-spread study also looks at the limit nearest it
 
 
-def main(clouds, grid, t_cut, features, sensitivity, spread, settings_section, magnitude,
-         hyperbolic_distance="true", cv_folds=5, piecewise_knots=8, quantile=0.5, seed=0,
-         config=None):
+def main(clouds: Input, grid: Inputs, t_cut: Input, features: Input, sensitivity: Output,
+         spread: Output, settings_section: dict, magnitude: dict, hyperbolic_distance: bool | str,
+         cv_folds: int, piecewise_knots: int, quantile: float, seed: int):
     """Write SENSITIVITY (.csv, one row per variant x limit x feature x regression) and SPREAD
     (.csv, fold spread per design) from the GRID chunk files (magnitude on the scale grid).
     SETTINGS_SECTION: the configuration's ``curvature.sensitivity`` section; MAGNITUDE: its
     ``magnitude`` section; T_CUT and FEATURES: Table 1's limit and MagAreas, which the scale
     grid must reproduce (a check of its quadrature error)."""
-    opts = json_arg(settings_section)
-    settings = MagnitudeSettings.from_config(json_arg(magnitude))
+    opts = settings_section
+    settings = MagnitudeSettings.from_config(magnitude)
     scale_grid = ScaleGrid(**opts["grid"])
     data = np.load(clouds)
     parts = [np.load(p) for p in grid]
@@ -118,12 +118,10 @@ def main(clouds, grid, t_cut, features, sensitivity, spread, settings_section, m
                    "mag_fraction", "default", "mse_mean", "mse_std", "resid_corr_t_conv"]]
     table.to_csv(sensitivity, index=False, float_format="%.6g")
     pd.DataFrame(spread_rows).to_csv(spread, index=False, float_format="%.6g")
-    extra = dict(seed=seed, n_scales=int(scale_grid.nodes.size),
-                 quadrature_error_estimate=float(f"{estimate:.3g}"),
-                 table1_mag_area_max_rel_diff=float(f"{area_check:.3g}"),
-                 table1_t_conv_max_rel_diff=float(f"{t_conv_check:.3g}"))
-    write_provenance(sensitivity, config=config, **extra)
-    write_provenance(spread, config=config, **extra)
+    return {"n_scales": int(scale_grid.nodes.size),
+            "quadrature_error_estimate": float(f"{estimate:.3g}"),
+            "table1_mag_area_max_rel_diff": float(f"{area_check:.3g}"),
+            "table1_t_conv_max_rel_diff": float(f"{t_conv_check:.3g}")}
 
 
 def fold_spread(rows, variant, median_t_conv, scale_grid, values, factors, curvature, split,

@@ -3,7 +3,7 @@ paper's Table 1 values as bands and today's default limit marked; one panel per 
 
 import pandas as pd
 from _figures import PAIR, plt, save_figure
-from _helpers import run, write_provenance
+from _helpers import Input, Output, run
 
 # Table 1 of the paper: mean ± sd over 5 folds.
 PAPER = {"piecewise linear": (0.05, 0.03), "quantile": (0.10, 0.05)}
@@ -13,8 +13,8 @@ TITLES = {"true": "true hyperbolic distance (default)",
           "turkes": "Turkeš et al.'s distance (K < 0 halved)"}
 
 
-def main(sensitivity, figure, config=None):
-    """Write FIGURE (.png, and .pdf beside it) from the SENSITIVITY table."""
+def main(sensitivity: Input, figure: Output, figure_pdf: Output):
+    """Write FIGURE (.png) and FIGURE_PDF from the SENSITIVITY table."""
     table = pd.read_csv(sensitivity)
     variants = list(dict.fromkeys(table["variant"]))
     fig, axes = plt.subplots(1, len(variants), figsize=(6.2 * len(variants), 4.6), sharey=True,
@@ -56,8 +56,7 @@ def main(sensitivity, figure, config=None):
         ax.set_title(TITLES.get(variant, variant))
     axes[0, 0].set_ylabel("5-fold cross-validated MSE of K ((1 / radius²)²)")
     axes[0, 0].legend(loc="upper left", fontsize=7)
-    for path in save_figure(fig, figure):
-        write_provenance(path, config=config)
+    save_figure(fig, figure, pdf=figure_pdf)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,12 @@
 import json
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Inputs, Output, log, run
 
 from diversity_core import reference_free_t_cut
 
 
-def main(scales, t_cut):
+def main(scales: Inputs, t_cut: Output):
     """Write T_CUT (.json) from the SCALES chunk files."""
     t_conv = np.concatenate([np.load(path)["t_conv"] for path in scales])
     limit = reference_free_t_cut(convergence_scales=t_conv)

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pandas as pd
-from _helpers import log, run, write_provenance
+from _helpers import Input, Inputs, Output, log, run
 
 from diversity_core.experiments.curvature import (
     MIN_CLOUDS_PER_KNOT_INTERVAL,
@@ -12,8 +12,8 @@ from diversity_core.experiments.curvature import (
 )
 
 
-def main(clouds, scales, functions, features, table, cv_folds=5, piecewise_knots=8, quantile=0.5,
-         seed=0, config=None):
+def main(clouds: Input, scales: Inputs, functions: Inputs, features: Output, table: Output,
+         cv_folds: int, piecewise_knots: int, quantile: float, seed: int):
     """Write FEATURES (.csv, one row per cloud) and TABLE (.csv: method, mse_mean, mse_std)."""
     data = np.load(clouds)
     scale_parts = [np.load(p) for p in scales]
@@ -62,8 +62,7 @@ def main(clouds, scales, functions, features, table, cv_folds=5, piecewise_knots
         log.info("%s: MSE %.4f ± %.4f over %d folds", method, mse.mean(), mse.std(ddof=1),
                  cv_folds)
     pd.DataFrame(rows).to_csv(table, index=False, float_format="%.4f")
-    write_provenance(table, config=config, seed=seed,
-                     n_train_clouds=int(train.sum()), n_test_clouds=int((~train).sum()))
+    return {"n_train_clouds": int(train.sum()), "n_test_clouds": int((~train).sum())}
 
 
 if __name__ == "__main__":

@@ -7,15 +7,14 @@ configured ``sha256: null`` logs and prints the checksum of what arrived (pin it
 
 from pathlib import Path
 
-from _helpers import log, run
+from _helpers import Outputs, log, run
 
 from diversity_core.data.graphs import fetch_citeseer_graph, fetch_dd
 
 
-def main(files, source, url, sha256=None):
+def main(files: Outputs, source: str, url: str, sha256: str | None):
     """Fetch ``source`` ("proteins" or "ego") from ``url``; FILES are the files it must produce
     (proteins: <folder>/DD/DD_*.txt; ego: <folder>/ind.citeseer.graph)."""
-    files = [files] if isinstance(files, str) else list(files)
     first = Path(files[0])
     folder = first.parent.parent if source == "proteins" else first.parent
     if source == "proteins":

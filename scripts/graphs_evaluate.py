@@ -2,7 +2,7 @@
 
 import numpy as np
 import pandas as pd
-from _helpers import log, run
+from _helpers import Input, Output, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings
@@ -11,8 +11,8 @@ from diversity_core.embed.gin import draw_architectures
 from diversity_core.experiments.graph_mode_collapse import EXPERIMENTS, evaluate_architecture
 
 
-def main(setup, measures, dataset, seed, magnitude, n_architectures=20, layers=(2, 3, 4, 5, 6, 7),
-         hidden=(5, 10, 15, 20, 25, 30, 35, 40), mlp_layers=2, k=5):
+def main(setup: Input, measures: Output, dataset: str, seed: int, magnitude: dict,
+         n_architectures: int, layers: list, hidden: list, mlp_layers: int, k: int):
     """Embed, standardise on the reference half, and score both sweeps; a long table of values.
     MAGNITUDE: the configuration's ``magnitude`` section (JSON)."""
     settings = MagnitudeSettings.from_config(magnitude)

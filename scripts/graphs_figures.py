@@ -4,7 +4,7 @@ rank correlations for every dataset."""
 import numpy as np
 import pandas as pd
 from _figures import MEASURE_COLOURS, plt, save_figure
-from _helpers import run, write_provenance
+from _helpers import Input, Inputs, Output, run
 
 from diversity_core.data.graphs import DATASETS
 from diversity_core.experiments import graph_mode_collapse as protocol
@@ -70,11 +70,11 @@ def _curves(ax, values: pd.DataFrame, title: str) -> None:
     ax.set_title(title)
 
 
-def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", config=None,
-         seed=None):
-    """Write FIGURE6 (one dataset) and FIGURE_ALL (every dataset and all pooled)."""
+def main(spearman: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
+         figure_all: Output, figure_all_pdf: Output, figure_dataset: str):
+    """Write FIGURE6 (one dataset) and FIGURE_ALL (every dataset and all pooled), each as PNG
+    and PDF."""
     rho = pd.read_csv(spearman)
-    measures = [measures] if isinstance(measures, str) else list(measures)
     values = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
     n_arch = rho["setting"].nunique()
     clusters = values.groupby("dataset")["n_clusters"].first().to_dict()
@@ -92,8 +92,7 @@ def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", conf
     fig.suptitle(f"{name} ({clusters[figure_dataset]} clusters, {n_arch} random GIN "
                  "architectures): rank correlation of each measure with the degree of "
                  "perturbation p (ρ = 1: ideal)", fontsize=11)
-    for path in save_figure(fig, figure6):
-        write_provenance(path, config=config, seed=seed)
+    save_figure(fig, figure6, pdf=figure6_pdf)
 
     present = set(rho["dataset"])
     datasets = [d for d in DATASETS if d in present]
@@ -110,8 +109,7 @@ def main(spearman, measures, figure6, figure_all, figure_dataset="lobster", conf
             _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}")
             if row < len(panels) - 1:
                 axes[row, col].set_xticklabels([])
-    for path in save_figure(fig, figure_all, dpi=120):
-        write_provenance(path, config=config, seed=seed)
+    save_figure(fig, figure_all, pdf=figure_all_pdf, dpi=120)
 
 
 if __name__ == "__main__":

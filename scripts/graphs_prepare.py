@@ -8,7 +8,7 @@ and the index sets into the perturbed half) and ``clusters.json`` (a readable su
 import json
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Inputs, Output, log, run
 
 from diversity_core.data import graphs as data_graphs
 from diversity_core.experiments import graph_mode_collapse as protocol
@@ -22,14 +22,18 @@ def dataset_seeds(seed: int, dataset: str) -> dict[str, int]:
                     strict=True))
 
 
-def main(setup, clusters, dataset, options, seed, p_step=0.01, wl_iterations=1,
-         ap_damping=(0.5, 0.7, 0.9), ap_max_iter=1000, resources_dir="resources/graphs"):
-    """Generate or read ``dataset``, split it, cluster the perturbed half and build both sweeps."""
+def main(downloads: Inputs, setup: Output, clusters: Output, dataset: str, options: dict,
+         seed: int, p_step: float, wl_iterations: int, ap_damping: list, ap_max_iter: int,
+         resources_dir: str):
+    """Generate or read ``dataset`` (DOWNLOADS: the files of a downloaded one, in
+    RESOURCES_DIR; none for the generated and packaged ones), split it, cluster the perturbed half
+    and build both sweeps."""
     seeds = dataset_seeds(seed, dataset)
     graphs = data_graphs.load_dataset(dataset, options, seed=seeds["generate"],
                                       resources_dir=resources_dir)
-    log.info("%s: %d graphs, %.1f nodes on average", dataset, len(graphs),
-             np.mean([g.number_of_nodes() for g in graphs]))
+    log.info("%s: %d graphs, %.1f nodes on average (%s)", dataset, len(graphs),
+             np.mean([g.number_of_nodes() for g in graphs]),
+             f"read from {', '.join(downloads)}" if downloads else "generated or packaged")
     reference_idx, perturbed_idx = protocol.split_halves(len(graphs), seeds["split"])
     K = protocol.wl_kernel([graphs[i] for i in perturbed_idx], n_iter=wl_iterations)
     labels, exemplars = protocol.cluster_graphs(K, seed=seeds["cluster"], damping=ap_damping,

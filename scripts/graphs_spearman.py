@@ -10,7 +10,7 @@ number of clusters and sweep steps.
 import json
 
 import pandas as pd
-from _helpers import log, run, write_provenance
+from _helpers import Inputs, Output, log, run
 
 from diversity_core.experiments import graph_mode_collapse as protocol
 
@@ -26,10 +26,8 @@ def summarise(spearman: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
-def main(measures, clusters, spearman, summary, config=None, seed=None):
+def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output):
     """Read the per-dataset measure tables, write SPEARMAN and SUMMARY (.csv)."""
-    measures = [measures] if isinstance(measures, str) else list(measures)
-    clusters = [clusters] if isinstance(clusters, str) else list(clusters)
     table = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
     rho = protocol.spearman_per_setting(table)
     order = {name: i for i, name in enumerate(protocol.MEASURES)}
@@ -50,8 +48,6 @@ def main(measures, clusters, spearman, summary, config=None, seed=None):
         best = part.sort_values("mean", ascending=False).iloc[0]
         log.info("%s / %s: best mean rho %s (%.3f); magdiff %.3f", dataset, experiment,
                  best["metric"], best["mean"], part.set_index("metric").loc["magdiff", "mean"])
-    write_provenance(spearman, config=config, seed=seed)
-    write_provenance(summary, config=config, seed=seed)
 
 
 if __name__ == "__main__":

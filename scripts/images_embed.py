@@ -7,16 +7,15 @@ configuration with a smaller reference or pool, embeds only the images not seen 
 import time
 
 import numpy as np
-from _helpers import log, run, write_provenance
+from _helpers import Input, Output, input_sha256, log, run
 
-from diversity_core.data.fetch import file_digest
 from diversity_core.data.images import load_dataset
 from diversity_core.embed.device import resolve_device
 from diversity_core.embed.inception import embed_with_cache
 
 
-def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="train", cls=0,
-         batch_size=50, device="auto", cache=""):
+def main(folder: Input, selection: Input, model: Input, embeddings: Output, dataset: str,
+         split: str, cls: int, batch_size: int, device: str, cache: str):
     """Write ``embeddings`` (.npz): ``reference`` (n_ref, 2048) and ``pool`` (n_pool, 2048)
     float32 features of class ``cls`` and their data-set indices."""
     images, labels = load_dataset(dataset, folder, split)
@@ -26,7 +25,7 @@ def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="t
     if np.any(labels[idx] != cls):
         raise ValueError(f"selection rows for class {cls} hold images of other classes.")
     device = resolve_device(device)
-    model_sha256 = file_digest(model)
+    model_sha256 = input_sha256(model)  # hashed once, for the record and the cache key
     start = time.perf_counter()
     feats, n_new = embed_with_cache(images, idx, model, cache, batch_size=batch_size,
                                     device=device, model_sha256=model_sha256, checkpoint_every=200,
@@ -38,13 +37,8 @@ def main(folder, selection, model, embeddings, dataset="fashion_mnist", split="t
     with open(embeddings, "wb") as out:
         np.savez(out, reference=feats[:len(ref_idx)], pool=feats[len(ref_idx):],
                  reference_indices=ref_idx, pool_indices=pool_idx)
-    write_provenance(
-        embeddings,
-        config={"dataset": dataset, "split": split, "class": cls, "batch_size": batch_size,
-                "image_size": 299,
-                "preprocessing": "grey->RGB, TF-1.x bilinear resize, x/128 - 1"},
-        device=device, model_sha256=model_sha256, n_images=len(idx),
-    )
+    return {"device": str(device), "n_images": len(idx), "image_size": 299,
+            "preprocessing": "grey->RGB, TF-1.x bilinear resize, x/128 - 1"}
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.data.fetch import download
 from diversity_core.data.images import extract_cifar10
@@ -20,8 +20,7 @@ DOWNLOAD = {
 }
 
 
-def main(folder, url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-         md5="c58f30108f718f92721af3b95e74349a"):
+def main(folder: Output, url: str, md5: str):
     """Download the archive (MD5-checked, no partial file on failure); unpack it to ``folder``."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)

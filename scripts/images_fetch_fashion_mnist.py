@@ -8,14 +8,14 @@ import os
 import tempfile
 from pathlib import Path
 
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.data.fetch import apt_download, extract_deb, verify_checksum
 
 DEB_DATA_DIR = Path("usr/share/datasets/fashion-mnist")
 
 
-def main(folder, package="dataset-fashion-mnist", version="", deb_sha256="", file_sha256=None):
+def main(folder: Output, package: str, version: str, deb_sha256: str, file_sha256: dict):
     """Download the .deb, unpack it and copy the idx files into ``folder``."""
     file_sha256 = file_sha256 or {}
     folder = Path(folder)

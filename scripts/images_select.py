@@ -1,14 +1,14 @@
 """Choose the reference images (per class) and the disjoint pool perturbed sets draw from."""
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Input, Output, log, run
 
 from diversity_core.data.images import CLASS_NAMES, load_dataset
 from diversity_core.experiments.image_mode_dropping import select_reference_and_pool
 
 
-def main(folder, selection, dataset="fashion_mnist", split="train", n_reference_per_class=100,
-         n_pool_per_class=1000, seed=0):
+def main(folder: Input, selection: Output, dataset: str, split: str, n_reference_per_class: int,
+         n_pool_per_class: int, seed: int):
     """Write ``selection`` (.npz): ``reference`` (classes, n_ref) and ``pool`` (classes, n_pool)
     indices into the data set's ``split``."""
     _, labels = load_dataset(dataset, folder, split)

@@ -4,12 +4,12 @@ import json
 import os
 
 import pandas as pd
-from _helpers import run, write_provenance
+from _helpers import Input, Inputs, Output, run
 
 from diversity_core.experiments.image_mode_dropping import scenario_agreement, summarise_scores
 
 
-def main(scores, info, table, agreement, images_config=None, magnitude=None, seed=0):
+def main(scores: Inputs, info: Input, table: Output, agreement: Output):
     """Write ``table`` (columns ``scenario,fraction,metric,mean,std``) and ``agreement`` (how
     alike each measure's curves are across the two scenarios)."""
     frames = [pd.read_csv(path) for path in scores]
@@ -23,9 +23,7 @@ def main(scores, info, table, agreement, images_config=None, magnitude=None, see
     with open(info) as stream:
         reference = json.load(stream)
     n_resamples = int(frames[0]["resample"].nunique()) if frames else 0
-    for path in (table, agreement):
-        write_provenance(path, config={"images": images_config, "magnitude": magnitude},
-                         seed=seed, reference=reference, n_resamples=n_resamples)
+    return {"reference": reference, "n_resamples": n_resamples}
 
 
 if __name__ == "__main__":

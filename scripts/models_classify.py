@@ -8,17 +8,18 @@ folds for every measure and k).
 
 import numpy as np
 import pandas as pd
-from _helpers import log, run, write_provenance
+from _helpers import Inputs, Output, log, run
 
 from diversity_core.experiments import model_distinguishing as md
 
 
-def main(scores, table2, table_s5, confusion, models_config=None, magnitude=None, seed=0):
-    """Write ``table2`` (k = models_config["k"]), ``table_s5`` (every k of ``ks``) and the
-    MagDiff confusion counts (``confusion``, k = models_config["k"])."""
-    cfg = dict(models_config or {})
-    k_main = int(cfg.get("k", 5))
-    ks = sorted({*map(int, cfg.get("ks", [k_main])), k_main})
+def main(scores: Inputs, table2: Output, table_s5: Output, confusion: Output, k: int, ks: list,
+         cv_folds: int, cv_repeats: int, seed: int):
+    """Write ``table2`` (K neighbours), ``table_s5`` (every k of KS, and K) and the MagDiff
+    confusion counts (``confusion``, K neighbours), from CV_REPEATS repeats of CV_FOLDS-fold
+    stratified cross-validation."""
+    k_main = k
+    ks = sorted({*ks, k_main})
     rows, confusion_rows = [], []
     for path in scores:
         with np.load(path) as stored:
@@ -28,8 +29,7 @@ def main(scores, table2, table_s5, confusion, models_config=None, magnitude=None
         for measure in md.MEASURES:
             D = md.measure_distances(summary, measure)
             cv = md.knn_cross_validation(
-                D, labels, ks=ks, n_splits=int(cfg.get("cv_folds", 5)),
-                n_repeats=int(cfg.get("cv_repeats", 20)), seed=seed,
+                D, labels, ks=ks, n_splits=cv_folds, n_repeats=cv_repeats, seed=seed,
                 confusion_k=k_main if measure == "magdiff" else None)
             for k, accuracy in cv["accuracy"].items():
                 rows.append({"dataset": collection, "preprocessing": variant,
@@ -48,10 +48,7 @@ def main(scores, table2, table_s5, confusion, models_config=None, magnitude=None
     main_table.to_csv(table2, index=False)
     table.to_csv(table_s5, index=False)
     pd.DataFrame(confusion_rows).to_csv(confusion, index=False)
-    provenance = {"models": cfg, "magnitude": magnitude, "seed": seed}
-    for path in (table2, table_s5, confusion):
-        write_provenance(path, config=provenance,
-                         accuracy="mean and population sd over the cv_folds x cv_repeats folds")
+    return {"accuracy": "mean and population sd over the cv_folds x cv_repeats folds"}
 
 
 if __name__ == "__main__":

@@ -6,18 +6,16 @@ with the experiment's seed (diversity_core.experiments.model_distinguishing.sele
 
 import json
 
-from _helpers import log, run, write_provenance
+from _helpers import Input, Output, log, run
 
 from diversity_core.data.text import load_corpus
 from diversity_core.experiments.model_distinguishing import select_documents
 
 
-def main(folder, documents, collection="fortunes", n_documents=2000, min_words=5,
-         max_words=64, seed=0, pins=None):
+def main(folder: Input, documents: Output, collection: str, n_documents: int, min_words: int,
+         max_words: int, seed: int, pins: dict | None):
     """Write ``documents`` (JSON: collection, indices into the corpus, texts); ``pins``: the
     configuration's pins of the corpus (text_assets.corpora), None for the package's."""
-    if isinstance(pins, str):  # from the command line
-        pins = json.loads(pins)
     corpus = load_corpus(collection, folder, pins or None)
     texts, indices = select_documents(corpus, n_documents, min_words=min_words,
                                       max_words=max_words, seed=seed)
@@ -27,9 +25,7 @@ def main(folder, documents, collection="fortunes", n_documents=2000, min_words=5
     with open(documents, "w") as out:
         json.dump({"collection": collection, "indices": indices.tolist(), "texts": texts}, out,
                   ensure_ascii=False, indent=0)
-    write_provenance(documents, config={"collection": collection, "n_documents": n_documents,
-                                        "min_words": min_words, "max_words": max_words,
-                                        "seed": seed}, corpus_size=len(corpus))
+    return {"corpus_size": len(corpus)}
 
 
 if __name__ == "__main__":

@@ -8,18 +8,16 @@ import json
 import time
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Input, Output, log, run
 
 from diversity_core.embed.sentences import embed_with_cache, load_text_model, model_fingerprint
 
 
-def main(documents, model_dir, embeddings, model="all-MiniLM-L6-v2", cache="", batch_size=32,
-         device="auto", threads=1, pins=None):
+def main(documents: Input, model_dir: Input, embeddings: Output, model: str, cache: str,
+         batch_size: int, device: str, threads: int, pins: dict | None):
     """Write ``embeddings`` (.npy, (n_documents, d) float32) for the texts in ``documents``;
     ``pins``: the configuration's pins of the model (text_assets.models), None for the
     package's."""
-    if isinstance(pins, str):  # from the command line
-        pins = json.loads(pins)
     pins = pins or None
     with open(documents) as stream:
         texts = json.load(stream)["texts"]

@@ -4,7 +4,7 @@ collection, and the confusion matrices of the MagDiff k-NN classifier."""
 import numpy as np
 import pandas as pd
 from _figures import COLOUR_MAP, plt, save_figure
-from _helpers import run, write_provenance
+from _helpers import Input, Inputs, Output, run
 
 from diversity_core.embed.sentences import TEXT_MODELS
 
@@ -21,11 +21,11 @@ def _label(model: str) -> str:
     return info.label if info else model
 
 
-def main(scores, confusion, functions, confusion_figure=None, collection="fortunes",
-         variants=("raw", "pca"), k=5, seed=0):
+def main(scores: Inputs, confusion: Input, functions: Output, functions_pdf: Output,
+         confusion_figure: Output, confusion_figure_pdf: Output, collection: str, variants: list,
+         k: int):
     """Write ``functions`` (one panel per preprocessing) and the confusion figure, each as PNG
-    and as PDF beside it."""
-    variants = list(variants)
+    and as PDF."""
     fig, axes = plt.subplots(1, len(scores), figsize=(5.2 * len(scores), 4.2), squeeze=False)
     for ax, path in zip(axes[0], scores, strict=True):
         with np.load(path) as stored:
@@ -42,7 +42,7 @@ def main(scores, confusion, functions, confusion_figure=None, collection="fortun
                      f"{len(F) // len(models)} subsamples per model", fontsize=10)
     axes[0][0].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    paths = save_figure(fig, functions)
+    save_figure(fig, functions, pdf=functions_pdf)
 
     counts = pd.read_csv(confusion)
     panels = counts[["dataset", "preprocessing"]].drop_duplicates().values.tolist()
@@ -70,10 +70,7 @@ def main(scores, confusion, functions, confusion_figure=None, collection="fortun
         ax.set_ylabel("true model")
         ax.set_title(f"{dataset}, {variant}: MagDiff {k}-NN", fontsize=9)
     fig.tight_layout()
-    paths += save_figure(fig, confusion_figure)
-    for path in paths:
-        write_provenance(path, config={"collection": collection, "variants": variants, "k": k,
-                                       "seed": seed})
+    save_figure(fig, confusion_figure, pdf=confusion_figure_pdf)
 
 
 if __name__ == "__main__":

@@ -7,19 +7,18 @@ and model; the raw and PCA variants use the same sets), and each set summarised.
 """
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Inputs, Output, log, run
 
 from diversity_core.experiments import model_distinguishing as md
 from diversity_core.settings import MagnitudeSettings
 
 
-def main(embeddings, scores, collection="fortunes", variant="raw", models=(),
-         subsample_size=300, n_subsamples=200, pca_dim=384, metric="cosine", dcscore_tau=1.0,
-         magnitude=None, seed=0):
+def main(embeddings: Inputs, scores: Output, collection: str, variant: str, models: list,
+         subsample_size: int, n_subsamples: int, pca_dim: int, metric: str, dcscore_tau: float,
+         magnitude: dict, seed: int):
     """Write ``scores`` (.npz): ts, functions, t_conv, t_cut, one array per scalar measure,
     labels (model index of each set), models, subsets (document indices of each set)."""
     settings = MagnitudeSettings.from_config(magnitude)
-    models = list(models)
     if len(embeddings) != len(models):
         raise ValueError(f"{len(embeddings)} embedding files for {len(models)} models.")
     spaces, labels, subsets = [], [], []

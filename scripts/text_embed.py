@@ -7,14 +7,14 @@ in order of first appearance) and ``embeddings`` (len(texts), d) float32.
 """
 
 import numpy as np
-from _helpers import log, run
+from _helpers import Input, Output, log, run
 
 from diversity_core.data import generation
 from diversity_core.embed import sentences
 
 
-def main(data, model, embeddings, model_name, pins=None, batch_size: int = 64,
-         device: str = "auto", cache: str = "embedding_cache.npz", threads: int = 1):
+def main(data: Input, model: Input, embeddings: Output, model_name: str, pins: dict | None,
+         batch_size: int, device: str, cache: str, threads: int):
     """Embed the responses in DATA (.jsonl) with MODEL_NAME (weights in folder MODEL)."""
     records = generation.read_sets(data)
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))

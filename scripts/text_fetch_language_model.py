@@ -4,12 +4,12 @@ dequantised once by transformers and saved as safetensors in FOLDER (reloads in 
 
 from pathlib import Path
 
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.data import generation
 
 
-def main(folder, gguf_dir, pins: dict):
+def main(folder: Output, gguf_dir: str, pins: dict):
     """Write the dequantised model to FOLDER; the GGUF file stays in GGUF_DIR."""
     gguf = Path(gguf_dir) / Path(pins["member"]).name
     if gguf.exists():

@@ -3,17 +3,13 @@
 See diversity_core.embed.sentences: the models, their pins, and how each file is checked.
 """
 
-import json
-
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.embed.sentences import fetch_text_model, verify_text_model
 
 
-def main(folder, name="all-MiniLM-L6-v2", pins=None):
+def main(folder: Output, name: str, pins: dict | None):
     """Fetch model ``name`` into ``folder`` with the package's pins or ``pins`` (JSON)."""
-    if isinstance(pins, str):  # from the command line
-        pins = json.loads(pins)
     fetch_text_model(name, folder, pins or None)
     verify_text_model(name, folder, pins or None)
     log.info("text model %s: verified in %s", name, folder)

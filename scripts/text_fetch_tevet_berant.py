@@ -1,11 +1,11 @@
 """Download Tevet & Berant's data release (the paper's text data), checksummed."""
 
-from _helpers import log, run
+from _helpers import Output, log, run
 
 from diversity_core.data import generation
 
 
-def main(archive, url, sha256=None):
+def main(archive: Output, url: str, sha256: str | None):
     """Download URL to ARCHIVE, verified against SHA256 (None: logged, to be pinned)."""
     generation.fetch_tevet_berant(url, archive, sha256=sha256)
     log.info("downloaded %s", archive)

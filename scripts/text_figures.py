@@ -5,7 +5,7 @@ with Spearman's rho and its 95% bootstrap interval)."""
 import numpy as np
 import pandas as pd
 from _figures import MEASURE_COLOURS, plt, save_figure
-from _helpers import run, write_provenance
+from _helpers import Input, Output, run
 
 from diversity_core.experiments import text_temperature as protocol
 
@@ -15,7 +15,7 @@ DATA_LABELS = {"generated": "SmolLM2-135M-Instruct, regenerated tasks",
                "tevet_berant": "Tevet & Berant's decoding sets"}
 
 
-def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> tuple:
+def draw_figure3(r2: pd.DataFrame, measures, data: str, path, pdf=None) -> tuple:
     tasks = list(dict.fromkeys(r2["task"]))
     models = list(dict.fromkeys(r2["model"]))
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4.2), sharey=True,
@@ -36,10 +36,11 @@ def draw_figure3(r2: pd.DataFrame, measures, data: str, path) -> tuple:
     fig.suptitle(f"Predicting the softmax temperature from each diversity measure "
                  f"({DATA_LABELS.get(data, data)}; mean ± sd over CV folds)", fontsize=10)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return save_figure(fig, path, pdf=pdf)
 
 
-def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, path) -> tuple:
+def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, path,
+                 pdf=None) -> tuple:
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     temperatures = np.sort(scores["temperature"].unique())
     step = np.min(np.diff(temperatures)) if len(temperatures) > 1 else 0.1
@@ -55,22 +56,19 @@ def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, pa
                  f"[{rho['ci_low']:.2f}, {rho['ci_high']:.2f}] (95% bootstrap)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    return save_figure(fig, path)
+    return save_figure(fig, path, pdf=pdf)
 
 
-def main(r2, spearman, scores, figure3, figure4,
-         measures: list = list(protocol.MEASURES),  # noqa: B006,B008
-         figure_task: str = "resp", figure_model: str = "all-mpnet-base-v2",
-         data: str = "generated", config=None, seed=None):
+def main(r2: Input, spearman: Input, scores: Input, figure3: Output, figure3_pdf: Output,
+         figure4: Output, figure4_pdf: Output, measures: list, figure_task: str,
+         figure_model: str, data: str):
     """Draw FIGURE3 from R2 (.csv) and FIGURE4 from SCORES (.csv) and SPEARMAN (.csv), each as
-    PNG and as PDF beside it."""
-    paths = draw_figure3(pd.read_csv(r2), measures, data, figure3)
+    PNG and as PDF."""
+    draw_figure3(pd.read_csv(r2), measures, data, figure3, figure3_pdf)
     rho = pd.read_csv(spearman)
     row = rho[(rho["task"] == figure_task) & (rho["model"] == figure_model)
               & (rho["measure"] == "mag_area")].iloc[0]
-    paths += draw_figure4(pd.read_csv(scores), row, figure_task, figure_model, figure4)
-    for path in paths:
-        write_provenance(path, config=config, seed=seed)
+    draw_figure4(pd.read_csv(scores), row, figure_task, figure_model, figure4, figure4_pdf)
 
 
 if __name__ == "__main__":

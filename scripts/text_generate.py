@@ -8,15 +8,14 @@ statistics (tokens, CPU seconds, tokens per CPU second) of this run (.json).
 
 import json
 
-from _helpers import chunk_indices, log, run
+from _helpers import Input, Output, chunk_indices, log, run
 
 from diversity_core.data import generation
 
 
-def main(prompts, model, sets, stats, task, chunk: int = 0, n_chunks: int = 1,
-         temperatures: list = [0.2, 1.0], responses_per_set: int = 10,  # noqa: B006
-         max_new_tokens: int = 32, seed: int = 0, device: str = "auto",
-         cache_dir: str = "generation_cache"):
+def main(prompts: Input, model: Input, sets: Output, stats: Output, task: str, chunk: int,
+         n_chunks: int, temperatures: list, responses_per_set: int, max_new_tokens: int,
+         seed: int, device: str, cache_dir: str):
     """Generate the sets of chunk CHUNK of N_CHUNKS of the prompts in PROMPTS with the model in
     folder MODEL; write SETS (.jsonl) and STATS (.json)."""
     with open(prompts, encoding="utf-8") as stream:

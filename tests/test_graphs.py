@@ -384,7 +384,9 @@ def test_prepare_script_is_reproducible(tmp_path):
     outs = []
     for i in range(2):
         setup, clusters = tmp_path / f"s{i}.npz", tmp_path / f"c{i}.json"
-        graphs_prepare.main(setup, clusters, "lobster", {"n_graphs": 30}, seed=5, p_step=0.01)
+        graphs_prepare.main([], setup, clusters, "lobster", {"n_graphs": 30}, seed=5,
+                            p_step=0.01, wl_iterations=1, ap_damping=[0.5, 0.7, 0.9],
+                            ap_max_iter=1000, resources_dir=str(tmp_path / "resources"))
         outs.append(np.load(setup))
     for key in outs[0].files:
         np.testing.assert_array_equal(outs[0][key], outs[1][key])

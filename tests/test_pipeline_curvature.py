@@ -1,12 +1,15 @@
 """End to end: the curvature experiment on a tiny configuration, twice, from an empty folder."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_runner import run_tiny
+from workflow_runner import REPO, run_snakemake, run_tiny, tiny_config
 
 pytestmark = pytest.mark.slow
 
@@ -80,8 +83,8 @@ def test_scale_sensitivity(two_runs):
     assert np.all(spread["fold_sd_min"] <= spread["fold_sd_median"])
     assert (out / "scale_sensitivity.png").stat().st_size > 10_000
     record = json.loads((out / "scale_sensitivity.csv.provenance.json").read_text())
-    assert record["quadrature_error_estimate"] <= 1e-5  # the tiny configuration's bound
-    assert record["table1_mag_area_max_rel_diff"] <= 1e-5
+    assert record["extra"]["quadrature_error_estimate"] <= 1e-5  # the tiny configuration's bound
+    assert record["extra"]["table1_mag_area_max_rel_diff"] <= 1e-5
     assert {"scale_grid_chunk0.log", "sensitivity.log"} <= {p.name for p in
                                                            (out / "logs").iterdir()}
 
@@ -91,6 +94,74 @@ def test_rerun_is_identical(two_runs):
     for name in ("table1.csv", "interim/features.csv", "interim/t_cut.json",
                  "scale_sensitivity.csv", "fold_spread.csv"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    # Every rule wrote a record beside every output, interim ones too, and a rerun reproduces
+    # each byte for byte (no timestamps, no absolute paths).
+    records = sorted(p.relative_to(first) for p in first.rglob("*.provenance.json"))
+    assert len(records) == 16 and {p.name for p in records} >= {
+        "clouds.npz.provenance.json", "t_cut.json.provenance.json",
+        "chunk0.npz.provenance.json", "features.csv.provenance.json"}
+    for name in records:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    record = json.loads((first / "table1.csv.provenance.json").read_text())
+    assert record["rule"] == "curvature_table" and record["script"]["path"] == \
+        "scripts/curvature_table.py"
+    assert {e["path"] for e in record["inputs"]["functions"]} == {
+        "curvature/interim/magnitude/chunk0.npz", "curvature/interim/magnitude/chunk1.npz"}
+
+
+def _audit(results, *options):
+    done = subprocess.run([sys.executable, "-m", "diversity_core", "audit", str(results),
+                           "--json", *options], cwd=REPO, capture_output=True, text=True)
+    report = json.loads(done.stdout)
+    statuses = {f["relative_path"]: f["status"] for f in report["files"]}
+    chains = {c["result"]: c for c in report["chains"]}
+    return done.returncode, statuses, chains
+
+
+def test_a_hand_edited_t_cut_is_caught_by_the_audit(two_runs, tmp_path):
+    """Issue 19: interim/t_cut.json edited by hand (t_cut x 1.5). With its mtime put back,
+    Snakemake sees nothing to do, yet `snakemake audit` and `python -m diversity_core audit`
+    name the file (changed) and the chunks made from it (stale); after a rerun that rebuilds
+    Table 1 from the edited file, the audit still names it and marks Table 1's chain."""
+    first, _ = two_runs
+    results = tmp_path / "results"
+    copy = results / "curvature"
+    shutil.copytree(first, copy)  # timestamps kept: everything is up to date
+    assert _audit(results)[0] == 0
+    t_cut = copy / "interim" / "t_cut.json"
+    stat = t_cut.stat()
+    edited = json.loads(t_cut.read_text())
+    edited["t_cut"] *= 1.5
+    t_cut.write_text(json.dumps(edited, indent=2))
+    os.utime(t_cut, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+    done = run_tiny("curvature", tmp_path)
+    assert "Nothing to be done" in done.stdout + done.stderr
+    done = run_snakemake("audit", "--configfile", str(tiny_config("curvature")), "--config",
+                         f"results_dir={results}", f"resources_dir={tmp_path / 'resources'}",
+                         "--nolock", check=False)
+    assert done.returncode != 0  # the target fails on a finding
+    assert f"changed    {t_cut}" in done.stdout and "1 changed" in done.stdout
+    assert f"changed    {t_cut}" in (results / "logs" / "audit.log").read_text()
+    code, statuses, chains = _audit(results)
+    assert code == 1
+    assert statuses["curvature/interim/t_cut.json"] == "changed"
+    assert statuses["curvature/interim/magnitude/chunk0.npz"] == "stale"
+    assert statuses["curvature/scale_sensitivity.csv"] == "stale"
+    assert statuses["curvature/table1.csv"] == "ok"  # its own inputs are those it recorded
+    table1 = chains[str(copy / "table1.csv")]
+    assert table1["status"] == "affected" and str(t_cut) in table1["findings"]
+
+    # The user reruns as the issue did: the edit is newer, Snakemake rebuilds from it.
+    before = (copy / "table1.csv").read_bytes()
+    t_cut.touch()
+    run_tiny("curvature", tmp_path)
+    assert (copy / "table1.csv").read_bytes() != before  # Table 1 moved
+    code, statuses, chains = _audit(results)
+    assert code == 1
+    assert statuses["curvature/interim/t_cut.json"] == "changed"  # not what its rule made
+    assert statuses["curvature/interim/magnitude/chunk0.npz"] == "ok"  # made from the edit
+    assert chains[str(copy / "table1.csv")]["status"] == "affected"
 
 
 def test_truncated_interim_file_is_named_and_leaves_no_stale_record(two_runs, tmp_path):

@@ -3,6 +3,7 @@ results/timings.md from benchmark files (diversity_core.reporting.timings)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -253,7 +254,7 @@ def test_summary_script_runs_alone(tmp_path):
     out = tmp_path / "summary.md"
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "summary.py"), "--claims", str(CLAIMS_FILE),
-         "--summary", str(out), "--results-dir", str(tmp_path)],
+         "--results", "--summary", str(out), "--results-dir", str(tmp_path)],
         capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     text = out.read_text()
@@ -288,11 +289,12 @@ def test_timings_from_benchmark_files(tmp_path):
     assert "No benchmark files" in T.render_timings(T.experiment_timings({}))
 
 
-def test_timings_script_finds_every_benchmark_folder(tmp_path):
+def test_timings_script_runs_alone(tmp_path):
     _benchmark(tmp_path / "curvature" / "benchmarks" / "x.tsv", 3.0, 2.0, 10.0, end=2_000)
     out = tmp_path / "timings.md"
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "timings.py"), "--timings",
-                           str(out), "--results-dir", str(tmp_path)], capture_output=True,
+    folders = json.dumps({"curvature": str(tmp_path / "curvature" / "benchmarks")})
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "timings.py"), "--results",
+                           "--timings", str(out), "--folders", folders], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| curvature | 1 | 3 s |" in out.read_text()

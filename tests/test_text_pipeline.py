@@ -39,7 +39,8 @@ def test_data_tables_and_figures(two_runs):
         assert {s["temperature"] for s in sets} == {0.3, 0.9, 1.5}
         assert all(len(s["responses"]) == 4 and s["task"] == task for s in sets)
         record = json.loads((out / "data" / f"{task}.jsonl.provenance.json").read_text())
-        assert record["n_sets"] == 9 and record["config"]["text"]["generation"]["n_chunks"] == 2
+        assert record["extra"]["n_sets"] == 9
+        assert record["config"]["text"]["generation"]["n_chunks"] == 2
     r2 = pd.read_csv(out / "r2_scores.csv")
     assert list(r2.columns) == ["task", "model", "measure", "r2_mean", "r2_std", "n_sets"]
     assert len(r2) == len(TASKS) * len(MEASURES)

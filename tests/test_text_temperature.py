@@ -141,11 +141,12 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     np.savez(embeddings, texts=np.asarray(texts),
              embeddings=rng.normal(size=(len(texts), 8)).astype(np.float32))
     scores = tmp_path / "scores.csv"
-    text_scores.main(data, embeddings, scores, task="resp", model_name="m",
-                     measures=["mag_area", "vendi"])
+    settings = {"measures": ["mag_area", "vendi"], "dc_tau": 1.0, "magnitude": {}}
+    text_scores.main(data, embeddings, scores, task="resp", model_name="m", **settings)
     table = pd.read_csv(scores)
     assert len(table) == len(records) and table["vendi"].gt(1).all()
 
     other = generation.write_sets(tmp_path / "other.jsonl", records[:-1])
     with pytest.raises(ValueError, match="does not hold the responses"):
-        text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m")
+        text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m",
+                         **settings)

@@ -143,7 +143,6 @@ rule graphs_spearman:
         ),
     params:
         config=GRAPH_PROVENANCE,
-        seed=seed_for(GRAPH),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -184,7 +183,6 @@ rule graphs_figures:
     params:
         figure_dataset=GRAPH_CFG["figure_dataset"],
         config=GRAPH_PROVENANCE,
-        seed=seed_for(GRAPH),
     conda:
         "../../envs/torch.yaml"
     log:

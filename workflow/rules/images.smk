@@ -13,6 +13,8 @@ IMG_DATASET_DIR = {
 IMG_MODEL = str(RESOURCES / "inception" / "fid_inception_v3.pt")
 # Intermediate files live under interim/<dataset>/, so that switching data sets never mixes them.
 IMG_DATASET = IMG_CFG["dataset"]
+# What the final results depend on: recorded in their provenance files.
+IMG_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", IMG)}
 
 
 EXPERIMENT_TARGETS["image_mode_dropping"] = [
@@ -180,9 +182,7 @@ rule images_table:
             category="Image mode dropping",
         ),
     params:
-        images_config=IMG_CFG,
-        magnitude=config["magnitude"],
-        seed=seed_for(IMG),
+        config=IMG_PROVENANCE,
     conda:
         "../../envs/torch.yaml"
     log:
@@ -213,7 +213,8 @@ rule images_figure:
         dataset=IMG_CFG["dataset"],
         k=IMG_CFG["k"],
         n_reference_per_class=IMG_CFG["n_reference_per_class"],
-        seed=seed_for(IMG),
+        repeats_per_class=IMG_CFG["repeats_per_class"],
+        config=IMG_PROVENANCE,
     conda:
         "../../envs/torch.yaml"
     log:

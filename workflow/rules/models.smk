@@ -11,6 +11,8 @@ MOD_CFG = config[MOD]
 MOD_COLLECTIONS = MOD_CFG["collections"]
 MOD_MODELS = MOD_CFG["models"]
 MOD_VARIANTS = MOD_CFG["variants"]
+# What the final results depend on: recorded in their provenance files.
+MOD_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "text_assets", MOD)}
 
 
 EXPERIMENT_TARGETS["model_distinguishing"] = [
@@ -129,9 +131,12 @@ rule models_classify:
             category="Model distinguishing",
         ),
     params:
-        models_config=MOD_CFG,
-        magnitude=config["magnitude"],
+        k=MOD_CFG["k"],
+        ks=MOD_CFG["ks"],
+        cv_folds=MOD_CFG["cv_folds"],
+        cv_repeats=MOD_CFG["cv_repeats"],
         seed=seed_for(MOD),
+        config=MOD_PROVENANCE,
     conda:
         "../../envs/text.yaml"
     log:
@@ -176,7 +181,7 @@ rule models_figures:
         collection=MOD_CFG["figure_collection"],
         variants=MOD_VARIANTS,
         k=MOD_CFG["k"],
-        seed=seed_for(MOD),
+        config=MOD_PROVENANCE,
     conda:
         "../../envs/text.yaml"
     log:

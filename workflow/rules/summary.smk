@@ -33,7 +33,7 @@ rule timings:
     """results/timings.md: wall and CPU time per experiment from the benchmark files. Not part of
     `all` (timings differ from run to run); run after the workflow: `snakemake timings`."""
     input:
-        experiment_targets(),
+        results=experiment_targets(),
     output:
         timings=TIMINGS,
     params:

@@ -124,7 +124,6 @@ if TEXT_CFG["data"] == "generated":
             data=results(TEXT, "data", "{task}.jsonl"),
         params:
             config=TEXT_PROVENANCE,
-            seed=seed_for(TEXT),
         wildcard_constraints:
             task="|".join(TEXT_TASKS),
         conda:
@@ -162,7 +161,6 @@ else:
             task=lambda wildcards: wildcards.task,
             members=TEXT_CFG["tevet_berant"]["members"],
             config=TEXT_PROVENANCE,
-            seed=seed_for(TEXT),
         wildcard_constraints:
             task="|".join(TEXT_TASKS),
         conda:
@@ -309,7 +307,6 @@ rule text_figures:
         figure_model=TEXT_CFG["figure_model"],
         data=TEXT_CFG["data"],
         config=TEXT_PROVENANCE,
-        seed=seed_for(TEXT),
     conda:
         "../../envs/text.yaml"
     log:

@@ -1,0 +1,18 @@
+"""Chain of custody: provenance records with digests, their audit, and an RO-Crate export.
+
+* :mod:`.digests`: SHA-256 of files and folders, the pinned digests of assets (``.pins.json``);
+* :mod:`.records`: the record written beside every output of every rule (by
+  ``scripts/_helpers.py: run``);
+* :mod:`.audit`: ``python -m diversity_core audit``: every file against its record, every input
+  against the digest its consumer recorded, each final result's chain back to the assets;
+* :mod:`.crate`: the records as a Workflow Run RO-Crate (``audit --ro-crate DIR``).
+
+``docs/auditing.md`` walks through a real example.
+"""
+
+from .audit import STATUSES, AuditReport, audit
+from .digests import Hasher, file_sha256, read_manifest, tree_sha256
+from .records import FORMAT, Roots, write_records
+
+__all__ = ["FORMAT", "STATUSES", "AuditReport", "Hasher", "Roots", "audit", "file_sha256",
+           "read_manifest", "tree_sha256", "write_records"]

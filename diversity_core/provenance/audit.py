@@ -1,0 +1,475 @@
+"""Audit a results folder against its provenance records: ``python -m diversity_core audit``.
+
+Every file of the results tree (logs, benchmarks and memo caches aside) is re-hashed and checked
+against the record beside it, every input a record names is re-hashed and compared with the
+digest the record holds, and each final result's chain is followed back through the interim files
+(through the records beside them) to the assets under ``resources/`` (checked against their
+``.pins.json`` manifests). Each file gets one status:
+
+``ok``
+    its bytes are those its record holds, and so are those of every input its record names;
+``changed``
+    its bytes differ from its own record (an asset: from its pinned digest);
+``missing``
+    a record names it, but it is not on disk: a record without its file; with
+    ``require_chain``, also any input of the chain that is not on disk;
+``stale``
+    an input changed after the file was made: the input's digest now differs from the one the
+    file's record holds;
+``unrecorded``
+    it lies in the results tree without a record (or with one that holds no digests).
+
+A fresh clone holds the committed final results and their records, but not ``interim/`` nor
+``resources/``: their inputs are then *not on disk*, which the report says, and which is a
+finding only with ``require_chain``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .digests import (
+    RECORD_SUFFIX,
+    Hasher,
+    ManifestError,
+    find_manifest,
+    listed_files,
+    read_manifest,
+)
+from .records import FORMAT, Roots, record_path
+
+STATUSES = ("ok", "changed", "missing", "stale", "unrecorded")
+FINDINGS = STATUSES[1:]
+# Folders of the results tree that hold no results: rule logs, run times, and memo caches (each
+# keyed and checked by the code that reads it).
+SKIPPED_FOLDERS = ("logs", "benchmarks")
+SKIPPED_SUFFIX = "_cache"
+
+
+@dataclass
+class FileReport:
+    """What the audit found about one file."""
+
+    root: str | None
+    path: str
+    status: str = "ok"
+    reasons: list[str] = field(default_factory=list)
+    rule: str | None = None
+
+    def add(self, status: str, reason: str) -> None:
+        self.reasons.append(reason)
+        if _RANK[status] < _RANK[self.status]:
+            self.status = status
+
+
+# Which status a file shows when several apply (its reasons list them all).
+_RANK = {"missing": 0, "changed": 1, "stale": 2, "unrecorded": 3, "ok": 4}
+
+
+@dataclass
+class ChainReport:
+    """A final result and every file it was made from, as far as the records reach."""
+
+    root: str | None
+    path: str
+    members: list[tuple] = field(default_factory=list)
+    not_on_disk: list[tuple] = field(default_factory=list)
+    pinned_assets: list[tuple] = field(default_factory=list)
+    unpinned_assets: list[tuple] = field(default_factory=list)
+    findings: list[tuple] = field(default_factory=list)
+
+
+@dataclass
+class AuditReport:
+    roots: Roots
+    files: dict[tuple, FileReport]
+    chains: dict[tuple, ChainReport]
+    not_on_disk: dict[tuple, list[tuple]]
+    require_chain: bool
+    code_changed: dict[tuple, tuple] = field(default_factory=dict)
+    hashed_bytes: int = 0
+    hashed_files: int = 0
+
+    @property
+    def findings(self) -> list[FileReport]:
+        return [f for f in self.files.values() if f.status != "ok"]
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(f.status for f in self.files.values())
+        return {status: counted.get(status, 0) for status in STATUSES}
+
+    def display(self, key) -> str:
+        """A path as the user would type it (relative to the current folder where it can)."""
+        return _display(self.roots, key)
+
+    def to_json(self) -> dict:
+        shown = self.display
+        return {
+            "results_dir": _shown(self.roots.results),
+            "resources_dir": _shown(self.roots.resources),
+            "workdir": _shown(self.roots.workdir),
+            "require_chain": self.require_chain,
+            "counts": self.counts(),
+            "findings": len(self.findings),
+            "hashed": {"files": self.hashed_files, "bytes": self.hashed_bytes},
+            "files": [{"path": shown(key), "root": f.root, "relative_path": f.path,
+                       "status": f.status, "reasons": f.reasons, "rule": f.rule}
+                      for key, f in sorted(self.files.items(), key=_order)],
+            "chains": [{"result": shown(key),
+                        "status": _chain_status(chain),
+                        "files": len(chain.members),
+                        "findings": [shown(k) for k in chain.findings],
+                        "not_on_disk": [shown(k) for k in chain.not_on_disk],
+                        "pinned_assets": [shown(k) for k in chain.pinned_assets],
+                        "unpinned_assets": [shown(k) for k in chain.unpinned_assets]}
+                       for key, chain in sorted(self.chains.items(), key=_order)],
+            "not_on_disk": [{"path": shown(key), "named_by": [shown(k) for k in by]}
+                            for key, by in sorted(self.not_on_disk.items(), key=_order)],
+            "made_by_earlier_script": [{"path": shown(key), "script": shown(script)}
+                                       for key, script in sorted(self.code_changed.items(),
+                                                                 key=_order)],
+        }
+
+    def to_text(self, show_ok: bool = False) -> str:
+        counts = self.counts()
+        lines = [f"audit of {_shown(self.roots.results)}/ (assets: "
+                 f"{_shown(self.roots.resources)}/): {len(self.files)} files, "
+                 + ", ".join(f"{counts[s]} {s}" for s in STATUSES)]
+        for key, report in sorted(self.files.items(), key=_order):
+            if report.status == "ok" and not show_ok:
+                continue
+            lines.append(f"{report.status:<10} {self.display(key)}")
+            lines += [f"{'':<10}   {reason}" for reason in report.reasons]
+        if self.chains:
+            lines.append("")
+            lines.append("final results and their chains:")
+        for key, chain in sorted(self.chains.items(), key=_order):
+            status = _chain_status(chain)
+            detail = [f"{len(chain.members)} file(s) upstream"]
+            if chain.pinned_assets or chain.unpinned_assets:
+                detail.append(f"{len(chain.pinned_assets)} pinned asset(s)"
+                              + (f", {len(chain.unpinned_assets)} unpinned"
+                                 if chain.unpinned_assets else ""))
+            if chain.not_on_disk:
+                detail.append(f"{len(chain.not_on_disk)} not on disk")
+            lines.append(f"{status:<10} {self.display(key)}: {'; '.join(detail)}")
+            # The causes upstream; the stale files between them and the result are listed
+            # above (and in --json).
+            causes = [k for k in chain.findings if k != key and self.files[k].status != "stale"]
+            if causes:
+                lines.append(f"{'':<10}   made from: " + ", ".join(
+                    f"{self.display(k)} ({self.files[k].status})" for k in causes))
+        if self.not_on_disk:
+            lines.append("")
+            first = sorted(self.not_on_disk, key=_order)[:3]
+            lines.append(
+                f"{len(self.not_on_disk)} input(s) named by the records are not on disk (e.g. "
+                + ", ".join(self.display(k) for k in first) + "): the chain beyond the files "
+                "above cannot be checked here. A fresh clone holds only the committed results; "
+                "`snakemake` makes interim/ and resources/ again. "
+                + ("They count as missing (--require-chain)." if self.require_chain else
+                   "Not a finding; --require-chain makes it one."))
+        if self.code_changed:
+            lines.append("")
+            scripts = sorted({self.display(s) for s in self.code_changed.values()})
+            more = " ..." if len(scripts) > 4 else ""
+            lines.append(f"{len(self.code_changed)} file(s) were made by an earlier version of "
+                         f"their script ({', '.join(scripts[:4])}{more}): not a finding "
+                         "(`git diff <the record's commit> -- <script>` shows "
+                         "what changed; rerun the rule to bring them up to date).")
+        findings = len(self.findings)
+        lines.append("")
+        lines.append(f"{findings} finding(s)." if findings else "no findings: every file on disk "
+                     "matches its record and every recorded input on disk matches its digest.")
+        return "\n".join(lines)
+
+
+def _display(roots: Roots, key) -> str:
+    root, path = key
+    if root is None:
+        return path
+    base = _shown(roots.named()[root])
+    return f"{base}/{path}" if base != "." else path
+
+
+def _shown(path: Path) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+def _order(item):
+    key = item[0]
+    return (key[0] or "", key[1])
+
+
+def _chain_status(chain: ChainReport) -> str:
+    if chain.findings:
+        return "affected"
+    return "partial" if chain.not_on_disk else "ok"
+
+
+def audit(results_dir, resources_dir=None, workdir=".", *, require_chain: bool = False,
+          workers: int = 2) -> AuditReport:
+    """Audit ``results_dir`` (see the module). ``resources_dir``: where the records' assets lie
+    (default: ``resources`` beside ``results_dir``); ``workdir``: the workflow's working
+    directory (the repository) for inputs such as ``workflow/paper_claims.yaml``."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"{results_dir}: no such folder (the results folder to audit).")
+    resources_dir = Path(resources_dir) if resources_dir is not None else (
+        results_dir.absolute().parent / "resources")
+    roots = Roots.of(results_dir, resources_dir, workdir)
+    files, record_files = _walk(roots.results)
+    return _Auditor(roots, require_chain, workers).run(files, record_files)
+
+
+def _walk(results: Path) -> tuple[list[str], list[str]]:
+    files, records = [], []
+    for parent, dirs, names in os.walk(results):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS
+                         and not d.endswith(SKIPPED_SUFFIX))
+        for name in names:
+            relative = (Path(parent) / name).relative_to(results).as_posix()
+            (records if name.endswith(RECORD_SUFFIX) else files).append(relative)
+    return sorted(files), sorted(records)
+
+
+class _Auditor:
+    def __init__(self, roots: Roots, require_chain: bool, workers: int):
+        self.roots, self.require_chain, self.workers = roots, require_chain, workers
+        self.hasher = Hasher()
+        self.records: dict[tuple, dict | str | None] = {}
+        self.reports: dict[tuple, FileReport] = {}
+        self.not_on_disk: dict[tuple, list[tuple]] = {}
+        self.code_changed: dict[tuple, tuple] = {}
+
+    # -- records ------------------------------------------------------------------------------
+    def record(self, key) -> dict | str | None:
+        """The record beside a file: a dict, an error message, or None (none there)."""
+        if key not in self.records:
+            path = record_path(self.roots.path(*key))
+            if not path.is_file():
+                self.records[key] = None
+            else:
+                try:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as err:
+                    data = f"its record {path.name} is unreadable ({type(err).__name__}: {err})"
+                else:
+                    if not isinstance(data, dict) or data.get("format", 1) < FORMAT:
+                        data = (f"its record {path.name} holds no digests (written before "
+                                "records had them): rerun its rule")
+                self.records[key] = data
+        return self.records[key]
+
+    def report(self, key) -> FileReport:
+        if key not in self.reports:
+            self.reports[key] = FileReport(*key)
+        return self.reports[key]
+
+    # -- digests ------------------------------------------------------------------------------
+    def digest(self, key) -> str | None:
+        path = self.roots.path(*key)
+        if path.is_dir():
+            return self.hasher.folder(path)[0]
+        if path.is_file():
+            return self.hasher.file(path)[0]
+        return None
+
+    # -- the audit ----------------------------------------------------------------------------
+    def run(self, files: list[str], record_files: list[str]) -> AuditReport:
+        results = [("results", path) for path in files]
+        artifacts = [("results", path[: -len(RECORD_SUFFIX)]) for path in record_files]
+        # Every record reachable from the results tree, then every file they name: hashed once,
+        # in parallel, largest first.
+        chains = {key: self.chain(key) for key in artifacts
+                  if isinstance(self.record(key), dict) and "interim" not in
+                  Path(key[1]).parts}
+        named = set(results) | set(artifacts)
+        for record in list(self.records.values()):
+            if isinstance(record, dict):
+                for entry in _entries(record, "inputs"):
+                    named.add((entry.get("root"), entry.get("path")))
+        self.hasher.prefetch([self.roots.path(*key) for key in named], workers=self.workers)
+
+        for key in results:
+            self.check_file(key)
+        for key in artifacts:
+            if not self.roots.path(*key).exists():
+                record = self.record(key)
+                rule = record.get("rule") if isinstance(record, dict) else None
+                self.report(key).rule = rule
+                self.report(key).add("missing", f"its record {Path(key[1]).name}{RECORD_SUFFIX}"
+                                     f" is there (rule {rule}), the file is not")
+        for key in artifacts:
+            if isinstance(self.record(key), dict):
+                self.check_inputs(key)
+        # Files outside the results tree that a chain reaches: assets and their records.
+        for chain in chains.values():
+            for key in chain.members:
+                if key[0] == "resources" and key not in self.reports \
+                        and self.roots.path(*key).exists():
+                    self.check_asset(key)
+        for key, chain in chains.items():
+            chain.findings = [k for k in [key, *chain.members]
+                              if k in self.reports and self.reports[k].status != "ok"]
+        if self.require_chain:
+            for key, by in self.not_on_disk.items():
+                self.report(key).add("missing", "named as input by " + ", ".join(
+                    self._display(k) for k in by) + "; not on disk")
+            for key, chain in chains.items():
+                chain.findings = [k for k in [key, *chain.members]
+                                  if k in self.reports and self.reports[k].status != "ok"]
+        return AuditReport(self.roots, self.reports, chains, self.not_on_disk,
+                           self.require_chain, self.code_changed, self.hasher.bytes,
+                           self.hasher.files)
+
+    def _display(self, key) -> str:
+        return _display(self.roots, key)
+
+    def check_file(self, key) -> None:
+        """A file of the results tree against its own record."""
+        report = self.report(key)
+        record = self.record(key)
+        if record is None:
+            report.add("unrecorded", "no record beside it")
+            return
+        if isinstance(record, str):
+            report.add("unrecorded", record)
+            return
+        report.rule = record.get("rule")
+        self._against_own_record(key, record)
+        script = record.get("script") or {}
+        source = (script.get("root"), script.get("path"))
+        if source[1] and self.roots.path(*source).is_file() \
+                and self.digest(source) != script.get("sha256"):
+            self.code_changed[key] = source
+
+    def _against_own_record(self, key, record: dict) -> None:
+        report = self.report(key)
+        own = [e for e in _entries(record, "outputs") if (e.get("root"), e.get("path")) == key]
+        if not own:
+            report.add("unrecorded", f"its record (rule {record.get('rule')}) names no output "
+                       f"{key[1]}")
+            return
+        now = self.digest(key)
+        if now != own[0].get("sha256"):
+            report.add("changed", f"its bytes differ from its record (rule {record.get('rule')}"
+                       f"): sha256 {_short(own[0].get('sha256'))} recorded, {_short(now)} now"
+                       + _folder_difference(own[0], self.roots.path(*key), self.hasher))
+
+    def check_inputs(self, key) -> None:
+        """The inputs a file's record names, against the digests it holds."""
+        record = self.record(key)
+        for entry in _entries(record, "inputs"):
+            source = (entry.get("root"), entry.get("path"))
+            path = self.roots.path(*source)
+            if not path.exists():
+                self.not_on_disk.setdefault(source, []).append(key)
+                continue
+            now = self.digest(source)
+            if now != entry.get("sha256"):
+                self.report(key).add(
+                    "stale", f"input {self._display(source)} changed after it was made: "
+                    f"sha256 {_short(entry.get('sha256'))} recorded, {_short(now)} now")
+
+    def check_asset(self, key) -> None:
+        """An asset under resources/: against its manifest's pins and its fetch's record."""
+        report = self.report(key)
+        path = self.roots.path(*key)
+        checked = False
+        try:
+            manifest_path = find_manifest(path, self.roots.resources)
+            manifest = read_manifest(manifest_path) if manifest_path else None
+        except ManifestError as err:
+            report.add("changed", str(err))
+            return
+        if manifest:
+            checked = True
+            base = manifest_path.parent
+            members = ([path / name for name in _folder_files(path)] if path.is_dir()
+                       else [path])
+            for member in members:
+                name = member.relative_to(base).as_posix()
+                pin = manifest["files"].get(name)
+                if pin is None:
+                    report.add("changed", f"{name} is not in {_shown(manifest_path)}")
+                elif self.hasher.file(member)[0] != pin["sha256"].lower():
+                    report.add("changed", f"{name} differs from its pinned digest in "
+                               f"{_shown(manifest_path)}")
+            if path.is_dir():
+                prefix = path.relative_to(base).as_posix()
+                for name in manifest["files"]:
+                    inside = prefix == "." or name.startswith(prefix + "/")
+                    if inside and not (base / name).exists():
+                        report.add("changed", f"{name} of {_shown(manifest_path)} is gone")
+        record = self.record(key)
+        if isinstance(record, dict):
+            checked = True
+            report.rule = record.get("rule")
+            self._against_own_record(key, record)
+            self.check_inputs(key)
+        elif isinstance(record, str):
+            report.add("unrecorded", record)
+            checked = True
+        if not checked:
+            report.add("unrecorded", "neither a .pins.json manifest nor a record vouches for it")
+
+    def chain(self, key) -> ChainReport:
+        """Every file ``key`` was made from, through the records beside them."""
+        chain = ChainReport(*key)
+        seen, todo = {key}, [key]
+        while todo:
+            current = todo.pop()
+            record = self.record(current)
+            if not isinstance(record, dict):
+                continue
+            for entry in _entries(record, "inputs"):
+                source = (entry.get("root"), entry.get("path"))
+                if source in seen:
+                    continue
+                seen.add(source)
+                chain.members.append(source)
+                if not self.roots.path(*source).exists():
+                    chain.not_on_disk.append(source)
+                    continue
+                if source[0] == "resources":
+                    (chain.pinned_assets if entry.get("pinned") else
+                     chain.unpinned_assets).append(source)
+                todo.append(source)
+        return chain
+
+
+def _entries(record: dict, group: str) -> list[dict]:
+    return [entry for entries in (record.get(group) or {}).values() for entry in entries
+            if isinstance(entry, dict)]
+
+
+def _folder_files(path: Path) -> list[str]:
+    return listed_files(path)
+
+
+def _folder_difference(entry: dict, path: Path, hasher: Hasher) -> str:
+    """Which files of a folder output differ from its record."""
+    if entry.get("kind") != "directory" or not path.is_dir():
+        return ""
+    recorded = entry.get("files") or {}
+    now = {name: hasher.file(path / name)[0] for name in _folder_files(path)}
+    changed = sorted(n for n in recorded.keys() & now.keys() if recorded[n] != now[n])
+    gone = sorted(recorded.keys() - now.keys())
+    new = sorted(now.keys() - recorded.keys())
+    parts = [f"{label} {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+             for label, names in (("changed:", changed), ("gone:", gone), ("new:", new))
+             if names]
+    return " (" + "; ".join(parts) + ")" if parts else ""
+
+
+def _short(digest) -> str:
+    return f"{digest[:12]}…" if isinstance(digest, str) else "none"
