@@ -9,7 +9,7 @@ import time
 import numpy as np
 from _helpers import log, run, write_provenance
 
-from diversity_core.data.fetch import file_digest
+from diversity_core.assets import file_digest
 from diversity_core.data.images import load_dataset
 from diversity_core.embed.device import resolve_device
 from diversity_core.embed.inception import embed_with_cache

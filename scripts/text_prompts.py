@@ -20,6 +20,7 @@ def main(corpus, prompts, task, corpus_name, common_words=None, common_words_cor
     words occurring MIN_COUNT times in corpus COMMON_WORDS_CORPUS, folder COMMON_WORDS); write
     PROMPTS (.json)."""
     if task == "prompt":
+        corpora.check_corpus(corpus_name, corpus)  # against its .pins.json, before reading
         chosen = generation.word_prompts(
             corpora.load_wordnet(corpus), n_prompts, seed, min_count=min_count,
             common_in=corpora.load_corpus(common_words_corpus, common_words))
