@@ -322,7 +322,7 @@ def test_crafted_cifar_archive_placed_by_hand_is_refused_before_unpickling(tmp_p
     finally:
         sys.path.pop(0)
     with pytest.raises(ValueError, match=r"CIFAR-10.*exists but its sha256 is .*not the "
-                                         r"expected 6d958be0.*Nothing was read"):
+                                         r"expected 6d958be0.*not unpacked or loaded"):
         images_fetch_cifar10.main(folder, url="https://127.0.0.1:9/none", md5=cifar["md5"],
                                   sha256=cifar["sha256"])
     assert not folder.exists() and not marker.exists()

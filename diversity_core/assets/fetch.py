@@ -189,7 +189,7 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
             if expected is not None and digest != expected:
                 raise ValueError(
                     f"{name}: {dest} exists but its {algorithm} is {digest}, not the expected "
-                    f"{expected}: delete it to download it again. Nothing was read from it."
+                    f"{expected}: delete it to download it again. It was not unpacked or loaded."
                     f"{origin}")
             if expected is None:
                 log.warning("%s: %s exists and no checksum is pinned; taken as it is (%s %s).",

@@ -157,9 +157,13 @@ def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = Non
     by hand. Either way it is checked against its pins (SHA-256 and MD5, whichever are given)
     before a byte of it is extracted: a hand-placed archive that does not match is refused, and
     nothing in it is ever unpickled. Its members are extracted with their names checked, then
-    renamed into ``folder`` with the folder's ``.pins.json``.
+    renamed into ``folder`` with the folder's ``.pins.json``. An existing ``folder`` is checked
+    against that manifest.
     """
     folder = Path(folder)
+    if folder.exists():
+        verify_manifest(folder, what="CIFAR-10 (images.cifar10)")
+        return folder
     archive = folder.parent / CIFAR10_ARCHIVE
     origin = {
         "asset": f"CIFAR-10 (python version, {CIFAR10_ARCHIVE})",
@@ -182,7 +186,8 @@ def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = Non
                        source=f"{url} ({CIFAR10_ARCHIVE}: sha256 {digest or 'not pinned'}, md5 "
                               f"{md5 or 'not pinned'})",
                        # Bytes fixed by the archive's pin: pinned (hashed here).
-                       pinned={path.name: None for path in staging.iterdir()})
+                       pinned={path.name: None for path in staging.iterdir()}
+                       if sha256 or md5 else {})
     return folder
 
 
