@@ -17,14 +17,16 @@ configfile: "config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-# Typed command-line overrides, the schema (types, ranges, defaults), then the constraints
-# between keys: a bad configuration fails here, before any job runs, naming its key.
+# Typed command-line overrides, the schema (types, ranges, defaults), the constraints between
+# keys, then (strict_assets) the pins of every asset: a bad configuration fails here, before any
+# job runs, naming its key.
 include: "workflow/rules/common.smk"
 
 
 coerce_config_types(config)
 validate(config, CONFIG_SCHEMA_FILE)
 check_config(config)
+check_assets(config)
 
 
 include: "workflow/rules/text_assets.smk"

@@ -1,7 +1,8 @@
 """Embed one collection's documents with one sentence embedding model, memoised per text.
 
-The cache (``resources/text/embedding_cache/<model>/<collection>.npz``) is keyed by the model's
-pinned weights and each text's SHA-256: a rerun, or a larger draw, embeds only new texts.
+The cache is keyed by everything that makes the model's embeddings what they are (its files'
+SHA-256, pins, device kind: ``model_fingerprint``) and by each text's SHA-256: a rerun, or a
+larger draw, embeds only new texts.
 """
 
 import json
@@ -24,7 +25,8 @@ def main(documents: Input, model_dir: Input, embeddings: Output, model: str, cac
     start = time.perf_counter()
     X, n_new = embed_with_cache(
         lambda: load_text_model(model, model_dir, device=device, threads=threads, pins=pins),
-        texts, cache, fingerprint=model_fingerprint(model, pins), batch_size=batch_size)
+        texts, cache, fingerprint=model_fingerprint(model, pins, folder=model_dir, device=device),
+        batch_size=batch_size)
     seconds = time.perf_counter() - start
     if n_new:
         log.info("%s: embedded %d texts in %.1f s (%.2f texts/s)", model, n_new, seconds,

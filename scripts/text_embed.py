@@ -20,7 +20,8 @@ def main(data: Input, model: Input, embeddings: Output, model_name: str, pins: d
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
     vectors, n_new = sentences.embed_with_cache(
         lambda: sentences.load_text_model(model_name, model, device, threads=threads, pins=pins),
-        texts, cache, fingerprint=sentences.model_fingerprint(model_name, pins),
+        texts, cache,
+        fingerprint=sentences.model_fingerprint(model_name, pins, folder=model, device=device),
         batch_size=batch_size)
     np.savez(embeddings, texts=np.asarray(texts), embeddings=vectors)
     log.info("%s: %d distinct responses of %d sets (%d embedded now), dimension %d", model_name,

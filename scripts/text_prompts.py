@@ -22,6 +22,7 @@ def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus
     if task == "prompt":
         if len(common_words) != 1:
             raise ValueError(f"task prompt needs one COMMON_WORDS folder; got {common_words}.")
+        corpora.check_corpus(corpus_name, corpus)  # against its .pins.json, before reading
         chosen = generation.word_prompts(
             corpora.load_wordnet(corpus), n_prompts, seed, min_count=min_count,
             common_in=corpora.load_corpus(common_words_corpus, common_words[0]))

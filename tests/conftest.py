@@ -57,14 +57,20 @@ def image_assets():
     """Fashion-MNIST and the Inception TorchScript in resources/, fetched (and checksummed) by
     the pipeline's own rules if missing (the package registries are reachable wherever the
     project installs, CI included), so that the image tests run rather than skip."""
+    rules = ("images_fetch_fashion_mnist", "images_fetch_inception")
     if not (IMAGE_DATASET / "train-images-idx3-ubyte.gz").exists() or not IMAGE_MODEL.exists():
-        run_snakemake("images_fetch_fashion_mnist", "images_fetch_inception")
+        run_snakemake(*rules)
+    elif not all((folder / ".pins.json").exists() for folder in (IMAGE_DATASET,
+                                                                 IMAGE_MODEL.parent)):
+        # Fetched before fetches wrote manifests: nothing would read them now; fetch again.
+        run_snakemake(*rules, "--forcerun", *rules)
     return IMAGE_DATASET, IMAGE_MODEL
 
 
 def link_image_assets(resources: Path) -> Path:
-    """A resources folder for a tiny run that links to the fetched image assets."""
-    (resources / "inception").mkdir(parents=True, exist_ok=True)
+    """A resources folder for a tiny run that links to the fetched image assets (whole
+    folders, so that each keeps the .pins.json its fetch wrote)."""
+    resources.mkdir(parents=True, exist_ok=True)
     (resources / "fashion_mnist").symlink_to(IMAGE_DATASET, target_is_directory=True)
-    (resources / "inception" / "fid_inception_v3.pt").symlink_to(IMAGE_MODEL)
+    (resources / "inception").symlink_to(IMAGE_MODEL.parent, target_is_directory=True)
     return resources

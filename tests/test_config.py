@@ -5,7 +5,7 @@ message naming the key."""
 import json
 
 import pytest
-from workflow_runner import run_snakemake, tiny_config
+from workflow_runner import REPO, run_snakemake, tiny_config
 
 
 def _dry_run(tmp_path, target, *config, configfile=None):
@@ -125,3 +125,23 @@ def test_cross_key_constraints_fail_the_dry_run(case, tmp_path):
     assert done.returncode != 0, done.stdout[-2000:]
     for message in messages:
         assert message in done.stdout + done.stderr, (message, done.stdout[-3000:])
+
+
+def test_strict_assets_refuses_unpinned_assets_before_any_job(tmp_path):
+    """`--config strict_assets=true`: the default configuration (every asset pinned) plans its
+    jobs; the paper's text configuration (a release without published checksum, hub models
+    without file checksums) stops before any job, naming each asset and its configuration key."""
+    done = _dry_run(tmp_path, "curvature", "strict_assets=true",
+                    configfile=tiny_config("curvature"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    paper = REPO / "configs" / "paper_text_temperature.yaml"
+    done = _dry_run(tmp_path, "text_temperature", "strict_assets=true", configfile=paper)
+    message = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert ("Tevet & Berant's release (text.tevet_berant): no checksum is pinned (sha256 is "
+            "null)") in message
+    assert ("text model all-distilroberta-v1 (text_assets.models.all-distilroberta-v1): "
+            "revision 'main'") in message
+    # Not strict (the default): the same configuration plans its jobs.
+    done = _dry_run(tmp_path, "text_temperature", configfile=paper)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Checksummed downloads (diversity_core.data.fetch) against a local HTTP server on
+"""Checksummed downloads (diversity_core.assets.fetch) against a local HTTP server on
 127.0.0.1: valid, corrupt and missing files, trust on first use, never a partial file; every
 remote asset of the image and graph experiments, and the Hugging Face corpora of the paper's
 model-distinguishing configuration, names itself, its configuration key and the offline default
@@ -6,18 +6,17 @@ when it cannot be fetched."""
 
 import hashlib
 import io
+import json
 import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from diversity_core.assets import download, file_digest, verify_checksum
 from diversity_core.data import text
-from diversity_core.data.fetch import download, file_digest, verify_checksum
 from diversity_core.data.graphs import fetch_citeseer_graph, fetch_dd
 
 
@@ -38,12 +37,12 @@ def test_download_file_verifies_and_leaves_nothing_on_failure(http_root, tmp_pat
     with pytest.raises(ValueError, match="checksum mismatch"):
         download(f"{url}/corrupt.bin", bad, checksum=digest, progress=False)
     assert not bad.exists()
-    assert sorted(p.name for p in bad.parent.iterdir()) == ["good.bin"]  # no partial file
+    assert _listing(bad.parent) == ["good.bin"]  # no partial file
 
     with pytest.raises(OSError, match="could not download"):
         download(f"{url}/missing.bin", tmp_path / "data" / "missing.bin", checksum=digest,
                  progress=False)
-    assert sorted(p.name for p in bad.parent.iterdir()) == ["good.bin"]
+    assert _listing(bad.parent) == ["good.bin"]
 
     # sha256=None: trust on first use, the checksum is printed and returned.
     (root / "new.bin").write_bytes(b"abc")
@@ -76,7 +75,7 @@ def test_download_corrupt_file_leaves_nothing(http_root, tmp_path):
         download(f"{url}/corrupt.tar.gz", dest, checksum=hashlib.md5(good).hexdigest(),
                      algorithm="md5", progress=False)
     assert not dest.exists()
-    assert list(dest.parent.iterdir()) == []  # no partial file either
+    assert _listing(dest.parent) == []  # no partial file either
 
 
 def test_download_missing_url_leaves_nothing(http_root, tmp_path):
@@ -84,7 +83,7 @@ def test_download_missing_url_leaves_nothing(http_root, tmp_path):
     dest = tmp_path / "data" / "x.bin"
     with pytest.raises(OSError):
         download(f"{url}/absent", dest, checksum="0" * 32, algorithm="md5", progress=False)
-    assert list(dest.parent.iterdir()) == []
+    assert _listing(dest.parent) == []
 
 
 def test_verify_checksum(tmp_path):
@@ -117,7 +116,8 @@ def _scripts():
 
 def _fetch_cifar10(url, folder, checksum):
     cifar10, _, _ = _scripts()
-    cifar10.main(folder / "cifar10" / "cifar-10-batches-py", url=url, md5=checksum)
+    cifar10.main(folder / "cifar10" / "cifar-10-batches-py", url=url, md5=checksum,
+                 sha256=None)
 
 
 def _fetch_proteins(url, folder, checksum):
@@ -192,11 +192,16 @@ def test_remote_asset_connection_refused(asset, refused_url, tmp_path):
 
 
 def _no_network(monkeypatch):
-    """Every URL fails as it does on a machine without network: the host does not resolve."""
-    def urlopen(url, *args, **kwargs):
-        raise urllib.error.URLError(socket.gaierror(-3, "Temporary failure in name resolution"))
+    """Every host name fails to resolve, as on a machine without network."""
+    def getaddrinfo(*args, **kwargs):
+        raise socket.gaierror(-3, "Temporary failure in name resolution")
 
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def _listing(folder):
+    """The names in ``folder`` but the fetches' lock files (``.<name>.lock``)."""
+    return sorted(p.name for p in Path(folder).iterdir() if not p.name.endswith(".lock"))
 
 
 @pytest.mark.parametrize("asset", sorted(REMOTE_ASSETS))
@@ -236,8 +241,9 @@ def test_registry_assets_name_asset_and_key(monkeypatch, tmp_path):
 
     monkeypatch.setattr(subprocess, "run", failing)
     with pytest.raises(RuntimeError) as err:
-        fashion_mnist.main(tmp_path / "fmnist", package="dataset-fashion-mnist", version="",
-                           deb_sha256="0" * 64, file_sha256={})
+        fashion_mnist.main(tmp_path / "fmnist", package="dataset-fashion-mnist", version="1.0-1",
+                           deb_sha256="0" * 64,
+                           file_sha256={"train-images-idx3-ubyte.gz": "0" * 64})
     _assert_names_everything(str(err.value), ["Fashion-MNIST", "images.dataset: fashion_mnist",
                                               "by hand"])
     with pytest.raises(RuntimeError) as err:
@@ -298,11 +304,16 @@ def test_hf_corpus_trust_on_first_use_then_pinned(http_root, tmp_path, capsys, c
     assert digest in logged and "text_assets.corpora.cnn_dailymail" in logged
     assert text.load_corpus("cnn_dailymail", dest, _hf_pins(url, None)) == [
         "First highlight. Second one.", "Third."]
-    assert [p.name for p in dest.parent.iterdir()] == ["cnn_dailymail"]  # no staging left
+    assert _listing(dest.parent) == ["cnn_dailymail"]  # no staging left
+    assert sorted(p.name for p in dest.iterdir()) == [".pins.json", "3.0.0"]
+    record = json.loads((dest / ".pins.json").read_text())
+    assert record["files"] == {HF_FILE: {"sha256": digest, "pinned": False}}  # taken on trust
 
     pinned = _hf_pins(url, digest)
     (root / "datasets").rename(root / "gone")  # verified from disk, not fetched again
     assert text.fetch_corpus("cnn_dailymail", dest, pinned) == dest
+    record = json.loads((dest / ".pins.json").read_text())
+    assert record["files"] == {HF_FILE: {"sha256": digest, "pinned": True}}  # pinned now
     (dest / HF_FILE).write_bytes(payload + b"x")
     with pytest.raises(ValueError, match=r"corpus 'cnn_dailymail': checksum mismatch"):
         text.fetch_corpus("cnn_dailymail", dest, pinned)
@@ -319,7 +330,7 @@ def test_hf_corpus_checksum_mismatch(http_root, tmp_path):
         text.fetch_corpus("cnn_dailymail", dest, _hf_pins(url, wrong))
     _assert_names_everything(str(err.value), HF_WORDS)
     assert wrong in str(err.value) and hashlib.sha256(payload).hexdigest() in str(err.value)
-    assert list(dest.parent.iterdir()) == []  # nothing half-written
+    assert _listing(dest.parent) == []  # nothing half-written
 
 
 @pytest.mark.parametrize("failure", ["404", "connection refused", "no network"])
@@ -334,7 +345,7 @@ def test_hf_corpus_download_failures(failure, http_root, refused_url, monkeypatc
         text.fetch_corpus("cnn_dailymail", dest, _hf_pins(endpoint, "0" * 64, revision="main"))
     _assert_names_everything(str(err.value), HF_WORDS)
     assert f"{endpoint}/datasets/{HF_REPO}/resolve/main/{HF_FILE}" in str(err.value)
-    assert not dest.exists() and list(dest.parent.iterdir()) == []
+    assert not dest.exists() and _listing(dest.parent) == []
 
 
 def test_hf_file_url(monkeypatch):

@@ -7,6 +7,7 @@ fixture: no model is shipped); the real SmolLM2 runs in tests/test_text_pipeline
 
 import csv
 import io
+import json
 import zipfile
 
 import numpy as np
@@ -192,6 +193,32 @@ def test_generate_task_caches_per_prompt(tiny_lm, tmp_path):
     assert stats["sets_generated"] == 1
 
 
+def test_generate_task_refuses_short_and_corrupt_cached_sets(tiny_lm, tmp_path, caplog):
+    """A cached set with fewer responses than configured is sampled again, and a cache file that
+    cannot be read is named in the log and rebuilt: neither is ever used."""
+    model, tokenizer = tiny_lm
+    prompts = [{"prompt_id": "resp:1", "text": "Hello there"}]
+    options = dict(n_responses=3, max_new_tokens=5, seed=7, cache_dir=tmp_path, progress=False,
+                   model=model, tokenizer=tokenizer)
+    first, _ = generation.generate_task("resp", prompts, [0.5, 1.5], **options)
+    settings = generation.cache_settings(model=model, n_responses=3, max_new_tokens=5, seed=7)
+    path = generation.prompt_cache_file(tmp_path, "resp", prompts[0], settings)
+    assert sorted(p.name for p in path.parent.iterdir()) == [f".{path.name}.lock", path.name]
+    stored = json.loads(path.read_text())
+    stored["sets"]["0.500000"] = stored["sets"]["0.500000"][:2]  # an interrupted or old write
+    path.write_text(json.dumps(stored))
+    with caplog.at_level("WARNING"):
+        again, stats = generation.generate_task("resp", prompts, [0.5, 1.5], **options)
+    assert stats["sets_generated"] == 1 and "has 2 responses, 3 are configured" in caplog.text
+    assert again == first  # the same seeds: the same set, now whole
+    path.write_text(path.read_text()[:40])  # truncated
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        again, stats = generation.generate_task("resp", prompts, [0.5, 1.5], **options)
+    assert stats["sets_generated"] == 2 and f"the cache {path} is unreadable" in caplog.text
+    assert again == first
+
+
 def test_generate_task_rejects_bad_settings(tmp_path):
     with pytest.raises(ValueError, match="unknown task"):
         generation.generate_task("poem", [], [1.0], n_responses=3, max_new_tokens=4, seed=0,
@@ -249,12 +276,13 @@ def _release(path, extra_story=False):
 def test_tevet_berant_download_and_read(http_root, tmp_path):
     root, base = http_root
     _release(root / "data.zip")
-    from diversity_core.data.fetch import file_digest
+    from diversity_core.assets import file_digest
 
     digest = file_digest(root / "data.zip")
     dest = tmp_path / "resources" / "data.zip"
     generation.fetch_tevet_berant(f"{base}/data.zip", dest, sha256=digest)
     members = generation.tevet_berant_members(dest)
+    assert (dest.parent / ".pins.json").is_file()  # the download vouches for the release
     assert members == {"story": "data/raw/dec_test/storyGen_temp.csv",
                        "resp": "data/raw/dec_test/respGen_temp.csv",
                        "prompt": "data/raw/dec_test/promptGen_temp.csv"}
@@ -278,9 +306,12 @@ def test_tevet_berant_bad_checksum_leaves_nothing(http_root, tmp_path):
 def test_tevet_berant_ambiguous_members_need_the_config(tmp_path):
     archive = _release(tmp_path / "data.zip", extra_story=True)
     with pytest.raises(ValueError, match="text.tevet_berant.members.story"):
-        generation.tevet_berant_members(archive)
+        generation.tevet_berant_members(archive, verify=False)
     chosen = generation.tevet_berant_members(
-        archive, {"story": "data/raw/dec_test/storyGen_temp_gpt2.csv"})
+        archive, {"story": "data/raw/dec_test/storyGen_temp_gpt2.csv"}, verify=False)
     assert chosen["story"].endswith("gpt2.csv")
     with pytest.raises(ValueError, match="no member"):
-        generation.tevet_berant_members(archive, {"story": "nope.csv"})
+        generation.tevet_berant_members(archive, {"story": "nope.csv"}, verify=False)
+    # Verified (the default), a release no download vouched for is not read.
+    with pytest.raises(ValueError, match=r"Tevet & Berant's release.*no \.pins\.json"):
+        generation.tevet_berant_members(archive)

@@ -14,6 +14,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from diversity_core import convergence_scale, mag_area, pairwise_distances
 from diversity_core.data import graphs as data_graphs
@@ -163,8 +164,9 @@ def test_fetch_citeseer_graph_checks_the_published_checksum(http_root, tmp_path)
     root, url = http_root
     (root / "ind.citeseer.graph").write_bytes(pickle.dumps({0: [1], 1: [0]}, protocol=2))
     dest = tmp_path / "resources"
+    published = yaml.safe_load((REPO / "config.yaml").read_text())["graphs"]["ego"]["sha256"]
     with pytest.raises(ValueError, match="checksum mismatch"):
-        data_graphs.fetch_citeseer_graph(dest, url=f"{url}/ind.citeseer.graph")
+        data_graphs.fetch_citeseer_graph(dest, url=f"{url}/ind.citeseer.graph", sha256=published)
     assert not any(dest.iterdir())
 
 

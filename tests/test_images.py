@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diversity_core.data import fetch
+from diversity_core.assets import fetch, write_manifest
 from diversity_core.data import images as data_images
 from diversity_core.embed import inception
 from diversity_core.experiments import image_mode_dropping as protocol
@@ -49,11 +49,19 @@ def test_read_idx_rejects_bad_files(tmp_path):
         data_images.read_idx(tmp_path / "short")
 
 
+def _vouch(folder):
+    """The manifest a fetch writes (these made files are pinned by nothing: pinned false)."""
+    write_manifest(folder, asset="test", config_key="test", source="made here", pinned={})
+
+
 def test_load_fashion_mnist(tmp_path):
     images = np.arange(3 * 28 * 28, dtype=np.int64).reshape(3, 28, 28) % 256
     labels = np.array([2, 0, 9])
     _write_idx(tmp_path / "train-images-idx3-ubyte.gz", images)
     _write_idx(tmp_path / "train-labels-idx1-ubyte.gz", labels)
+    with pytest.raises(ValueError, match=r"fashion_mnist.*no \.pins\.json"):
+        data_images.load_dataset("fashion_mnist", tmp_path, "train")  # no fetch vouched for it
+    _vouch(tmp_path)
     X, y = data_images.load_dataset("fashion_mnist", tmp_path, "train")
     assert X.shape == (3, 28, 28) and X.dtype == np.uint8
     np.testing.assert_array_equal(X, images)
@@ -63,6 +71,9 @@ def test_load_fashion_mnist(tmp_path):
         data_images.load_fashion_mnist(tmp_path, "valid")
     with pytest.raises(ValueError, match="unknown dataset"):
         data_images.load_dataset("mnist", tmp_path)
+    _write_idx(tmp_path / "train-labels-idx1-ubyte.gz", labels[::-1])  # altered after the fetch
+    with pytest.raises(ValueError, match="train-labels-idx1-ubyte.gz changed since it was"):
+        data_images.load_dataset("fashion_mnist", tmp_path, "train")
 
 
 def _cifar_batch(n, offset):
@@ -93,6 +104,7 @@ def test_load_cifar10_layout(tmp_path):
     assert X[0, 0, 1].tolist() == [7, 100, 200]  # row-major within a plane: (row 0, column 1)
     assert X[5, 3, 3].tolist() == [21, 101, 200]  # second batch follows the first
     np.testing.assert_array_equal(y[:4], [0, 1, 2, 3])
+    _vouch(tmp_path / "cifar-10-batches-py")
     Xt, yt = data_images.load_dataset("cifar10", tmp_path / "cifar-10-batches-py", "test")
     assert Xt.shape == (3, 32, 32, 3) and yt.tolist() == [0, 1, 2]
 
@@ -374,8 +386,9 @@ def test_fetch_cifar10_script(http_root, tmp_path):
     md5 = hashlib.md5((root / "cifar-10-python.tar.gz").read_bytes()).hexdigest()
     folder = tmp_path / "resources" / "cifar10" / "cifar-10-batches-py"
     with pytest.raises(ValueError, match="checksum mismatch"):
-        images_fetch_cifar10.main(folder, url=f"{url}/cifar-10-python.tar.gz", md5="0" * 32)
+        images_fetch_cifar10.main(folder, url=f"{url}/cifar-10-python.tar.gz", md5="0" * 32,
+                                  sha256=None)
     assert not folder.exists() and list(folder.parent.iterdir()) == []
-    images_fetch_cifar10.main(folder, url=f"{url}/cifar-10-python.tar.gz", md5=md5)
+    images_fetch_cifar10.main(folder, url=f"{url}/cifar-10-python.tar.gz", md5=md5, sha256=None)
     X, y = data_images.load_cifar10(folder, "test")
     assert X.shape == (3, 32, 32, 3) and y.tolist() == [0, 1, 2]

@@ -17,6 +17,7 @@ from conftest import link_image_assets
 from workflow_runner import run_tiny
 
 from diversity_core import pairwise_distances
+from diversity_core.assets import write_manifest
 from diversity_core.data import images as data_images
 from diversity_core.embed import inception
 
@@ -37,10 +38,18 @@ def fake_network(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("net") / "net.pt"
     torch.jit.save(torch.jit.script(Net()), str(path))
+    _vouch(path)
     return path
 
 
-def test_embed_with_cache_reuses_and_extends(tmp_path, fake_network):
+def _vouch(path):
+    """The manifest a fetch writes beside a network (a stand-in: pinned false); without one,
+    nothing loads it."""
+    write_manifest(path.parent, asset="stand-in", config_key="test", source="made here",
+                   pinned={})
+
+
+def test_embed_with_cache_reuses_and_extends(tmp_path, fake_network, caplog):
     images = np.random.default_rng(0).integers(0, 256, (30, 12, 12), dtype=np.uint8)
     cache = tmp_path / "cache" / "class0.npz"
     first, n_first = inception.embed_with_cache(images, [4, 2, 9], fake_network, cache, size=80,
@@ -57,11 +66,16 @@ def test_embed_with_cache_reuses_and_extends(tmp_path, fake_network):
     assert n_more == 1
     alone = inception.embed_images(images[[17]], fake_network, size=80, progress=False)
     np.testing.assert_array_equal(more[1], alone[0])
-    assert sorted(p.name for p in cache.parent.iterdir()) == ["class0.npz"]  # no temporary left
-    with pytest.raises(ValueError, match="another network"):
-        inception.embed_with_cache(images, [1], fake_network, cache, size=80, model_sha256="b")
-    with pytest.raises(ValueError, match="another network"):
-        inception.embed_with_cache(images, [1], fake_network, cache, size=96, model_sha256="a")
+    # No temporary left, only the cache and its lock.
+    assert sorted(p.name for p in cache.parent.iterdir()) == [".class0.npz.lock", "class0.npz"]
+    # Another network's or input size's cache is never used: rebuilt, its path in the log.
+    for other in ({"size": 80, "model_sha256": "b"}, {"size": 96, "model_sha256": "a"}):
+        with caplog.at_level("WARNING"):
+            _, n_other = inception.embed_with_cache(images, [1, 4], fake_network, cache,
+                                                    progress=False, **other)
+        assert n_other == 2 and "another network or input size" in caplog.text
+        assert str(cache) in caplog.text
+        caplog.clear()
 
 
 def test_embed_images_rejects_wrong_network(tmp_path):
@@ -74,6 +88,9 @@ def test_embed_images_rejects_wrong_network(tmp_path):
     path = tmp_path / "small.pt"
     torch.jit.save(torch.jit.script(Small()), str(path))
     images = np.zeros((2, 10, 10), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"Inception network.*no \.pins\.json"):
+        inception.embed_images(images, path, size=80, progress=False)  # nothing vouches for it
+    _vouch(path)
     with pytest.raises(RuntimeError, match="2048"):
         inception.embed_images(images, path, size=80, progress=False)
 

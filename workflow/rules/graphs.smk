@@ -11,7 +11,7 @@ GRAPH_RESOURCES = RESOURCES / "graphs"
 GRAPH_DOWNLOADS = {
     "proteins": [str(GRAPH_RESOURCES / "DD" / "DD_A.txt"),
                  str(GRAPH_RESOURCES / "DD" / "DD_graph_indicator.txt")],
-    "ego": [str(GRAPH_RESOURCES / "ind.citeseer.graph")],
+    "ego": [str(GRAPH_RESOURCES / "citeseer" / "ind.citeseer.graph")],
 }
 GRAPH_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", GRAPH)}
 

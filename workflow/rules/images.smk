@@ -55,6 +55,7 @@ rule images_fetch_cifar10:
     params:
         url=IMG_CFG["cifar10"]["url"],
         md5=IMG_CFG["cifar10"]["md5"],
+        sha256=IMG_CFG["cifar10"]["sha256"],
     conda:
         "../../envs/torch.yaml"
     log:

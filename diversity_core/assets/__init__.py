@@ -1,0 +1,70 @@
+"""What every stage shares to trust the files it reads: fetching, pins, verification, caches.
+
+* :mod:`.fetch`: checksummed downloads (:mod:`pooch`), Debian packages, files out of PyPI wheels,
+  tar members, staged folders; locks and the clean-up of what killed fetches left;
+* :mod:`.verify`: digests, names that stay inside their folder, values that reach external
+  tools, restricted unpickling;
+* :mod:`.pins`: what makes an asset pinned, strict mode, the unpinned assets of a configuration;
+* :mod:`.manifest`: the ``.pins.json`` every fetch writes last and every loader checks first;
+* :mod:`.cache`: caches written under a lock to unique temporary names, merged with what another
+  process wrote, a corrupt one named and rebuilt.
+
+Where the pins live is documented in docs/assets.md: every asset has exactly one home for its
+pins (the configuration section that selects it, or the package's table for the text corpora,
+sentence models and the TU files that ``grakel`` ships), and every fetch goes through this room.
+"""
+
+from .cache import read_cache, update_cache
+from .fetch import (
+    apt_download,
+    download,
+    extract_deb,
+    extract_from_wheel,
+    extract_tar,
+    folder_lock,
+    pip_download_wheel,
+    remove_leftovers,
+    scratch_folder,
+    staged_folder,
+)
+from .manifest import MANIFEST, read_manifest, verify_manifest, write_manifest
+from .pins import UnpinnedAssetError, require_pinned, strict_assets, unpinned_assets
+from .verify import (
+    RestrictedUnpickler,
+    check_file,
+    file_digest,
+    inside,
+    relative_name,
+    restricted_load,
+    verify_checksum,
+)
+
+__all__ = [
+    "MANIFEST",
+    "RestrictedUnpickler",
+    "UnpinnedAssetError",
+    "apt_download",
+    "check_file",
+    "download",
+    "extract_deb",
+    "extract_from_wheel",
+    "extract_tar",
+    "file_digest",
+    "folder_lock",
+    "inside",
+    "pip_download_wheel",
+    "read_cache",
+    "read_manifest",
+    "relative_name",
+    "remove_leftovers",
+    "require_pinned",
+    "restricted_load",
+    "scratch_folder",
+    "staged_folder",
+    "strict_assets",
+    "unpinned_assets",
+    "update_cache",
+    "verify_checksum",
+    "verify_manifest",
+    "write_manifest",
+]

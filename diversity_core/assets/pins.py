@@ -1,0 +1,196 @@
+"""Pins: what makes an asset pinned, the strict mode that refuses unpinned ones, and the list of
+assets a pipeline configuration selects that are not pinned.
+
+An asset is *pinned* when everything fetched for it is fixed before it is fetched: a checksum
+for every download, archive and file (or the archive that holds the file), an exact version for
+every package (``name==1.2.3``, a Debian ``package=version``), a commit for every Hugging Face
+revision, and HTTPS for every address. Where a source publishes no checksum the pin is ``null``:
+the file is taken on trust, its SHA-256 logged (to be pinned) and recorded as ``pinned: false``
+in the asset's ``.pins.json``.
+
+Strict mode (``strict_assets: true`` in the pipeline configuration, ``--config
+strict_assets=true`` on the command line, or ``DIVERSITY_CORE_STRICT_ASSETS=1`` for the package
+alone) refuses an unpinned asset before anything is fetched, naming the asset and the
+configuration key that pins it (:func:`require_pinned`, :func:`unpinned_assets`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import urllib.parse
+from collections.abc import Mapping
+
+from .verify import is_exact_requirement, pip_requirement
+
+__all__ = [
+    "STRICT_ENV",
+    "UnpinnedAssetError",
+    "corpus_pin_problems",
+    "is_commit",
+    "require_pinned",
+    "strict_assets",
+    "text_model_pin_problems",
+    "unpinned_assets",
+    "url_problems",
+]
+
+log = logging.getLogger(__name__)
+
+STRICT_ENV = "DIVERSITY_CORE_STRICT_ASSETS"
+
+
+class UnpinnedAssetError(ValueError):
+    """Strict mode refused an asset that is not pinned (raised before anything is fetched)."""
+
+
+def strict_assets(strict: bool | None = None) -> bool:
+    """``strict`` if given, else whether ``$DIVERSITY_CORE_STRICT_ASSETS`` is 1/true/yes (set by
+    the pipeline when ``strict_assets: true``)."""
+    if strict is not None:
+        return bool(strict)
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def require_pinned(problems, *, asset: str, config_key: str, strict: bool | None = None) -> None:
+    """Refuse (strict) or warn about an asset whose pins have ``problems`` (a list of phrases such
+    as "no checksum is pinned"); nothing happens when the list is empty.
+
+    Raises :class:`UnpinnedAssetError` in strict mode, naming the asset and its configuration key.
+    """
+    problems = [problems] if isinstance(problems, str) else list(problems)
+    if not problems:
+        return
+    what = "; ".join(problems)
+    if strict_assets(strict):
+        raise UnpinnedAssetError(
+            f"{asset} is not pinned ({what}): strict_assets refuses it before fetching. Pin it "
+            f"in the configuration key {config_key}, or run without strict_assets.")
+    log.warning("%s is not pinned (%s): what arrives is taken on trust, its SHA-256 logged and "
+                "recorded as unpinned in .pins.json; pin it in %s.", asset, what, config_key)
+
+
+def is_commit(revision) -> bool:
+    """Whether a Hugging Face (git) revision is a full commit hash, not a branch or tag."""
+    return isinstance(revision, str) and re.fullmatch(r"[0-9a-f]{40}", revision) is not None
+
+
+def url_problems(url) -> list[str]:
+    """["<url> is not HTTPS"] for a plain-HTTP address other than the loopback (a local test
+    server), else []."""
+    parts = urllib.parse.urlsplit(str(url))
+    if parts.scheme == "https" or parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return []
+    return [f"{url} is not HTTPS"]
+
+
+def _requirement_problems(requirement, sha256, what: str) -> list[str]:
+    problems = []
+    if not is_exact_requirement(pip_requirement(requirement, what=what)):
+        problems.append(f"{requirement} is not one exact version (name==version)")
+    if not sha256:
+        problems.append(f"the wheel of {requirement} has no pinned sha256")
+    return problems
+
+
+def corpus_pin_problems(pins: Mapping) -> list[str]:
+    """What is not pinned in a corpus's pins (see :data:`diversity_core.data.text.CORPUS_PINS`)."""
+    problems = []
+    for source in pins["sources"]:
+        if source["kind"] == "wheel":
+            problems += _requirement_problems(source["requirement"], source.get("sha256"),
+                                              "a corpus wheel")
+        elif source["kind"] == "hf":
+            if not is_commit(source["revision"]):
+                problems.append(f"revision {source['revision']!r} of {source['repo']} is not a "
+                                "commit")
+            problems += [f"{path} of {source['repo']} has no pinned sha256"
+                         for path, sha256 in source["files"].items() if sha256 is None]
+            problems += url_problems(source.get("endpoint") or "https://huggingface.co")
+    return problems
+
+
+def text_model_pin_problems(pins: Mapping) -> list[str]:
+    """What is not pinned in a sentence model's pins (see
+    :data:`diversity_core.embed.sentences.TEXT_MODELS`)."""
+    problems = []
+    for wheel in pins.get("wheels", []):
+        problems += _requirement_problems(wheel["requirement"], wheel.get("sha256"),
+                                          "a text-model wheel")
+    if "package" in pins:
+        requirement = pins["package"]["requirement"]
+        if not is_exact_requirement(pip_requirement(requirement, what="a text-model package")):
+            problems.append(f"{requirement} is not one exact version (name==version)")
+    if "hub" in pins:
+        hub = pins["hub"]
+        if not is_commit(hub.get("revision")):
+            problems.append(f"revision {hub.get('revision')!r} of {hub['repo_id']} is not a "
+                            "commit")
+        if not pins.get("files"):
+            problems.append(f"the files of {hub['repo_id']} have no pinned sha256")
+    return problems
+
+
+def _download_problems(section: Mapping, checksum_keys) -> list[str]:
+    problems = url_problems(section["url"])
+    if not any(section.get(key) for key in checksum_keys):
+        problems.append(f"no checksum is pinned ({' or '.join(checksum_keys)} is null)")
+    return problems
+
+
+def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
+    """(asset, configuration key, what is not pinned) for every asset that a pipeline
+    configuration selects and that is not pinned; empty when every one is.
+
+    Every section is looked at, whichever experiments run: strict mode refuses a configuration
+    that names an unpinned asset anywhere.
+    """
+    from ..data.text import corpus_pins
+    from ..embed.sentences import text_model_pins
+
+    found = []
+
+    def add(asset, key, problems):
+        found.extend((asset, key, problem) for problem in problems)
+
+    images = config["images"]
+    if images["dataset"] == "fashion_mnist":
+        section = images["fashion_mnist"]
+        add("Fashion-MNIST", "images.fashion_mnist",
+            [f"{key} is empty" for key in ("version", "deb_sha256", "file_sha256")
+             if not section.get(key)])
+    else:
+        add("CIFAR-10", "images.cifar10", _download_problems(images["cifar10"], ("sha256", "md5")))
+    inception = images["inception"]
+    add("the FID Inception V3 weights", "images.inception",
+        _requirement_problems(inception["requirement"], inception.get("wheel_sha256"),
+                              "images.inception.requirement")
+        + ([] if inception.get("sha256") else ["sha256 is empty"]))
+
+    graphs = config["graphs"]
+    for name, asset in (("proteins", "TU DD"), ("ego", "the Planetoid Citeseer graph")):
+        if name in graphs["datasets"]:
+            add(asset, f"graphs.{name}", _download_problems(graphs[name], ("sha256",)))
+
+    text = config["text"]
+    corpora = set(config["models"]["collections"])
+    if text["data"] == "generated":
+        generation = text["generation"]
+        model = generation["language_model"]
+        add("SmolLM2-135M-Instruct", "text.generation.language_model",
+            _requirement_problems(model["requirement"], model.get("wheel_sha256"),
+                                  "text.generation.language_model.requirement")
+            + ([] if model.get("sha256") else ["sha256 is empty"]))
+        corpora |= set(generation["corpora"].values()) | {generation["common_words"]["corpus"]}
+    else:
+        add("Tevet & Berant's release", "text.tevet_berant",
+            _download_problems(text["tevet_berant"], ("sha256",)))
+    overrides = config.get("text_assets", {})
+    for name in sorted(corpora):
+        pins = corpus_pins(name, overrides.get("corpora", {}).get(name))
+        add(f"corpus {name}", f"text_assets.corpora.{name}", corpus_pin_problems(pins))
+    for name in sorted(set(text["models"]) | set(config["models"]["models"])):
+        pins = text_model_pins(name, overrides.get("models", {}).get(name))
+        add(f"text model {name}", f"text_assets.models.{name}", text_model_pin_problems(pins))
+    return found
