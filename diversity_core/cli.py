@@ -47,7 +47,7 @@ import numpy as np
 from . import __version__
 from ._validation import named_reason
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-from .compare import FREE_MEASURES, LABELS, REFERENCE_MEASURES, compare
+from .comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES, compare
 from .distances import pairwise_distances
 from .embedding_files import EmbeddingFile, InputError, read_embeddings
 from .magnitude import convergence_scale, mag_area, mag_diff
@@ -556,11 +556,11 @@ def _run_compare(args, argv) -> int:
     show = {"files": described, "options": options, "command": command,
             "normalise": args.magdiff_normalise}
     if args.plot is not None:
-        from .reporting.comparison import plot_comparison
+        from .reporting.compare_report import plot_comparison
 
         plot_comparison(result, args.plot, normalise=args.magdiff_normalise)
     if args.report is not None:
-        from .reporting.comparison import write_report
+        from .reporting.compare_report import write_report
 
         write_report(result, args.report, data={"results.json": json_text + "\n",
                                                 "results.csv": csv_text}, **show)
@@ -569,7 +569,7 @@ def _run_compare(args, argv) -> int:
     elif args.csv:
         print(csv_text, end="")
     else:
-        from .reporting.comparison import render_text
+        from .reporting.compare_report import render_text
 
         print(render_text(result, **show))
     return 0
@@ -654,7 +654,10 @@ def main(argv=None) -> int:
     """Run one subcommand; return its exit status (0, or 2 for bad input)."""
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     with _printable_streams():
-        args = _build_parser().parse_args(argv)
+        try:
+            args = _build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help, --version, or a bad option (said in one line)
+            return exit_.code
         try:
             return args.run(args, argv)
         except ValueError as err:  # InputError and the measures' own input checks

@@ -183,12 +183,13 @@ class Comparison:
             "notes": {k: v for k, v in self.notes.items() if v},
         }
 
-    def plot(self, path, *, title: str | None = None):
+    def plot(self, path, *, normalise: str | None = None, title: str | None = None):
         """Draw the magnitude functions on the shared scale (t_cut marked) and the MagDiff
-        heat map into ``path`` (.png or .pdf); see :mod:`diversity_core.reporting.comparison`."""
-        from .reporting.comparison import plot_comparison
+        heat map into ``path`` (.png or .pdf), in the project's figure style; see
+        :func:`diversity_core.reporting.compare_report.plot_comparison`."""
+        from .reporting.compare_report import plot_comparison
 
-        return plot_comparison(self, path, title=title)
+        return plot_comparison(self, path, normalise=normalise, title=title)
 
 
 def _plain(value):
@@ -473,6 +474,10 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
         R, ref = arrays[ref_index], all_names[ref_index]
         both = {"real": ref, "fake": name, "X": name, "Y": ref}
         try:
+            small = [f"{n} has {len(A)} point{'s' if len(A) != 1 else ''}"
+                     for n, A in ((ref, R), (name, X)) if k >= len(A)]
+            if small:
+                raise ValueError(f"k = {k} needs more than k points: {', '.join(small)}")
             with _recorded(notes[name]):
                 values = prdc(R, X, k)
         except ValueError as err:

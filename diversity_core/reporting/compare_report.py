@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..compare import FREE_MEASURES, LABELS, REFERENCE_MEASURES
+from ..comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES
 from .figure_style import COLOUR_MAP, DIVERGING_MAP, OKABE_ITO, PALETTE, STYLE, write_figure
 from .text import aligned
 
