@@ -7,8 +7,10 @@ magnipy's own venv)."""
 import io
 import json
 import math
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -378,3 +380,19 @@ def test_diversity_core_console_script_and_dash_m(files):
     proc = subprocess.run([sys.executable, "-m", "diversity_core", "compare", *paths[:2],
                            "--csv"], capture_output=True, text=True, check=True)
     assert proc.stdout.startswith("set,role,n_points_in_file")
+
+
+def test_readme_example_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
+    """The README's worked example: its recipe, run, prints the README's output."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Compare your own sets", 1)[1].split("\n## ", 1)[0]
+    recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = section.split("```\n$ ", 1)[1].split("```", 1)[0]
+    command, expected = shown.split("\n", 1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(recipe, "README recipe", "exec"), {})
+    argv = shlex.split(command)[3:]  # after "python -m diversity_core"
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(expected), (printed, expected)
+    assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
