@@ -50,7 +50,7 @@ from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from .comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES, compare
 from .distances import pairwise_distances
 from .embedding_files import EmbeddingFile, InputError, read_embeddings
-from .magnitude import convergence_scale, mag_area, mag_diff
+from .magnitude import DEFAULT_N_TS, DEFAULT_TARGET, convergence_scale, mag_area, mag_diff
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .reporting.text import aligned
 from .settings import MagnitudeSettings
@@ -293,8 +293,9 @@ def _add_reading_options(p) -> None:
                         "(default: decided by the documented rule; a file it cannot decide is "
                         "refused)")
     p.add_argument("--index-column", choices=("drop", "keep"),
-                   help="CSV: drop the first column, or keep it as a feature, where it looks "
-                        "like an index (default: refuse such a file)")
+                   help="CSV: drop the first column (an index), or keep it as a feature where it "
+                        "looks like an index (default: refuse a file whose first column looks "
+                        "like an index)")
     p.add_argument("--subsample", type=int,
                    help="use a random subset of at most this many points of each file "
                         "(magnitude costs O(n³) time and O(n²) memory)")
@@ -456,11 +457,12 @@ def _add_compare(sub) -> None:
     p.add_argument("--t-cut", type=float,
                    help="integration limit of every MagArea and MagDiff (default: the median "
                         "convergence scale of the sets, or the reference's)")
-    p.add_argument("--target", type=float, default=0.95,
+    p.add_argument("--target", type=float, default=DEFAULT_TARGET,
                    help="convergence scale: Mag(t_conv) = target x distinct points (default "
-                        "0.95, the paper's)")
-    p.add_argument("--n-ts", type=int, default=30,
-                   help="scales of the magnitude functions on [0, t_cut] (default 30)")
+                        f"{DEFAULT_TARGET}, the paper's)")
+    p.add_argument("--n-ts", type=int, default=DEFAULT_N_TS,
+                   help=f"scales of the magnitude functions on [0, t_cut] (default "
+                        f"{DEFAULT_N_TS})")
     _add_measure_options(p)
     _add_reading_options(p)
     out = p.add_mutually_exclusive_group()

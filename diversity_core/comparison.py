@@ -243,7 +243,7 @@ class _TCutRule:
 
     def __call__(self, t_conv: np.ndarray, reasons: list) -> tuple[float | None, str]:
         if self.source == "given":
-            return self.given, f"t_cut = {self.given:.6g}, given"
+            return self.given, "given"
         if self.source == "reference":
             i = self.reference_index
             if math.isnan(t_conv[i]):

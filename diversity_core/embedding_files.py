@@ -225,8 +225,9 @@ def read_embeddings(path, *, key: str | None = None, header: bool | None = None,
         except MemoryError:
             raise InputError(f"{shown}: not enough memory to read it.") from None
         except Exception as err:  # noqa: BLE001 - any failure to parse is the file's: said once
+            said = " ".join(str(err).split())  # one line, whatever the parser said
             raise InputError(f"{shown}: cannot read it as {suffix} ({type(err).__name__}: "
-                             f"{err}).") from err
+                             f"{said}).") from err
     return dataclasses.replace(read, data=_checked_array(read.data, shown, lines,
                                                          read.first_column))
 
@@ -245,7 +246,8 @@ def _open_regular(path: Path, shown: str):
 
     O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; ``fstat`` on the
     open descriptor (not ``stat`` on the name) judges the very file that would be read."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0))
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -292,9 +294,9 @@ def _read_npy(fh, shown: str) -> np.ndarray:
     fmt = np.lib.format
     version = fmt.read_magic(fh)
     if version == (1, 0):
-        shape, fortran_order, dtype = fmt.read_array_header_1_0(fh)
+        shape, _, dtype = fmt.read_array_header_1_0(fh)
     else:
-        shape, fortran_order, dtype = fmt.read_array_header_2_0(fh)
+        shape, _, dtype = fmt.read_array_header_2_0(fh)
     _check_header(shown, shape, dtype)
     promised = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     have = os.fstat(fh.fileno()).st_size - fh.tell()
@@ -305,13 +307,13 @@ def _read_npy(fh, shown: str) -> np.ndarray:
     return np.load(fh, allow_pickle=False)
 
 
-def _check_header(shown: str, shape: tuple, dtype: np.dtype, where: str = "") -> None:
-    if dtype.hasobject or dtype.fields is not None or not (
-            np.issubdtype(dtype, np.number)):
-        raise InputError(f"{shown}{where}: expected numbers, found dtype {dtype}.")
+def _check_header(shown: str, shape: tuple, dtype: np.dtype) -> None:
+    """Numbers in two dimensions, by the array's header alone (before its data are read)."""
+    if dtype.hasobject or dtype.fields is not None or not np.issubdtype(dtype, np.number):
+        raise InputError(f"{shown}: expected numbers, found dtype {dtype}.")
     if len(shape) != 2:
-        raise InputError(f"{shown}{where}: expected a 2-D array (n_points, n_features), found "
-                         f"shape {tuple(shape)}.")
+        raise InputError(f"{shown}: expected a 2-D array (n_points, n_features), found shape "
+                         f"{tuple(shape)}.")
 
 
 def _read_npz(fh, shown: str, key: str | None) -> tuple[np.ndarray, str]:

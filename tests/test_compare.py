@@ -347,6 +347,28 @@ def test_cli_bad_options(files, capsys, option, message):
     assert rc == 2 and out == "" and message in err and err.count("\n") == 1, err
 
 
+def test_cli_out_of_memory_is_one_line(files, capsys, monkeypatch):
+    import diversity_core.cli as cli
+
+    def too_big(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "compare", too_big)
+    tmp, paths = files
+    rc, out, err = _run(["compare", *paths], capsys)
+    assert rc == 2 and out == ""
+    assert err == ("error: not enough memory for these sets; use --subsample N to measure a "
+                   "random subset of N points of each.\n")
+
+
+def test_cli_given_t_cut(files, capsys):
+    tmp, paths = files
+    rc, out, _ = _run(["compare", *paths, "--t-cut", "2.5"], capsys)
+    assert rc == 0
+    assert out.splitlines()[0] == "compare: 3 sets; cosine distance; t_cut = 2.5 (given)"
+    assert "--t-cut 2.5" in out.splitlines()[4]
+
+
 def test_cli_same_file_twice(files, capsys):
     tmp, paths = files
     rc, _, err = _run(["compare", paths[0], paths[0]], capsys)
