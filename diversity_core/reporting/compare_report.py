@@ -90,7 +90,7 @@ def _reasons(result) -> list[str]:
             by_reason.setdefault(why, []).append(LABELS.get(measure, measure))
         if by_reason:
             lines.append(f"{tags[name]} {name}: " + "; ".join(
-                f"{', '.join(measures)}: {why}" for why, measures in by_reason.items()))
+                f"{', '.join(measures)}: {why.rstrip('.')}" for why, measures in by_reason.items()))
     return lines
 
 
@@ -145,7 +145,8 @@ def render_markdown(result, *, files: list[str], options: str, command: str,
              _sentence(heading(result).replace("compare: ", "")), "",
              f"Options: `{options}`", "", "Read:", "", *(f"- `{f}`" for f in files)]
     for title, header, rows in _tables(result, normalise):
-        lines += ["", f"## {title.rstrip(':') or 'Diversity of each set'}", "",
+        heading_ = title.rstrip(":") or "Diversity of each set"
+        lines += ["", f"## {heading_[:1].upper()}{heading_[1:]}", "",
                   *_markdown_table(header, rows)]
     for title, items in (("Undefined values", _reasons(result)), ("Notes", _warnings(result))):
         if items:
