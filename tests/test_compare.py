@@ -418,3 +418,18 @@ def test_readme_example_is_what_the_command_prints(tmp_path, capsys, monkeypatch
     printed = capsys.readouterr().out
     assert printed.startswith(expected), (printed, expected)
     assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_cli_tables_need_no_matplotlib(files):
+    """matplotlib is the pipeline's extra, not the package's: only --plot and --report need it."""
+    tmp, paths = files
+    code = ("import sys; sys.modules['matplotlib'] = sys.modules['cycler'] = None; "
+            "from diversity_core.cli import main; sys.exit(main(sys.argv[1:]))")
+    table = subprocess.run([sys.executable, "-c", code, "compare", *paths], capture_output=True,
+                           text=True)
+    assert table.returncode == 0 and table.stdout.startswith("compare: 3 sets"), table.stderr
+    plot = subprocess.run([sys.executable, "-c", code, "compare", *paths, "--plot",
+                           str(tmp / "f.png")], capture_output=True, text=True)
+    assert plot.returncode == 2 and plot.stdout == ""
+    assert plot.stderr == ("error: --plot and --report draw with matplotlib, which is not "
+                           "installed: pip install 'diversity_core[pipeline]'.\n")

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from ..comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES
-from .figure_style import COLOUR_MAP, DIVERGING_MAP, OKABE_ITO, PALETTE, STYLE, write_figure
 from .text import aligned
 
 __all__ = ["heading", "labels", "plot_comparison", "render_markdown", "render_text",
@@ -179,6 +178,16 @@ def plot_comparison(result, path, *, normalise: str | None = None,
     extension of ``path``. Uses matplotlib without pyplot: the caller's state is untouched."""
     import matplotlib
     from matplotlib.figure import Figure
+
+    # matplotlib (the "pipeline" extra) only where a figure is drawn: the tables need none.
+    from .figure_style import (
+        COLOUR_MAP,
+        DIVERGING_MAP,
+        OKABE_ITO,
+        PALETTE,
+        STYLE,
+        write_figure,
+    )
 
     tags = labels(result)
     names = list(result.table.index)
