@@ -6,6 +6,7 @@ datasets), :mod:`diversity_core.embed` (stage 2: embedding models) and
 
 NumPy in, NumPy out. Every function takes embeddings of shape (n_points, n_features) or a distance
 matrix of shape (n_points, n_points) and raises ``ValueError`` naming the problem on bad input.
+:func:`compare` puts many sets side by side on one integration limit (:mod:`.comparison`).
 """
 
 from .distances import METRICS, pairwise_distances
@@ -27,6 +28,10 @@ from .settings import MagnitudeSettings
 # isort: split
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from .reference_based import mmd_linear, mmd_rbf, prdc
+
+# --- comparing many sets (issue 21) ---
+# isort: split
+from .comparison import Comparison, compare
 
 __version__ = "0.1.0"
 
@@ -53,4 +58,7 @@ __all__ = [
     "mmd_rbf",
     "prdc",
     "vendi_score",
+    # comparing many sets (issue 21)
+    "Comparison",
+    "compare",
 ]

@@ -6,9 +6,12 @@ user scoring their own embeddings learns what is wrong with their file, not wher
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 __all__ = [
+    "named_reason",
     "check_embeddings",
     "check_distance_matrix",
     "check_pair",
@@ -184,3 +187,20 @@ def _check_real(A: np.ndarray, name: str) -> None:
         )
     if A.dtype == object or not np.issubdtype(A.dtype, np.number):
         raise ValueError(f"{name} must be numeric, got dtype {A.dtype}.")
+
+
+# Argument names the measures use in their messages (``X has ...``, ``real has ...``).
+_ARGUMENT = re.compile(r"^(X|Y|real|fake)\b")
+
+
+def named_reason(err: Exception, names: dict[str, str]) -> str:
+    """A measure's message for a user who knows the sets by name: its argument name (X, real,
+    ...) replaced by the name it stands for; a message naming no argument is prefixed with the
+    name of the set it concerns, when there is only one."""
+    message = str(err)
+    match = _ARGUMENT.match(message)
+    if match and match.group(1) in names:
+        return names[match.group(1)] + message[match.end():]
+    if len(set(names.values())) == 1:
+        return f"{next(iter(names.values()))}: {message}"
+    return message

@@ -1,41 +1,63 @@
-"""Command line: score your own embeddings.
+"""Command line: score one embedding file, or compare many sets on one integration limit.
 
     python -m diversity_core score EMBEDDINGS [--reference REF] [--metrics magarea,vendi,...]
                                    [--metric-space cosine|euclidean] [--json]
-    python -m diversity_core audit [RESULTS_DIR] [--json] ...   (diversity_core.provenance)
+    python -m diversity_core compare SET SET ... [--reference REF] [--t-cut T]
+                                   [--json | --csv] [--plot FILE] [--report DIR]
+    python -m diversity_core audit [RESULTS_DIR] [--json] [--require-chain] [--ro-crate DIR]
 
-``EMBEDDINGS`` and ``REF`` are ``.npy``, ``.npz`` (one array, or pick one with ``--key``) or
-``.csv`` (comma-separated numbers, one point per row, an optional header row) files of shape
-(n_points, n_features). Also installed as the ``diversity-core`` console script.
+Files are ``.npy``, ``.npz`` (one array, or pick one with ``--key``) or ``.csv`` files of shape
+(n_points, n_features), read by :func:`diversity_core.embedding_files.read_embeddings` (the rules
+for CSV headers and index columns are there; ``--header/--no-header`` and ``--index-column``
+override them). Every file read is described in the output: points × dimensions, the header or
+its absence, the columns kept. Also installed as the ``diversity-core`` console script.
 
-One rule for bad input. A problem with a file or an option (unreadable, not 2-D, NaN or inf,
-complex, mismatched dimensions, unknown metric) is one line ``error: ...`` naming the file (and
-for CSV the line) or the option, and exit status 2. A measure that is undefined for valid input
-(IsoScore of constant data, a cosine measure of a zero vector, MagArea of a single distinct
-point, PRDC with k >= the number of points) is reported in its own row as ``undefined`` with the
-reason, and the other measures are still computed (exit 0); only when no requested measure can be
-computed is it an error (exit 2). Every number printed is finite; ``--json`` writes ``null`` with
-the reason for an undefined value and never ``NaN`` or ``Infinity``.
+One rule for bad input. A problem with a file or an option (not a regular file, unreadable, not
+what its extension says, not 2-D, NaN or inf, complex, mismatched dimensions, unknown metric, a
+CSV header that could be data) is one line ``error: ...`` naming the file (and for CSV the line)
+or the option, and exit status 2; never a traceback and never a wait (FIFOs and devices are
+refused unread). A measure that is undefined for valid input (IsoScore of constant data, a
+cosine measure of a zero vector, MagArea of a single distinct point alone, PRDC with k >= the
+number of points) is reported as ``undefined`` with the reason, and the other measures are still
+computed (exit 0); only when no requested measure can be computed is it an error (exit 2). Every
+number printed is finite; ``--json`` writes ``null`` with the reason for an undefined value and
+never ``NaN`` or ``Infinity``. Output that the terminal's encoding cannot show (``∫`` under
+``PYTHONIOENCODING=ascii``, a file name that is not UTF-8) is transliterated, never an error.
+
+Each subcommand is one parser (``_add_*``) and one function (``_run_*``) taking the parsed
+arguments; :func:`main` dispatches through ``args.run``.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import io
 import json
 import math
-import re
+import os
+import shlex
 import sys
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
+from ._validation import named_reason
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from .comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES, compare
 from .distances import pairwise_distances
-from .magnitude import convergence_scale, mag_area, mag_diff
+from .embedding_files import EmbeddingFile, InputError, read_embeddings
+from .magnitude import DEFAULT_N_TS, DEFAULT_TARGET, convergence_scale, mag_area, mag_diff
 from .provenance import command as audit_command
 from .reference_based import mmd_linear, mmd_rbf, prdc
+from .reporting.text import aligned
+from .settings import MagnitudeSettings
+
+__all__ = ["InputError", "load_embeddings", "main", "score"]
 
 # name -> (label, needs a reference)
 METRICS = {
@@ -54,107 +76,15 @@ METRICS = {
     "mmd_linear": ("MMD² (linear)", True),
 }
 ALIASES = {"prdc": ("precision", "recall", "density", "coverage"), "mmd": ("mmd_rbf", "mmd_linear")}
-DEFAULT_FREE = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
-DEFAULT_BASED = ("magdiff", "precision", "recall", "density", "coverage", "mmd_rbf",
-                 "mmd_linear")
-FORMATS = (".npy", ".npz", ".csv")
-
-
-class InputError(ValueError):
-    """A problem with the user's files or options: reported without a traceback."""
+DEFAULT_FREE = FREE_MEASURES
+DEFAULT_BASED = REFERENCE_MEASURES
+PROGRAM = "python -m diversity_core"
 
 
 def load_embeddings(path, key: str | None = None) -> np.ndarray:
-    """Read an (n_points, n_features) array of finite real numbers from a ``.npy``, ``.npz`` or
-    ``.csv`` file; raise :class:`InputError` naming the file (and for CSV the line)."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if path.is_dir():
-        raise InputError(f"{path} is a directory; give a {', '.join(FORMATS)} file.")
-    if suffix not in FORMATS:
-        raise InputError(f"{path}: unsupported file type {path.suffix!r}; use "
-                         f"{', '.join(FORMATS)}.")
-    if not path.exists():
-        raise InputError(f"{path}: no such file.")
-    if key is not None and suffix != ".npz":
-        raise InputError(f"--key {key!r} names an array inside a .npz file, but {path} is a "
-                         f"{suffix} file; drop --key.")
-    csv_lines = None
-    try:
-        if suffix == ".npy":
-            X = np.load(path, allow_pickle=False)
-        elif suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                names = list(archive.files)
-                if key is None:
-                    if len(names) != 1:
-                        raise InputError(
-                            f"{path}: the archive holds {len(names)} arrays ({', '.join(names)}); "
-                            "choose one with --key.")
-                    key = names[0]
-                if key not in names:
-                    raise InputError(f"{path}: no array {key!r} in the archive (it has "
-                                     f"{', '.join(names) or 'none'}).")
-                X = archive[key]
-        else:
-            X, csv_lines = _load_csv(path)
-    except InputError:
-        raise
-    except Exception as err:  # noqa: BLE001 - any failure to read is the file's, said so once
-        raise InputError(f"{path}: cannot read it as {suffix} ({type(err).__name__}: "
-                         f"{err}).") from err
-    if np.iscomplexobj(X):
-        raise InputError(f"{path}: complex numbers (dtype {X.dtype}); the measures take real "
-                         "embeddings: save the real part, the modulus or both parts as columns.")
-    if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-        raise InputError(f"{path}: expected numbers, found dtype {X.dtype}.")
-    if X.ndim != 2:
-        raise InputError(f"{path}: expected a 2-D array (n_points, n_features), found shape "
-                         f"{X.shape}.")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise InputError(f"{path}: no {'points' if X.shape[0] == 0 else 'features'} (shape "
-                         f"{X.shape}).")
-    X = X.astype(np.float64, copy=False)
-    bad = ~np.isfinite(X)
-    if bad.any():
-        row, col = (int(i) for i in np.argwhere(bad)[0])
-        where = (f"line {csv_lines[row]}" if csv_lines is not None else f"row {row}")
-        raise InputError(
-            f"{path}: {int(bad.sum())} non-finite value(s) ({int(np.isnan(X).sum())} NaN, "
-            f"{int(np.isinf(X).sum())} inf), the first at {where}, column {col + 1} "
-            f"({X[row, col]}).")
-    return X
-
-
-def _load_csv(path: Path) -> tuple[np.ndarray, list[int]]:
-    """The rows of numbers of a CSV file and the line number (1-based) of each."""
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file; a .csv holds comma-separated numbers.") \
-            from None
-    rows, line_numbers, first = [], [], True
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append([float(c) for c in line.split(",")])
-            line_numbers.append(number)
-        except ValueError:
-            if not first:  # only the first non-blank line may be a header
-                raise InputError(f"{path}: line {number} is not a row of numbers: "
-                                 f"{line[:80]!r}.") from None
-        first = False
-    if not rows:
-        raise InputError(f"{path}: " + ("the file is empty." if not text.strip()
-                                        else "no rows of numbers."))
-    widths = [len(r) for r in rows]
-    if len(set(widths)) != 1:
-        odd = next(i for i, w in enumerate(widths) if w != widths[0])
-        raise InputError(f"{path}: rows have different numbers of columns ({sorted(set(widths))}):"
-                         f" line {line_numbers[odd]} has {widths[odd]}, line {line_numbers[0]} "
-                         f"has {widths[0]}.")
-    return np.array(rows), line_numbers
+    """The (n_points, n_features) float64 array of a ``.npy``, ``.npz`` or ``.csv`` file; see
+    :func:`diversity_core.embedding_files.read_embeddings`."""
+    return read_embeddings(path, key=key).data
 
 
 def _parse_metrics(text: str | None, has_reference: bool) -> list[str]:
@@ -179,28 +109,6 @@ def _parse_metrics(text: str | None, has_reference: bool) -> list[str]:
     return names
 
 
-def _subsample(X: np.ndarray, n: int | None, rng) -> np.ndarray:
-    if n is None or len(X) <= n:
-        return X
-    return X[np.sort(rng.choice(len(X), size=n, replace=False))]
-
-
-# Argument names the measures use in their messages, replaced by the file they stand for.
-_ARGUMENT = re.compile(r"^(X|Y|real|fake)\b")
-
-
-def _reason(err: Exception, names: dict[str, str]) -> str:
-    """The measure's message with its argument name (X, real, ...) replaced by the file's label;
-    a message naming no argument is prefixed with the label of the set it concerns."""
-    message = str(err)
-    match = _ARGUMENT.match(message)
-    if match and match.group(1) in names:
-        return names[match.group(1)] + message[match.end():]
-    if len(set(names.values())) == 1:
-        return f"{next(iter(names.values()))}: {message}"
-    return message
-
-
 class _Results:
     """Values and reasons, filled measure by measure: one failure never stops the others."""
 
@@ -212,7 +120,7 @@ class _Results:
         try:
             value = compute()
         except ValueError as err:  # the measures' documented failure: undefined for this input
-            self.set_undefined(where, metric, _reason(err, names))
+            self.set_undefined(where, metric, named_reason(err, names))
             return
         if not math.isfinite(value):  # the measures never return one; never print one either
             self.set_undefined(where, metric, f"the value is {value} (outside the float64 range)")
@@ -256,14 +164,14 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
             try:
                 D[name] = pairwise_distances(A, metric_space)
             except ValueError as err:
-                no_distances[name] = _reason(err, own[name])
+                no_distances[name] = named_reason(err, own[name])
         if limit_set in no_distances:
             no_t_cut = f"no integration limit t_cut ({no_distances[limit_set]})"
         else:
             try:
                 t_cut = convergence_scale(D[limit_set])
             except (ValueError, RuntimeError) as err:  # e.g. a single distinct point
-                no_t_cut = f"no integration limit t_cut ({_reason(err, own[limit_set])})"
+                no_t_cut = f"no integration limit t_cut ({named_reason(err, own[limit_set])})"
         if t_cut is not None:
             source = ("the reference's convergence scale" if reference is not None
                       else "this space's own convergence scale")
@@ -306,7 +214,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
                 values = prdc(reference, X, k)
             except ValueError as err:
                 for m in need_prdc:
-                    out.set_undefined("comparison", m, _reason(err, both))
+                    out.set_undefined("comparison", m, named_reason(err, both))
             else:
                 for m in need_prdc:
                     out.scores["comparison"][m] = values[m]
@@ -346,14 +254,6 @@ def _format_value(v) -> str:
     return "undefined" if v is None else f"{v:.6g}"
 
 
-def _aligned(head: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
-    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    lines = [(fmt + "  {}").format(*head), "  ".join("-" * w for w in widths) + "  ----"]
-    lines += [(fmt + "  {}").format(*r).rstrip() for r in rows]
-    return lines
-
-
 def render_table(result: dict, headers: dict) -> str:
     """The scores as aligned text: reference-free metrics per file, then the comparison."""
     scores, notes = result["scores"], result["notes"]
@@ -363,12 +263,12 @@ def render_table(result: dict, headers: dict) -> str:
     if free:
         rows = [[METRICS[m][0], *(_format_value(scores[c].get(m)) for c in columns),
                  notes.get(m, "")] for m in free]
-        lines += ["", *_aligned(["metric", *columns, "note"], rows)]
+        lines += ["", *aligned(["metric", *columns, "note"], rows, free_last=True)]
     if scores["comparison"]:
         rows = [[METRICS[m][0], _format_value(v), notes.get(m, "")]
                 for m, v in scores["comparison"].items()]
         lines += ["", "embeddings compared with the reference:",
-                  *_aligned(["metric", "value", "note"], rows)]
+                  *aligned(["metric", "value", "note"], rows, free_last=True)]
     return "\n".join(lines)
 
 
@@ -383,37 +283,34 @@ def _finite_or_null(value, path: str, notes: dict):
     return value
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m diversity_core",
-        description="Magnitude and baseline diversity measures for embeddings.")
-    parser.add_argument("--version", action="version", version=f"diversity_core {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser(
-        "score", help="score one embedding file, optionally against a reference",
-        description="Score embeddings (n_points x n_features, .npy/.npz/.csv). Reference-free "
-                    f"metrics: {', '.join(DEFAULT_FREE)}. With --reference also: "
-                    f"{', '.join(DEFAULT_BASED)} (aliases: prdc, mmd).",
-        epilog="Exit status: 0 when the scores were printed (a measure undefined for this input "
-               "is shown as 'undefined' with its reason); 2 for a bad file or option, or when no "
-               "requested measure is defined.")
-    p.add_argument("embeddings", help="embeddings file (.npy, .npz or .csv)")
-    p.add_argument("--reference", help="reference embeddings in the same space")
-    p.add_argument("--metrics", help="comma-separated metric names (default: all that apply)")
+# --------------------------------------------------------------------------------------------
+# Options shared by the subcommands: reading files, and the measures
+# --------------------------------------------------------------------------------------------
+
+
+def _add_reading_options(p) -> None:
+    p.add_argument("--key", help="array name inside .npz files")
+    p.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                   help="CSV: the first line is (--header) or is not (--no-header) a header "
+                        "(default: decided by the documented rule; a file it cannot decide is "
+                        "refused)")
+    p.add_argument("--index-column", choices=("drop", "keep"),
+                   help="CSV: drop the first column (an index), or keep it as a feature where it "
+                        "looks like an index (default: refuse a file whose first column looks "
+                        "like an index)")
+    p.add_argument("--subsample", type=int,
+                   help="use a random subset of at most this many points of each file "
+                        "(magnitude costs O(n³) time and O(n²) memory)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --subsample")
+
+
+def _add_measure_options(p) -> None:
     p.add_argument("--metric-space", choices=("cosine", "euclidean"), default="cosine",
                    help="distance for MagArea/MagDiff (default: cosine)")
     p.add_argument("--k", type=int, default=5, help="neighbours for PRDC (default 5)")
     p.add_argument("--tau", type=float, default=1.0, help="DCScore temperature (default 1)")
     p.add_argument("--magdiff-normalise", choices=("t_cut", "reference_area"),
                    help="divide MagDiff by t_cut or by the reference's MagArea")
-    p.add_argument("--key", help="array name inside .npz files")
-    p.add_argument("--subsample", type=int,
-                   help="score a random subset of at most this many points of each file "
-                        "(magnitude costs O(n³) time and O(n²) memory)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --subsample")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    audit_command.add_parser(sub)
-    return parser
 
 
 def _check_options(args) -> None:
@@ -427,59 +324,101 @@ def _check_options(args) -> None:
         raise InputError(f"--tau must be a finite number > 0; got {args.tau}.")
 
 
-def _describe(path: str, A: np.ndarray, n_in_file: int, subsample: int | None,
-              seed: int) -> str:
-    text = f"{path} ({A.shape[0]} points x {A.shape[1]} dims"
+def _read_files(paths: list[str], args) -> list[EmbeddingFile]:
+    """Every file, each with the reading options that apply to its format; an option that
+    applies to none of them is an error (it would otherwise be silently ignored)."""
+    suffixes = [Path(p).suffix.lower() for p in paths]
+    if args.key is not None and ".npz" not in suffixes:
+        read_embeddings(paths[0], key=args.key)  # raises, naming the option and the file
+    csv_options = [name for name, value in (("--header" if args.header else "--no-header",
+                                             args.header), ("--index-column", args.index_column))
+                   if value is not None]
+    if csv_options and ".csv" not in suffixes:
+        raise InputError(f"{' and '.join(csv_options)} appl{'y' if len(csv_options) > 1 else 'ies'}"
+                         f" to .csv files, and none is given.")
+    files = []
+    for path, suffix in zip(paths, suffixes, strict=True):
+        csv_file = suffix == ".csv"
+        files.append(read_embeddings(
+            path, key=args.key if suffix == ".npz" else None,
+            header=args.header if csv_file else None,
+            index_column=args.index_column if csv_file else None))
+    return files
+
+
+def _subsample(X: np.ndarray, n: int | None, rng) -> np.ndarray:
+    if n is None or len(X) <= n:
+        return X
+    return X[np.sort(rng.choice(len(X), size=n, replace=False))]
+
+
+def _describe(read: EmbeddingFile, A: np.ndarray, subsample: int | None, seed: int) -> str:
+    """``x.csv (300 points x 16 dims; CSV; header on line 1: ...)``, and the subset taken."""
+    n_in_file = read.shape[0]
+    text = f"{read.path} ({A.shape[0]} points x {A.shape[1]} dims"
     if subsample is not None:
         text += (f"; random subset of {A.shape[0]} of {n_in_file} points, --subsample "
                  f"{subsample} --seed {seed}" if A.shape[0] < n_in_file
                  else f"; all {n_in_file} points, --subsample {subsample} not needed")
-    return text + ")"
+    return text + f"; {read.reading})"
 
 
-def main(argv=None) -> int:
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "audit":
-        return audit_command.run(args)
-    try:
-        _check_options(args)
-        metrics = _parse_metrics(args.metrics, args.reference is not None)
-        rng = np.random.default_rng(args.seed)
-        loaded = {"embeddings": (args.embeddings, load_embeddings(
-            args.embeddings, args.key if Path(args.embeddings).suffix.lower() == ".npz"
-            or args.reference is None else None))}
-        if args.reference is not None:
-            npz = [Path(f).suffix.lower() == ".npz" for f in (args.embeddings, args.reference)]
-            if args.key is not None and not any(npz):
-                load_embeddings(args.reference, args.key)  # raises: --key without a .npz
-            loaded["reference"] = (args.reference, load_embeddings(
-                args.reference, args.key if npz[1] else None))
-        data, files, headers = {}, {}, {}
-        for name, (path, A) in loaded.items():
-            data[name] = _subsample(A, args.subsample, rng)
-            files[name] = {"path": path, "n_points": data[name].shape[0],
-                           "n_features": data[name].shape[1], "n_points_in_file": A.shape[0]}
-            headers[name] = _describe(path, data[name], A.shape[0], args.subsample, args.seed)
-        X, ref = data["embeddings"], data.get("reference")
-        if ref is not None and ref.shape[1] != X.shape[1]:
-            raise InputError(f"mismatched dimensions: the embeddings ({args.embeddings}) have "
-                             f"{X.shape[1]} features, the reference ({args.reference}) has "
-                             f"{ref.shape[1]}.")
-        result = score(X, ref, metrics, metric_space=args.metric_space, k=args.k, tau=args.tau,
-                       magdiff_normalise=args.magdiff_normalise,
-                       labels={name: path for name, (path, _) in loaded.items()})
-        values = [v for where in result["scores"].values() for v in where.values()]
-        if all(v is None for v in values):
-            by_reason = {}
-            for where in result["undefined"].values():
-                for m, why in where.items():
-                    by_reason.setdefault(why, []).append(METRICS[m][0])
-            raise InputError("no requested measure is defined for this input: " + "; ".join(
-                f"{', '.join(dict.fromkeys(names))}: {why}" for why, names in by_reason.items()))
-    except ValueError as err:  # InputError and the measures' own input checks
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+def _file_record(read: EmbeddingFile, A: np.ndarray) -> dict:
+    return {"path": read.path, "n_points": A.shape[0], "n_features": A.shape[1],
+            "n_points_in_file": read.shape[0], "read": read.to_dict()}
+
+
+# --------------------------------------------------------------------------------------------
+# score
+# --------------------------------------------------------------------------------------------
+
+
+def _add_score(sub) -> None:
+    p = sub.add_parser(
+        "score", help="score one embedding file, optionally against a reference",
+        description="Score embeddings (n_points x n_features, .npy/.npz/.csv). Reference-free "
+                    f"metrics: {', '.join(DEFAULT_FREE)}. With --reference also: "
+                    f"{', '.join(DEFAULT_BASED)} (aliases: prdc, mmd).",
+        epilog="Exit status: 0 when the scores were printed (a measure undefined for this input "
+               "is shown as 'undefined' with its reason); 2 for a bad file or option, or when no "
+               "requested measure is defined.")
+    p.add_argument("embeddings", help="embeddings file (.npy, .npz or .csv)")
+    p.add_argument("--reference", help="reference embeddings in the same space")
+    p.add_argument("--metrics", help="comma-separated metric names (default: all that apply)")
+    _add_measure_options(p)
+    _add_reading_options(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=_run_score)
+
+
+def _run_score(args, argv) -> int:
+    _check_options(args)
+    metrics = _parse_metrics(args.metrics, args.reference is not None)
+    rng = np.random.default_rng(args.seed)
+    paths = {"embeddings": args.embeddings}
+    if args.reference is not None:
+        paths["reference"] = args.reference
+    reads = dict(zip(paths, _read_files(list(paths.values()), args), strict=True))
+    data, files, headers = {}, {}, {}
+    for name, read in reads.items():
+        data[name] = _subsample(read.data, args.subsample, rng)
+        files[name] = _file_record(read, data[name])
+        headers[name] = _describe(read, data[name], args.subsample, args.seed)
+    X, ref = data["embeddings"], data.get("reference")
+    if ref is not None and ref.shape[1] != X.shape[1]:
+        raise InputError(f"mismatched dimensions: the embeddings ({args.embeddings}) have "
+                         f"{X.shape[1]} features, the reference ({args.reference}) has "
+                         f"{ref.shape[1]}.")
+    result = score(X, ref, metrics, metric_space=args.metric_space, k=args.k, tau=args.tau,
+                   magdiff_normalise=args.magdiff_normalise, labels=paths)
+    values = [v for where in result["scores"].values() for v in where.values()]
+    if all(v is None for v in values):
+        by_reason = {}
+        for where in result["undefined"].values():
+            for m, why in where.items():
+                by_reason.setdefault(why, []).append(METRICS[m][0])
+        raise InputError("no requested measure is defined for this input: " + "; ".join(
+            f"{', '.join(dict.fromkeys(names))}: {why}" for why, names in by_reason.items()))
     if args.json:
         out = {
             "embeddings": files["embeddings"],
@@ -496,3 +435,254 @@ def main(argv=None) -> int:
     else:
         print(render_table(result, headers))
     return 0
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------
+
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="compare several embedding sets on one integration limit",
+        description="Compare embedding sets (each n_i points x d, .npy/.npz/.csv; sizes may "
+                    "differ): every set's MagArea on one integration limit t_cut (the median "
+                    "convergence scale of the sets; with --reference the reference's; or "
+                    "--t-cut), MagDiff between every pair, every reference-free baseline "
+                    f"({', '.join(DEFAULT_FREE[1:])}), and with --reference "
+                    f"{', '.join(DEFAULT_BASED)} against it.",
+        epilog="Exit status: 0 when the results were printed (a value undefined for one set is "
+               "shown as 'undefined' with its reason, the other sets are still computed); 2 for "
+               "a bad file or option.")
+    p.add_argument("sets", nargs="+", metavar="SET", help="embedding files (.npy, .npz, .csv)")
+    p.add_argument("--reference", help="reference embeddings in the same space")
+    p.add_argument("--t-cut", type=float,
+                   help="integration limit of every MagArea and MagDiff (default: the median "
+                        "convergence scale of the sets, or the reference's)")
+    p.add_argument("--target", type=float, default=DEFAULT_TARGET,
+                   help="convergence scale: Mag(t_conv) = target x distinct points (default "
+                        f"{DEFAULT_TARGET}, the paper's)")
+    p.add_argument("--n-ts", type=int, default=DEFAULT_N_TS,
+                   help=f"scales of the magnitude functions on [0, t_cut] (default "
+                        f"{DEFAULT_N_TS})")
+    _add_measure_options(p)
+    _add_reading_options(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    out.add_argument("--csv", action="store_true",
+                     help="print the per-set table as CSV instead of a table")
+    p.add_argument("--plot", metavar="FILE",
+                   help="draw the magnitude functions and the MagDiff matrix (.png or .pdf)")
+    p.add_argument("--report", metavar="DIR",
+                   help="write DIR/report.md with the tables, the figure and the command, and "
+                        "the results as JSON and CSV")
+    p.set_defaults(run=_run_compare)
+
+
+def _check_compare_options(args) -> None:
+    _check_options(args)
+    if args.t_cut is not None and not (math.isfinite(args.t_cut) and args.t_cut > 0):
+        raise InputError(f"--t-cut must be a finite number > 0; got {args.t_cut}.")
+    if not 0.0 < args.target < 1.0:
+        raise InputError(f"--target must lie in (0, 1); got {args.target}.")
+    if args.n_ts < 2:
+        raise InputError(f"--n-ts must be at least 2; got {args.n_ts}.")
+    if args.plot is not None:
+        plot = Path(args.plot)
+        if plot.suffix.lower() not in (".png", ".pdf"):
+            raise InputError(f"--plot {args.plot}: the figure is written as .png or .pdf; got "
+                             f"{plot.suffix or 'no extension'!r}.")
+        if not plot.parent.is_dir():
+            raise InputError(f"--plot {args.plot}: no folder {plot.parent}.")
+    if args.report is not None and Path(args.report).exists() \
+            and not Path(args.report).is_dir():
+        raise InputError(f"--report {args.report}: exists and is not a folder.")
+    if args.plot is not None or args.report is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError("--plot and --report draw with matplotlib, which is not installed: "
+                             "pip install 'diversity_core[pipeline]'.") from None
+    names = args.sets + ([args.reference] if args.reference else [])
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InputError(f"{', '.join(repeated)} given more than once.")
+
+
+def _compare_options(args) -> str:
+    """Every option the numbers depend on, as the command line would say it (defaults too)."""
+    parts = [f"--metric-space {args.metric_space}", f"--target {args.target:g}",
+             f"--n-ts {args.n_ts}", f"--k {args.k}", f"--tau {args.tau:g}"]
+    if args.t_cut is not None:
+        parts.append(f"--t-cut {args.t_cut:.17g}")
+    if args.magdiff_normalise:
+        parts.append(f"--magdiff-normalise {args.magdiff_normalise}")
+    if args.subsample is not None:
+        parts.append(f"--subsample {args.subsample} --seed {args.seed}")
+    for name, value in (("--key", args.key), ("--index-column", args.index_column)):
+        if value is not None:
+            parts.append(f"{name} {value}")
+    if args.header is not None:
+        parts.append("--header" if args.header else "--no-header")
+    return " ".join(parts)
+
+
+def _run_compare(args, argv) -> int:
+    _check_compare_options(args)
+    paths = args.sets + ([args.reference] if args.reference else [])
+    reads = _read_files(paths, args)
+    data, records, described = {}, {}, []
+    for read in reads:
+        # Each file's subset depends only on --seed and the file's name: adding a set, or
+        # giving them in another order, draws the same points from every other file.
+        rng = np.random.default_rng([args.seed, zlib.crc32(os.fsencode(read.path))])
+        data[read.path] = _subsample(read.data, args.subsample, rng)
+        records[read.path] = _file_record(read, data[read.path])
+        described.append(("reference: " if read.path == args.reference else "")
+                         + _describe(read, data[read.path], args.subsample, args.seed))
+    settings = MagnitudeSettings(target=args.target, n_ts=args.n_ts)
+    result = compare({name: data[name] for name in args.sets}, data.get(args.reference),
+                     t_cut=args.t_cut, reference_name=args.reference or "reference",
+                     metric=args.metric_space, k=args.k, tau=args.tau, settings=settings)
+    measures = [c for c in result.table.columns if c in LABELS and c != "t_conv"]
+    if result.table[measures].isna().all().all():
+        raise InputError("no measure is defined for any set: " + "; ".join(
+            f"{name}: {note}" for name, note in result.table["note"].items() if note))
+    command = " ".join([PROGRAM, *(shlex.quote(a) for a in argv)])
+    options = _compare_options(args)
+    payload = {"command": command, "version": __version__, "options_line": options,
+               "files": records,
+               "subsample": (None if args.subsample is None
+                             else {"max_points": args.subsample, "seed": args.seed}),
+               **result.to_dict()}
+    json_text = json.dumps(payload, indent=2, allow_nan=False)
+    csv_text = _comparison_csv(result, records)
+    show = {"files": described, "options": options, "command": command,
+            "normalise": args.magdiff_normalise}
+    if args.plot is not None:
+        from .reporting.compare_report import plot_comparison
+
+        plot_comparison(result, args.plot, normalise=args.magdiff_normalise)
+    if args.report is not None:
+        from .reporting.compare_report import write_report
+
+        write_report(result, args.report, data={"results.json": json_text + "\n",
+                                                "results.csv": csv_text}, **show)
+    if args.json:
+        print(json_text)
+    elif args.csv:
+        print(csv_text, end="")
+    else:
+        from .reporting.compare_report import render_text
+
+        print(render_text(result, **show))
+    return 0
+
+
+def _comparison_csv(result, records: dict) -> str:
+    """One row per set: what was read, every measure, the signed MagDiff to every set
+    (``magdiff_to:<name>``: row minus that set), the note, and t_cut and the distance."""
+    table = result.table.copy()
+    table.insert(1, "n_points_in_file", [records[n]["n_points_in_file"] for n in table.index])
+    for name in result.mag_diff.columns:
+        table[f"magdiff_to:{name}"] = result.mag_diff[name]
+    table["warnings"] = [" | ".join(result.notes.get(n, [])) for n in table.index]
+    table["t_cut"] = result.t_cut
+    table["t_cut_rule"] = result.t_cut_rule
+    table["distance"] = result.options["metric"]
+    buffer = io.StringIO()
+    table.to_csv(buffer, lineterminator="\n")
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------------
+
+# What the command line prints, in ASCII, for a terminal that cannot show it (e.g.
+# PYTHONIOENCODING=ascii, or LANG=C with a non-UTF-8 stdout).
+_ASCII = {"∫": "integral", "‖": "||", "²": "^2", "−": "-", "×": "x", "…": "...", "≥": ">=",
+          "≤": "<=", "→": "->", "·": "*", "∘": "o", "—": "-", "–": "-", "’": "'", "ᵀ": "^T",
+          "√": "sqrt", "±": "+/-"}
+
+
+def _transliterate(err: UnicodeError):
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    text = err.object[err.start:err.end]
+    return "".join(_ASCII.get(c) or c.encode("ascii", "backslashreplace").decode("ascii")
+                   for c in text), err.end
+
+
+codecs.register_error("diversity_core.transliterate", _transliterate)
+
+
+@contextlib.contextmanager
+def _printable_streams():
+    """stdout and stderr never fail on a character their encoding lacks (nor on a file name
+    that is not UTF-8): it is written in ASCII instead; the streams are restored after."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        if hasattr(stream, "reconfigure") and errors in ("strict", None):
+            with contextlib.suppress(Exception):  # a stream that cannot be reconfigured
+                stream.reconfigure(errors="diversity_core.transliterate")
+                changed.append((stream, errors or "strict"))
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            with contextlib.suppress(Exception):
+                stream.reconfigure(errors=errors)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command line's one rule: a bad option is one line ``error: ...`` and
+    exit status 2 (argparse's own format prints the whole usage first)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def _add_audit(sub) -> None:
+    p = audit_command.add_parser(sub)
+    p.set_defaults(run=lambda args, argv: audit_command.run(args))
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROGRAM, description="Magnitude and baseline diversity measures for embeddings.")
+    parser.add_argument("--version", action="version", version=f"diversity_core {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_score(sub)
+    _add_compare(sub)
+    _add_audit(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run one subcommand; return its exit status (0, or 2 for bad input)."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    with _printable_streams():
+        try:
+            args = _build_parser().parse_args(argv)
+        except SystemExit as exit_:  # --help, --version, or a bad option (said in one line)
+            return exit_.code
+        try:
+            return args.run(args, argv)
+        except ValueError as err:  # InputError and the measures' own input checks
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except MemoryError:
+            print("error: not enough memory for these sets; use --subsample N to measure a "
+                  "random subset of N points of each.", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("error: interrupted.", file=sys.stderr)
+            return 130
+        except BrokenPipeError:
+            # The reader of stdout went away (| head): nothing more to say, and Python's own
+            # flush at exit must not fail again.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1

@@ -7,100 +7,27 @@ Every figure script does::
     ...
     save_figure(fig, figure)          # figure.png and figure.pdf beside it
 
-Colours are the Okabe–Ito palette (Okabe & Ito 2008; Wong, Nature Methods 8:441, 2011), which
-stays distinguishable under the common colour-vision deficiencies; each measure keeps its colour
-in every figure. Continuous quantities use ``cividis``, a colour map designed to read the same
-with and without colour-vision deficiency. Files are written without timestamps, so a rerun
-gives the same bytes.
+The style itself (the Okabe–Ito palette, ``cividis``, fonts, files without timestamps) lives in
+the package, :mod:`diversity_core.reporting.figure_style`, which the command line's figures
+(``compare --plot``) use as well; this module applies it to pyplot for the rule scripts.
 """
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from cycler import cycler  # noqa: E402
 
-# Okabe–Ito (yellow, #F0E442, is left out: it is too light for lines on white).
-OKABE_ITO = {
-    "vermillion": "#D55E00",
-    "blue": "#0072B2",
-    "orange": "#E69F00",
-    "bluish_green": "#009E73",
-    "sky_blue": "#56B4E9",
-    "reddish_purple": "#CC79A7",
-    "black": "#000000",
-    "grey": "#999999",
-}
-PALETTE = list(OKABE_ITO.values())
+from diversity_core.reporting.figure_style import (  # noqa: E402, F401  (re-exported)
+    COLOUR_MAP,
+    DIVERGING_MAP,
+    MEASURE_COLOURS,
+    OKABE_ITO,
+    PAIR,
+    PALETTE,
+    STYLE,
+    save_figure,
+)
 
-# One colour per measure across figures: magnitude in vermillion (the paper's measure), the
-# reference-based baselines and the reference-free ones in the other colours.
-MEASURE_COLOURS = {
-    "magdiff": OKABE_ITO["vermillion"],
-    "magarea": OKABE_ITO["vermillion"],
-    "mag_half_tconv": OKABE_ITO["reddish_purple"],
-    "recall": OKABE_ITO["blue"],
-    "coverage": OKABE_ITO["orange"],
-    "precision": OKABE_ITO["sky_blue"],
-    "density": OKABE_ITO["bluish_green"],
-    "vendi": OKABE_ITO["black"],
-    "mmd_rbf": OKABE_ITO["black"],
-    "mmd_linear": OKABE_ITO["grey"],
-    "avgsim": OKABE_ITO["blue"],
-    "gmstds": OKABE_ITO["bluish_green"],
-    "isoscore": OKABE_ITO["sky_blue"],
-    "dcscore": OKABE_ITO["orange"],
-}
-# Two conditions compared in one panel (e.g. sequential vs simultaneous mode dropping).
-PAIR = (OKABE_ITO["vermillion"], OKABE_ITO["blue"])
-# Continuous colour scale (e.g. curvature).
-COLOUR_MAP = "cividis"
-
-STYLE = {
-    "figure.dpi": 100,
-    "savefig.dpi": 150,
-    "font.size": 10,
-    "axes.titlesize": 10,
-    "axes.labelsize": 10,
-    "xtick.labelsize": 9,
-    "ytick.labelsize": 9,
-    "legend.fontsize": 9,
-    "legend.frameon": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "grid.linewidth": 0.6,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.prop_cycle": cycler(color=PALETTE),
-    "image.cmap": COLOUR_MAP,
-    "lines.linewidth": 1.5,
-    "pdf.fonttype": 42,            # TrueType in the PDF: text stays text
-    "svg.hashsalt": "diversity",   # no random ids
-}
 plt.rcParams.update(STYLE)
-
-
-def save_figure(fig, path, pdf=None, dpi: int | None = None) -> tuple[Path, Path]:
-    """Write ``fig`` to ``path`` (PNG) and to ``pdf`` (default: the same name with ``.pdf``);
-    close it.
-
-    Each file goes to a temporary name first and is renamed when complete. No creation date is
-    stored, so the files are the same bytes on every run. Returns the two paths.
-    """
-    png = Path(path)
-    pdf = Path(pdf) if pdf is not None else png.with_suffix(".pdf")
-    if png.suffix != ".png" or pdf.suffix != ".pdf":
-        raise ValueError(f"save_figure: {png} should end in .png and {pdf} in .pdf.")
-    metadata = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None,
-                                                    "Producer": None, "Creator": None}}
-    for target, kind in ((png, "png"), (pdf, "pdf")):
-        tmp = target.with_name(target.name + ".tmp")
-        fig.savefig(tmp, format=kind, dpi=dpi or STYLE["savefig.dpi"], metadata=metadata[kind])
-        os.replace(tmp, target)
-    plt.close(fig)
-    return png, pdf

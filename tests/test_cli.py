@@ -115,7 +115,7 @@ def test_errors(files, capsys):
     cases = [
         (["score", str(tmp / "missing.npy")], "no such file"),
         (["score", str(tmp / "x.txt")], "unsupported file type"),
-        (["score", str(tmp / "garbage.npy")], "cannot read it as .npy"),
+        (["score", str(tmp / "garbage.npy")], "garbage.npy: named .npy but holds text"),
         (["score", str(tmp / "one_d.npy")], "expected a 2-D array"),
         (["score", str(tmp / "nan.npy")], "non-finite"),
         (["score", str(tmp / "two.npz")], "choose one with --key"),
@@ -207,7 +207,8 @@ def test_subsample_is_shown(files, capsys):
     rc, out, _ = _run(["score", str(tmp / "x.npy"), "--subsample", "25", "--seed", "3",
                        "--metrics", "vendi"], capsys)
     assert rc == 0
-    assert "(25 points x 6 dims; random subset of 25 of 40 points, --subsample 25 --seed 3)" in out
+    assert ("(25 points x 6 dims; random subset of 25 of 40 points, --subsample 25 --seed 3; "
+            "NumPy .npy)") in out
     rc, out, _ = _run(["score", str(tmp / "x.npy"), "--subsample", "25", "--seed", "3",
                        "--metrics", "vendi", "--json"], capsys)
     result = json.loads(out)

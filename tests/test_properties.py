@@ -10,17 +10,24 @@ inf. Invariants:
   GMStds scales with the data;
 * ``python -m diversity_core score`` exits 0 only with finite numbers equal to the public
   functions' values, and otherwise exits 2 with one ``error:`` line naming the file; never a
-  traceback.
+  traceback;
+* the CSV reader, on files written by ``numpy.savetxt`` and pandas ``to_csv`` with and without a
+  header and an index column, a BOM, blank lines, CRLF and values that look like headers
+  (whole numbers, ``1e5``) or are ``nan``, returns exactly the array written or refuses in one
+  line naming the option that decides; a BOM, blank lines and CRLF change nothing.
 """
 
 import contextlib
+import io
 import json
 import math
+import re
 import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -161,7 +168,10 @@ def _write(A: np.ndarray, folder: Path, name: str, fmt: str) -> Path:
     elif fmt == "npz":
         np.savez(path, emb=A)
     else:
-        np.savetxt(path, A, delimiter=",", fmt="%.17g")
+        # A header of names: a first line of numbers could be a header too (see the CSV
+        # properties below), which this test is not about.
+        np.savetxt(path, A, delimiter=",", fmt="%.17g", comments="",
+                   header=",".join(f"c{j}" for j in range(A.shape[1])))
     return path
 
 
@@ -229,3 +239,140 @@ def test_command_line_exits_0_with_correct_finite_numbers_or_2_naming_the_file(
             assert got is None and name in result["undefined"][where]
         else:
             assert got == pytest.approx(value, rel=1e-12, abs=1e-15), name
+
+
+# --------------------------------------------------------------------------------------------
+# the CSV reader (diversity_core.embedding_files): what was written, or a one-line refusal
+# --------------------------------------------------------------------------------------------
+
+# Values that look like other things: whole numbers (header-like), 1e5, tiny and huge ones.
+CSV_VALUES = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(-3, 12).map(float),
+    st.sampled_from([1e5, -1e5, 1e-5, 0.5, 100.0, 5e-324, 1.7976931348623157e308]),
+)
+WRITERS = ("savetxt %.17g", "savetxt %.18e", "savetxt # header", "pandas")
+
+
+@st.composite
+def csv_files(draw):
+    """(bytes, truth): a CSV as numpy.savetxt or pandas write it, with or without a header
+    (names, or pandas' 0..d-1) and an index column, then maybe a UTF-8 BOM, CRLF line ends,
+    blank lines, and one value replaced by NaN (``nan`` text, or an empty field from pandas).
+    ``truth``: the array, whether a header / an index was written, and the NaN's line."""
+    n = draw(st.integers(1, 8))
+    d = draw(st.integers(1, 4))
+    X = draw(hnp.arrays(np.float64, (n, d), elements=CSV_VALUES))
+    writer = draw(st.sampled_from(WRITERS))
+    header = draw(st.sampled_from([None, "names", "numbers"]))
+    index = writer == "pandas" and draw(st.booleans())
+    if index and header is None and n < 2:
+        index = False  # one row cannot show an index (documented)
+    nan_at = draw(st.one_of(st.none(), st.tuples(st.integers(0, n - 1), st.integers(0, d - 1))))
+    written = X.copy()
+    if nan_at is not None:
+        written[nan_at] = np.nan
+    names = ([f"dim_{j}" for j in range(d)] if header == "names" else
+             [str(j) for j in range(d)] if header == "numbers" else None)
+    if writer == "pandas":
+        text = pd.DataFrame(written, columns=names).to_csv(index=index,
+                                                           header=header is not None)
+        lines = text.splitlines()
+        kinds = (["header"] if header else []) + [f"row {i}" for i in range(n)]
+    else:
+        fmt = "%.17g" if writer == "savetxt %.17g" else "%.18e"
+        buffer = io.StringIO()
+        if writer == "savetxt # header":  # the header goes behind '# ': a comment
+            np.savetxt(buffer, written, delimiter=",", fmt=fmt,
+                       header=",".join(names or ["a"] * d))
+            header = None
+            kinds = ["comment"] + [f"row {i}" for i in range(n)]
+        else:
+            np.savetxt(buffer, written, delimiter=",", fmt=fmt, comments="",
+                       header=",".join(names) if names else "")
+            kinds = (["header"] if names else []) + [f"row {i}" for i in range(n)]
+        lines = buffer.getvalue().splitlines()
+    assert len(lines) == len(kinds), (lines, kinds)
+    out, nan_line = [], None
+    for line, kind in zip(lines, kinds, strict=True):
+        for _ in range(draw(st.integers(0, 2))):  # blank lines, anywhere
+            out.append(draw(st.sampled_from(["", "  ", "\t"])))
+        out.append(line)
+        if nan_at is not None and kind == f"row {nan_at[0]}":
+            nan_line = len(out)
+    ending = draw(st.sampled_from(["\n", "\r\n"]))
+    raw = (ending.join(out) + ending).encode()
+    if draw(st.booleans()):
+        raw = b"\xef\xbb\xbf" + raw
+    truth = {"X": X, "header": header is not None, "index": index, "nan_line": nan_line}
+    return raw, truth
+
+
+def _read_with_retries(path, truth):
+    """read_embeddings, answering each refusal about a header or an index with the truth (as a
+    user would with --header/--no-header and --index-column) after checking that the refusal
+    is one of the documented ones; returns the file read or the final InputError."""
+    from diversity_core.embedding_files import InputError, read_embeddings
+
+    options = {}
+    for _ in range(3):
+        try:
+            return read_embeddings(path, **options)
+        except InputError as err:
+            message = str(err)
+            assert "\n" not in message and message.startswith(str(path)), message
+            if "A header or a row of data?" in message and "header" not in options:
+                options["header"] = truth["header"]
+            elif "looks like an index" in message and "index_column" not in options:
+                options["index_column"] = "drop" if truth["index"] else "keep"
+            else:
+                return err
+    pytest.fail(f"still refused after answering: {options}")
+
+
+@SETTINGS
+@given(csv_files())
+def test_csv_reader_reads_what_was_written_or_refuses_in_one_line(case):
+    """Never a silently different array: without options the reader returns exactly what was
+    written (header and index recognised), or refuses in one line saying which option decides;
+    answered truthfully, it reads exactly what was written. A NaN is refused naming its line."""
+    raw, truth = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x.csv"
+        path.write_bytes(raw)
+        got = _read_with_retries(path, truth)
+    if truth["nan_line"] is not None:
+        assert isinstance(got, ValueError), "a NaN was read as a number"
+        assert f"line {truth['nan_line']}" in str(got), (str(got), truth["nan_line"])
+        assert "non-finite" in str(got) or "is empty" in str(got)
+        return
+    assert not isinstance(got, ValueError), str(got)
+    assert got.data.shape == truth["X"].shape
+    np.testing.assert_array_equal(got.data, truth["X"])
+    assert (got.header is not None) == truth["header"]
+    assert (got.index_dropped is not None) == truth["index"]
+    assert got.encoding == ("UTF-8 with BOM" if raw.startswith(b"\xef\xbb\xbf") else "UTF-8")
+
+
+@SETTINGS
+@given(csv_files())
+def test_csv_reader_decides_the_same_without_bom_blank_lines_or_crlf(case):
+    """A BOM, blank lines and CRLF line ends change nothing but the line numbers."""
+    from diversity_core.embedding_files import InputError, read_embeddings
+
+    raw, _ = case
+    plain = raw.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n")
+    plain = b"\n".join(line for line in plain.split(b"\n") if line.strip()) + b"\n"
+    outcomes = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, content in enumerate((raw, plain)):
+            path = Path(tmp) / f"{i}.csv"
+            path.write_bytes(content)
+            try:
+                outcomes.append(read_embeddings(path).data)
+            except InputError as err:
+                outcomes.append(re.sub(r"line \d+|\S+\.csv", "", str(err)))
+    if isinstance(outcomes[0], str) or isinstance(outcomes[1], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])

@@ -1,0 +1,588 @@
+"""Compare your own sets: the paper's protocols for any number of embedding sets at once.
+
+>>> result = compare({"T=0.5": A, "T=1.0": B, "T=1.5": C})   # reference-free (median t_conv)
+>>> result = compare([A, B], reference=R)                     # against a reference
+>>> result = compare([A, B, C], t_cut=2.5)                    # a given integration limit
+>>> result.table        # one row per set: MagArea, t_conv, every baseline (+ against the reference)
+>>> result.mag_diff     # signed MagDiff between every pair of sets
+>>> result.functions    # Mag(t) of every set on one grid, linspace(0, t_cut, n_ts) and beyond
+
+**One integration limit for all sets.** MagAreas integrated up to different limits cannot be
+compared, so every set is integrated on the same ``[0, t_cut]``:
+
+* ``t_cut`` given: that one (``t_cut_source == "given"``); nothing then depends on the other
+  sets, so adding a set changes no other set's numbers;
+* with a ``reference``: the reference's convergence scale (the reference-based protocol,
+  ``"reference"``);
+* otherwise the median of the sets' convergence scales (the reference-free protocol of the
+  paper, §3.4, ``"median"``). A set without a convergence scale (a single distinct point, whose
+  magnitude is 1 at every scale; a set whose distances are undefined) is left out of the median,
+  and :attr:`Comparison.t_cut_rule` says so.
+
+**What is computed.** Per set: the number of points and of distinct points (under the chosen
+distance), the convergence scale ``t_conv`` (``Mag(t_conv) = target · n_distinct``), MagArea
+``= ∫_0^t_cut Mag(t) dt`` (to ``settings.integration_rtol``, see :func:`mag_area`), and every
+reference-free baseline (Vendi Score, AvgSim, GMStds, IsoScore, DCScore; cosine where the measure
+is defined so). With a reference, per set also MagDiff against it, precision, recall, density and
+coverage (the reference is "real", the set "fake") and MMD² (RBF and linear). Between every pair,
+``MagDiff(i, j) = ∫_0^t_cut (Mag_i − Mag_j) dt = MagArea_i − MagArea_j``: antisymmetric, zero on
+the diagonal; :meth:`Comparison.mag_diff_matrix` gives its absolute value and the
+normalisations of :func:`mag_diff`. A single distinct point has MagArea ``t_cut`` (Mag ≡ 1).
+
+**Nothing aborts the others.** A value that is undefined for one set (IsoScore of constant data,
+a cosine measure of a zero vector, PRDC with ``k`` at least the set's size, ...) is NaN in the
+table, with its reason in :attr:`Comparison.undefined` and in the row's ``note``. Bad input (no
+sets, an empty or non-finite set, sets of different dimensions, unknown options) raises
+``ValueError`` naming the set.
+
+All magnitude work goes through one function, :func:`_magnitude_of_sets` (convergence scales,
+the integration limit, the functions on the grid and the areas of all sets), so that a batched
+engine can take it over as a whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import ThreadpoolController
+from tqdm.auto import tqdm
+
+from ._validation import check_embeddings, named_reason
+from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from .distances import METRICS, pairwise_distances
+from .magnitude import DIFF_NORMALISATIONS, MagnitudeSpace
+from .reference_based import mmd_linear, mmd_rbf, prdc
+from .settings import MagnitudeSettings
+
+__all__ = ["Comparison", "compare", "LABELS", "FREE_MEASURES", "REFERENCE_MEASURES"]
+
+FREE_MEASURES = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
+REFERENCE_MEASURES = ("magdiff", "precision", "recall", "density", "coverage", "mmd_rbf",
+                      "mmd_linear")
+LABELS = {
+    "t_conv": "t_conv",
+    "magarea": "MagArea",
+    "vendi": "Vendi",
+    "avgsim": "AvgSim",
+    "gmstds": "GMStds",
+    "isoscore": "IsoScore",
+    "dcscore": "DCScore",
+    "magdiff": "MagDiff",
+    "precision": "precision",
+    "recall": "recall",
+    "density": "density",
+    "coverage": "coverage",
+    "mmd_rbf": "MMD² (RBF)",
+    "mmd_linear": "MMD² (linear)",
+}
+# Distances, the reference-free baselines and the magnitude of the sets run with single-threaded
+# BLAS: many sets are measured one after the other, each on matrices where BLAS threads that
+# spin-wait on a busy machine cost up to 100 times the work. On the 2-core machine under a load
+# of 3 to 5, the Vendi Score of 300 x 384 points took 1.40 s with two BLAS threads and 0.013 s
+# with one (IsoScore 1.4 s / 0.013 s; of 1,000 x 384 points, 2.4 s / 0.036 s), and the magnitude
+# of one set of 1,000 x 384 points (convergence scale, MagArea to 1e-8, 43 grid scales) 8 to
+# 20 s with two and 0.4 s with one. On an idle machine two threads are at most about 1.3 times
+# faster at 1,000 points (diversity_core.magnitude, SINGLE_THREAD_BELOW). Running sets side by
+# side is the batched engine's business (the seam below).
+_threadpools = functools.cache(ThreadpoolController)
+
+# The shared grid of the magnitude functions runs this far beyond t_cut (a share of t_cut), so
+# that a plot shows where the integration stops and how the functions go on.
+GRID_BEYOND = 0.5
+# Progress bars (stderr, on a terminal) from this many sets on, unless asked for or off.
+PROGRESS_MIN_SETS = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare` found.
+
+    Attributes
+    ----------
+    table : DataFrame, one row per set (index: the set's name; the reference last)
+        ``role`` ("set" or "reference"), ``n_points``, ``n_distinct``, ``n_features``,
+        ``t_conv``, ``magarea`` and the baselines ``vendi``, ``avgsim``, ``gmstds``,
+        ``isoscore``, ``dcscore``; with a reference also ``magdiff`` (against it, signed),
+        ``precision``, ``recall``, ``density``, ``coverage``, ``mmd_rbf``, ``mmd_linear``
+        (NaN in the reference's own row); ``note``: the reasons of the row's undefined values.
+        Undefined values are NaN.
+    mag_diff : DataFrame (sets × sets, the reference included)
+        ``∫_0^t_cut (Mag_row − Mag_column) dt``, signed; NaN where either MagArea is undefined.
+    functions : DataFrame (sets × scales)
+        ``Mag(t)`` on one grid (the columns): ``linspace(0, t_cut, n_ts)`` (the first ``n_ts``
+        columns, the last of them ``t_cut``), continued by the same step up to 1.5 ``t_cut``;
+        NaN where undefined.
+    t_cut : float or None
+        The integration limit of every MagArea and MagDiff (None: none could be chosen).
+    t_cut_source : {"given", "reference", "median"}
+    t_cut_rule : str
+        How ``t_cut`` was chosen, in words, naming any set left out of the median.
+    reference : str or None
+        The reference's name (a row of ``table``).
+    options : dict
+        Every option the numbers depend on: distance, k, tau, the magnitude settings.
+    undefined : dict
+        ``{set: {measure: reason}}`` for every undefined value.
+    notes : dict
+        ``{set: [message, ...]}``: warnings raised while measuring a set (a magnitude fallback
+        solver, IsoScore on fewer points than dimensions, ...).
+    """
+
+    table: pd.DataFrame
+    mag_diff: pd.DataFrame
+    functions: pd.DataFrame
+    t_cut: float | None
+    t_cut_source: str
+    t_cut_rule: str
+    reference: str | None
+    options: dict
+    undefined: dict
+    notes: dict
+
+    @property
+    def sets(self) -> list[str]:
+        """The names of the compared sets (the reference left out)."""
+        return [name for name, role in self.table["role"].items() if role == "set"]
+
+    @property
+    def ts(self) -> np.ndarray:
+        """The scales of :attr:`functions` (the shared grid)."""
+        return self.functions.columns.to_numpy(dtype=np.float64)
+
+    def mag_diff_matrix(self, normalise: str | None = None, *,
+                        absolute: bool = False) -> pd.DataFrame:
+        """MagDiff between every pair, under one of :func:`mag_diff`'s conventions.
+
+        ``normalise``: None (``∫ (Mag_row − Mag_col) dt``), ``"t_cut"`` (divided by ``t_cut``:
+        the mean difference in effective points) or ``"reference_area"`` (divided by the
+        column's MagArea: a relative change, the column being the pair's reference; not
+        antisymmetric). ``absolute``: its absolute value."""
+        if normalise not in DIFF_NORMALISATIONS:
+            raise ValueError(f"normalise must be one of {DIFF_NORMALISATIONS}; got "
+                             f"{normalise!r}.")
+        M = self.mag_diff.copy()
+        if normalise == "t_cut" and self.t_cut is not None:
+            M /= self.t_cut
+        elif normalise == "reference_area":
+            M = M.div(self.table["magarea"].to_numpy(), axis=1)
+        return M.abs() if absolute else M
+
+    def to_dict(self) -> dict:
+        """Everything as plain JSON values (NaN as None, with the reasons under ``undefined``)."""
+        names = list(self.table.index)
+        rows = {}
+        for name, row in self.table.iterrows():
+            rows[name] = {k: _plain(v) for k, v in row.items() if k != "note"}
+        diffs = {"names": names, "rows_minus_columns": True}
+        for normalise in DIFF_NORMALISATIONS:
+            key = normalise or "signed"
+            diffs[key] = _plain_matrix(self.mag_diff_matrix(normalise))
+        diffs["absolute"] = _plain_matrix(self.mag_diff_matrix(absolute=True))
+        return {
+            "t_cut": self.t_cut, "t_cut_source": self.t_cut_source, "t_cut_rule": self.t_cut_rule,
+            "reference": self.reference, "options": self.options, "sets": rows,
+            "mag_diff": diffs,
+            "functions": {"ts": self.ts.tolist(),
+                          "values": {name: [_plain(v) for v in self.functions.loc[name]]
+                                     for name in names}},
+            "undefined": {k: v for k, v in self.undefined.items() if v},
+            "notes": {k: v for k, v in self.notes.items() if v},
+        }
+
+    def plot(self, path, *, normalise: str | None = None, title: str | None = None):
+        """Draw the magnitude functions on the shared scale (t_cut marked) and the MagDiff
+        heat map into ``path`` (.png or .pdf), in the project's figure style; see
+        :func:`diversity_core.reporting.compare_report.plot_comparison`."""
+        from .reporting.compare_report import plot_comparison
+
+        return plot_comparison(self, path, normalise=normalise, title=title)
+
+
+def _plain(value):
+    if value is pd.NA:
+        return None
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _plain_matrix(M: pd.DataFrame) -> list[list]:
+    return [[_plain(v) for v in row] for row in M.to_numpy()]
+
+
+# --------------------------------------------------------------------------------------------
+# The magnitude of many sets: the seam a batched engine replaces
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _TCutRule:
+    """How the integration limit is chosen from the convergence scales: ``needs`` lists the
+    sets whose convergence scale it needs before any area is computed."""
+
+    source: str  # "given" | "reference" | "median"
+    names: tuple[str, ...]
+    given: float | None = None
+    reference_index: int | None = None
+    median_of: tuple[int, ...] = ()
+
+    @property
+    def needs(self) -> tuple[int, ...]:
+        if self.source == "median":
+            return self.median_of
+        return (self.reference_index,) if self.source == "reference" else ()
+
+    def __call__(self, t_conv: np.ndarray, reasons: list) -> tuple[float | None, str]:
+        if self.source == "given":
+            return self.given, "given"
+        if self.source == "reference":
+            i = self.reference_index
+            if math.isnan(t_conv[i]):
+                return None, (f"no t_cut: the reference {self.names[i]} has no convergence "
+                              f"scale ({reasons[i]}); give t_cut")
+            return float(t_conv[i]), f"the convergence scale of the reference, {self.names[i]}"
+        have = [i for i in self.median_of if not math.isnan(t_conv[i])]
+        left_out = [self.names[i] for i in self.median_of if math.isnan(t_conv[i])]
+        if not have:
+            return None, "no t_cut: no set has a convergence scale; give t_cut"
+        rule = (f"the median convergence scale of {len(have)} set{'s' if len(have) > 1 else ''}"
+                + (f"; left out, without one: {', '.join(left_out)}" if left_out else ""))
+        return float(np.median(t_conv[have])), rule
+
+
+@dataclasses.dataclass
+class _SetMagnitudes:
+    """The magnitude of m sets on one integration limit (arrays of length m, set order)."""
+
+    n_distinct: np.ndarray  # distinct points (the twin property), 0 where D is None
+    t_conv: np.ndarray  # NaN where undefined
+    t_conv_reason: list  # None or why there is none
+    t_cut: float | None
+    t_cut_rule: str
+    ts: np.ndarray  # linspace(0, t_cut, n_ts) continued to 1.5 t_cut (_grid); empty without t_cut
+    functions: np.ndarray  # (m, len(ts))
+    areas: np.ndarray  # MagArea on [0, t_cut]; NaN where undefined
+    area_reason: list  # None or why the area could not be computed
+    warnings: list  # per set: the warnings' messages
+
+
+def _magnitude_of_sets(distance_matrices: Sequence[np.ndarray | None],
+                       choose_t_cut: Callable, *, settings: MagnitudeSettings,
+                       progress: bool | None = False) -> _SetMagnitudes:
+    """Convergence scales, the integration limit, the magnitude functions on one grid and the
+    MagAreas of many sets: the one place where :func:`compare` evaluates magnitude.
+
+    Parameters
+    ----------
+    distance_matrices : sequence of (n_i, n_i) arrays, or None for a set without distances
+    choose_t_cut : callable ``(t_conv (m,), reasons) -> (t_cut or None, rule in words)`` with
+        an attribute ``needs``: the indices of the sets whose convergence scale it reads
+    settings : convergence target and tolerance, integration rule and tolerance, ``n_ts``
+
+    Each set is one :class:`MagnitudeSpace`, so that its convergence-scale search, its area and
+    its function on the grid share every evaluated scale. The spaces ``choose_t_cut`` needs stay
+    in memory until their areas are done; the others are made, used and released one at a time.
+    BLAS runs single-threaded here (see ``_threadpools``). (Written over the public single-space
+    functions; a batched engine, many small spaces at once, can replace this function as a
+    whole.)
+    """
+    with _single_threaded_blas():
+        return _magnitude_of_sets_one_by_one(distance_matrices, choose_t_cut,
+                                             settings=settings, progress=progress)
+
+
+def _magnitude_of_sets_one_by_one(distance_matrices, choose_t_cut, *, settings, progress):
+    m = len(distance_matrices)
+    n_distinct = np.zeros(m, dtype=np.int64)
+    t_conv = np.full(m, np.nan)
+    reasons: list = [None] * m
+    caught: list = [[] for _ in range(m)]
+    spaces: dict[int, MagnitudeSpace] = {}
+
+    def space_of(i: int) -> MagnitudeSpace:
+        if i not in spaces:
+            spaces[i] = MagnitudeSpace(distance_matrices[i])
+            n_distinct[i] = spaces[i].n_unique
+        return spaces[i]
+
+    def convergence(i: int) -> None:
+        with _recorded(caught[i]):
+            try:
+                t_conv[i] = settings.convergence_scale(space_of(i))
+            except (ValueError, RuntimeError) as err:  # a single distinct point; no convergence
+                reasons[i] = str(err)
+
+    needs = [i for i in choose_t_cut.needs if distance_matrices[i] is not None]
+    for i in _bar(needs, "convergence scales", progress):
+        convergence(i)
+    t_cut, rule = choose_t_cut(t_conv, reasons)
+    ts = _grid(t_cut, settings.n_ts) if t_cut is not None else np.empty(0)
+    functions = np.full((m, len(ts)), np.nan)
+    areas = np.full(m, np.nan)
+    area_reasons: list = [None] * m
+    for i in _bar(range(m), "magnitude functions", progress):
+        if distance_matrices[i] is None:
+            continue
+        if i not in needs:
+            convergence(i)
+        if t_cut is not None:
+            with _recorded(caught[i]):
+                space = space_of(i)
+                try:
+                    functions[i] = space.magnitude_function(ts)
+                    areas[i] = settings.mag_area(space, t_cut)
+                except (ValueError, RuntimeError) as err:  # e.g. quad on a non-smooth function
+                    area_reasons[i] = str(err)
+        spaces.pop(i, None)  # its work is done: release its n × n buffers
+    return _SetMagnitudes(n_distinct, t_conv, reasons, t_cut, rule, ts, functions, areas,
+                          area_reasons, [list(dict.fromkeys(c)) for c in caught])
+
+
+def _grid(t_cut: float, n_ts: int) -> np.ndarray:
+    """``linspace(0, t_cut, n_ts)`` continued by the same step up to ``(1 + GRID_BEYOND) t_cut``:
+    the integration interval, and a view of the functions beyond its end."""
+    inside = np.linspace(0.0, t_cut, n_ts)
+    step = t_cut / (n_ts - 1)
+    beyond = t_cut + step * np.arange(1, int(math.ceil(GRID_BEYOND * (n_ts - 1))) + 1)
+    return np.concatenate([inside, beyond])
+
+
+def _single_threaded_blas():
+    return _threadpools().limit(limits=1, user_api="blas")
+
+
+def _bar(items, desc: str, progress: bool | None):
+    """``items`` with a progress bar on stderr: always (True), on a terminal (None), or not."""
+    if progress is False:
+        return items
+    return tqdm(items, desc=desc, unit="set", leave=False,
+                disable=None if progress is None else not progress)
+
+
+@contextlib.contextmanager
+def _recorded(into: list):
+    """Record the messages of the warnings raised inside into ``into`` instead of printing."""
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            into.extend(str(w.message) for w in log)
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------
+
+
+def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
+            reference_name: str = "reference", metric: str = "cosine", k: int = 5,
+            tau: float = 1.0, settings: MagnitudeSettings | None = None,
+            progress: bool | None = None) -> Comparison:
+    """Compare embedding sets on one integration limit: MagArea, MagDiff between every pair,
+    every baseline, and with a reference the reference-based measures.
+
+    Parameters
+    ----------
+    sets : mapping name -> array (n_i, d), or sequence of arrays (n_i, d)
+        The sets; sizes may differ, the dimension ``d`` may not.
+    reference : array (n_ref, d), optional
+        Reference set: then ``t_cut`` is its convergence scale (unless given), and each set is
+        also measured against it.
+    t_cut : float > 0, optional
+        Integration limit of every MagArea and MagDiff (units: 1 / distance).
+    names : sequence of str, optional
+        Names of the sets (default: the mapping's keys, or "set 1", "set 2", ...).
+    reference_name : str
+        Name of the reference's row.
+    metric : {"cosine", "euclidean", "cityblock"}
+        Distance of magnitude. Vendi, AvgSim and DCScore are cosine by definition; PRDC and
+        MMD Euclidean.
+    k : int
+        Neighbours of PRDC.
+    tau : float
+        DCScore's temperature.
+    settings : MagnitudeSettings, optional
+        Convergence target (0.95), tolerances, the integration rule of MagArea, and ``n_ts``:
+        the scales on ``[0, t_cut]`` of the grid of :attr:`Comparison.functions` (30).
+    progress : bool, optional
+        Progress bars on stderr; default: from ``PROGRESS_MIN_SETS`` sets on, on a terminal.
+
+    Returns
+    -------
+    Comparison
+    """
+    settings = settings or MagnitudeSettings()
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
+    if not (isinstance(k, (int, np.integer)) and k >= 1):
+        raise ValueError(f"k must be a positive integer; got {k!r}.")
+    if not (math.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a finite number > 0; got {tau!r}.")
+    if t_cut is not None and not (math.isfinite(t_cut) and t_cut > 0):
+        raise ValueError(f"t_cut must be a finite number > 0; got {t_cut!r}.")
+    set_names, arrays = _named_sets(sets, names)
+    all_names = list(set_names)
+    if reference is not None:
+        if str(reference_name) in set_names:
+            raise ValueError(f"the reference's name {reference_name!r} is also a set's name.")
+        all_names.append(str(reference_name))
+        arrays.append(reference)
+    arrays = [check_embeddings(X, name=name) for name, X in zip(all_names, arrays, strict=True)]
+    dims = {name: X.shape[1] for name, X in zip(all_names, arrays, strict=True)}
+    if len(set(dims.values())) > 1:
+        first = all_names[0]
+        other = next(n for n in all_names if dims[n] != dims[first])
+        raise ValueError(f"mismatched dimensions: {first} has {dims[first]} features, {other} "
+                         f"has {dims[other]}; every set and the reference must live in one "
+                         "embedding space.")
+    m = len(all_names)
+    ref_index = m - 1 if reference is not None else None
+    if progress is None:
+        progress = None if m >= PROGRESS_MIN_SETS else False  # None: tqdm shows it on a tty
+
+    undefined: dict[str, dict[str, str]] = {name: {} for name in all_names}
+    notes: dict[str, list[str]] = {name: [] for name in all_names}
+
+    # Magnitude: distances, then every set on one integration limit.
+    distances = []
+    with _single_threaded_blas():
+        for name, X in zip(all_names, arrays, strict=True):
+            try:
+                distances.append(pairwise_distances(X, metric))
+            except ValueError as err:  # a zero vector under the cosine distance, say
+                distances.append(None)
+                undefined[name]["magarea"] = named_reason(err, {"X": name})
+    source = "given" if t_cut is not None else "reference" if reference is not None else "median"
+    rule = _TCutRule(source, tuple(all_names), given=t_cut, reference_index=ref_index,
+                     median_of=tuple(range(len(set_names))))
+    mag = _magnitude_of_sets(distances, rule, settings=settings, progress=progress)
+
+    rows = {name: {"role": "reference" if i == ref_index else "set",
+                   "n_points": arrays[i].shape[0], "n_distinct": int(mag.n_distinct[i]) or None,
+                   "n_features": arrays[i].shape[1], "t_conv": mag.t_conv[i],
+                   "magarea": mag.areas[i]}
+            for i, name in enumerate(all_names)}
+    for i, name in enumerate(all_names):
+        notes[name].extend(mag.warnings[i])
+        no_distances = undefined[name].get("magarea")
+        if no_distances:
+            undefined[name]["t_conv"] = no_distances
+        elif mag.t_conv_reason[i]:
+            undefined[name]["t_conv"] = named_reason(ValueError(mag.t_conv_reason[i]),
+                                                     {"X": name})
+        if not no_distances and mag.t_cut is None:
+            undefined[name]["magarea"] = mag.t_cut_rule
+        elif mag.area_reason[i]:
+            undefined[name]["magarea"] = named_reason(ValueError(mag.area_reason[i]),
+                                                      {"X": name})
+
+    # Reference-free baselines, each on its own: one undefined value stops nothing.
+    free = {"vendi": vendi_score, "avgsim": avg_sim, "gmstds": gm_stds, "isoscore": iso_score,
+            "dcscore": lambda X: dc_score(X, tau=tau)}
+    for i, name in _bar(list(enumerate(all_names)), "baselines", progress):
+        X = arrays[i]
+        with _single_threaded_blas():
+            for measure, f in free.items():
+                rows[name][measure] = _attempt(lambda f=f, X=X: f(X), undefined[name], measure,
+                                               {"X": name}, notes[name])
+        if reference is None or i == ref_index:
+            continue
+        # Against the reference (n x m products, blockwise): BLAS keeps its threads.
+        R, ref = arrays[ref_index], all_names[ref_index]
+        both = {"real": ref, "fake": name, "X": name, "Y": ref}
+        try:
+            small = [f"{n} has {len(A)} point{'s' if len(A) != 1 else ''}"
+                     for n, A in ((ref, R), (name, X)) if k >= len(A)]
+            if small:
+                raise ValueError(f"k = {k} needs more than k points: {', '.join(small)}")
+            with _recorded(notes[name]):
+                values = prdc(R, X, k)
+        except ValueError as err:
+            for measure in ("precision", "recall", "density", "coverage"):
+                undefined[name][measure] = named_reason(err, both)
+                rows[name][measure] = np.nan
+        else:
+            rows[name].update(values)
+        rows[name]["mmd_rbf"] = _attempt(lambda X=X, R=R: mmd_rbf(X, R), undefined[name],
+                                         "mmd_rbf", both, notes[name])
+        rows[name]["mmd_linear"] = _attempt(lambda X=X, R=R: mmd_linear(X, R),
+                                            undefined[name], "mmd_linear", both, notes[name])
+
+    areas = mag.areas
+    diff = pd.DataFrame(areas[:, None] - areas[None, :], index=all_names, columns=all_names)
+    if reference is not None:
+        for i, name in enumerate(all_names[:-1]):
+            rows[name]["magdiff"] = diff.iloc[i, ref_index]
+            why = undefined[name].get("magarea") or undefined[all_names[ref_index]].get("magarea")
+            if why:
+                undefined[name]["magdiff"] = why
+    columns = ["role", "n_points", "n_distinct", "n_features", "t_conv", *FREE_MEASURES]
+    if reference is not None:
+        columns += list(REFERENCE_MEASURES)
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=columns)
+    table.index.name = "set"
+    for column in columns[4:]:
+        table[column] = table[column].astype(np.float64)
+    table["n_distinct"] = table["n_distinct"].astype("Int64")
+    table["note"] = [_note(undefined[name]) for name in all_names]
+    functions = pd.DataFrame(mag.functions, index=all_names, columns=pd.Index(mag.ts, name="t"))
+    functions.index.name = "set"
+    options = {"metric": metric, "k": int(k), "tau": float(tau), **settings.as_dict()}
+    return Comparison(table=table, mag_diff=diff, functions=functions, t_cut=mag.t_cut,
+                      t_cut_source=source, t_cut_rule=mag.t_cut_rule,
+                      reference=all_names[ref_index] if reference is not None else None,
+                      options=options, undefined=undefined,
+                      notes={k_: list(dict.fromkeys(v)) for k_, v in notes.items()})
+
+
+def _note(undefined: dict) -> str:
+    """The reasons of a row's undefined values, each once: ``MagArea, t_conv: why; ...``."""
+    by_reason: dict[str, list[str]] = {}
+    for measure, why in undefined.items():
+        by_reason.setdefault(why, []).append(LABELS.get(measure, measure))
+    return "; ".join(f"{', '.join(measures)}: {why}" for why, measures in by_reason.items())
+
+
+def _named_sets(sets, names) -> tuple[list[str], list]:
+    if isinstance(sets, np.ndarray) and sets.ndim == 2:
+        raise ValueError("sets is one 2-D array; pass a list (or a dict) of arrays, one per set.")
+    if isinstance(sets, Mapping):
+        keys, arrays = [str(key) for key in sets], list(sets.values())
+    else:
+        arrays = list(sets)
+        keys = [f"set {i + 1}" for i in range(len(arrays))]
+    if names is not None:
+        keys = [str(name) for name in names]
+        if len(keys) != len(arrays):
+            raise ValueError(f"{len(keys)} names for {len(arrays)} sets.")
+    if not arrays:
+        raise ValueError("no sets to compare.")
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"set names must be unique; repeated: {', '.join(repeated)}.")
+    return keys, arrays
+
+
+def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list) -> float:
+    """``compute()``, or NaN with the reason in ``undefined[measure]`` (a ValueError: the
+    measure is undefined for this input, or its value leaves the float64 range)."""
+    try:
+        with _recorded(notes):
+            value = float(compute())
+    except ValueError as err:
+        undefined[measure] = named_reason(err, names)
+        return np.nan
+    if not math.isfinite(value):
+        undefined[measure] = f"the value is {value} (outside the float64 range)"
+        return np.nan
+    return value

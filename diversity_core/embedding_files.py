@@ -1,0 +1,536 @@
+"""Reading embedding files (``.npy``, ``.npz``, ``.csv``) as the user meant, or not at all.
+
+One reader for every command (``score``, ``compare``): :func:`read_embeddings` returns the array
+(float64, shape (n_points, n_features)) with a description of what was read (points ×
+dimensions, the header or its absence, the columns kept), and raises :class:`InputError` with a
+one-line message naming the file (and the line and column of a CSV) for anything else.
+
+* **Regular files only.** The file is opened without blocking and checked with ``fstat``: a FIFO,
+  a character device (``/dev/zero``, ``/dev/urandom``, also behind a symbolic link named
+  ``x.csv``), a socket or a directory is refused before a byte is read, so nothing can hang.
+* **The content must be what the extension says.** The first bytes decide: ``\\x93NUMPY`` is a
+  ``.npy``, a zip archive an ``.npz``, a pickle is never loaded; a file whose content and name
+  disagree is refused with what it actually holds. A ``.npy`` header is checked (a numeric dtype,
+  2-D, the file as long as the header promises) before its data are read.
+* **CSV**: comma-separated numbers, one point per line, in UTF-8 (a byte-order mark is removed and
+  said; UTF-16 with its BOM is read too). Blank lines and lines starting with ``#`` (what
+  ``numpy.savetxt`` writes before a header) are skipped and counted. A number is ASCII
+  ``[+-]digits[.digits][e[+-]digits]`` or ``nan``/``inf`` (which the finiteness check then
+  names), optionally in double quotes; nothing else (no ``1_000``, no non-ASCII digits, no
+  ``0x1p3``) is read as a number.
+
+  *Header* (:data:`HEADER_RULE`): with ``header=None`` (the default) the first line that is not
+  blank or a comment is a header when none of its fields is a number (``a,b,c``), or when its
+  first field is empty and the others are names or ``0 … k-1`` (the header pandas and R write
+  over an index column: ``,a,b,c`` or ``,0,1,2``); it is a data row when every field is a
+  number — except when every field is a whole number (no sign, point or exponent) and they are
+  either ``0 … d-1`` (the header ``DataFrame.to_csv`` writes for unnamed columns) or stand above
+  rows of decimals (numeric column names, such as wavelengths): that file is refused until
+  ``header`` says which (``--header`` / ``--no-header``), since either reading is possible. A
+  line that mixes numbers and text (or empty fields) is refused too. So no data row is taken
+  for a header, and no header that a tool writes for unnamed or numbered columns becomes a
+  point. (Numeric column names other than ``0 … d-1`` above rows of whole numbers only, and an
+  index column in a file of one row, cannot be told from data; say ``--header`` and
+  ``--index-column drop`` there.)
+
+  *Index column* (:data:`INDEX_RULE`): a first column whose header is empty or ``Unnamed: 0``
+  (what pandas and R write over an index), or whose values count ``0 … n-1`` or ``1 … n`` in
+  whole numbers (no sign, point or exponent: a row number) while other columns hold decimals
+  (what ``to_csv(header=False)`` writes), is an index, not a feature. It is refused unless
+  ``index_column="drop"`` (drop it) or ``"keep"`` (it is a feature after all). (An integer-valued
+  set whose first column counts 0, 1, 2, ... is left alone: points on a grid look like that.)
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import dataclasses
+import os
+import re
+import stat
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FORMATS", "HEADER_RULE", "INDEX_RULE", "EmbeddingFile", "InputError",
+           "read_embeddings"]
+
+FORMATS = (".npy", ".npz", ".csv")
+_FORMAT_LIST = ".npy, .npz or .csv"
+INDEX_CHOICES = (None, "drop", "keep")
+
+HEADER_RULE = (
+    "the first line is a header when none of its fields is a number, or when its first field is "
+    "empty (an index column) and the others are names or 0..k-1; a data row when every "
+    "field is a number, except whole numbers (no sign, point or exponent) that are 0..d-1 or "
+    "stand above rows of decimals: those are ambiguous and need --header or --no-header; a "
+    "line mixing numbers and text is refused")
+INDEX_RULE = (
+    "a first column is an index when its header is empty or 'Unnamed: 0', or when its values "
+    "count 0..n-1 or 1..n in whole numbers (no sign, point or exponent) beside columns of "
+    "decimals")
+
+
+class InputError(ValueError):
+    """A problem with the user's files or options: reported in one line, without a traceback."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddingFile:
+    """An embedding file as read: the array and what was read to make it.
+
+    Attributes
+    ----------
+    path : str
+        The path as given.
+    data : array of shape (n_points, n_features), float64, finite
+    format : {"npy", "npz", "csv"}
+    key : str or None
+        The array's name inside an ``.npz`` archive.
+    header : tuple of str or None
+        CSV: the names of the columns kept (None: the file has no header line).
+    header_line : int or None
+        CSV: the line number (1-based) of the header.
+    first_column : int
+        CSV: the 1-based number of the first column kept (2 when an index column was dropped).
+    n_columns_in_file : int
+        CSV: columns per line in the file (the index column included).
+    index_dropped : str or None
+        CSV: why the first column was dropped as an index (None: nothing dropped).
+    encoding : str
+        CSV: ``"UTF-8"``, ``"UTF-8 with BOM"`` or ``"UTF-16"``.
+    blank_lines, comment_lines : int
+        CSV: lines skipped.
+    """
+
+    path: str
+    data: np.ndarray
+    format: str
+    key: str | None = None
+    header: tuple[str, ...] | None = None
+    header_line: int | None = None
+    first_column: int = 1
+    n_columns_in_file: int | None = None
+    index_dropped: str | None = None
+    encoding: str | None = None
+    blank_lines: int = 0
+    comment_lines: int = 0
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.data.shape
+
+    @property
+    def reading(self) -> str:
+        """How the file was read: ``CSV; header on line 1: a, b, ...; columns 1-16``."""
+        parts = [{"npy": "NumPy .npy", "npz": f"array {self.key!r} of an .npz archive",
+                  "csv": "CSV"}[self.format]]
+        if self.format == "csv":
+            if self.encoding != "UTF-8":
+                parts.append(self.encoding)
+            if self.header is None:
+                parts.append("no header")
+            else:
+                names = ", ".join(self.header[:4]) + (", ..." if len(self.header) > 4 else "")
+                parts.append(f"header on line {self.header_line}: {names}")
+            d = self.data.shape[1]
+            last = self.first_column + d - 1
+            parts.append(f"columns {self.first_column}-{last}" if d > 1
+                         else f"column {self.first_column}")
+            if self.index_dropped:
+                parts.append(f"column 1 dropped as an index ({self.index_dropped})")
+            for count, what in ((self.blank_lines, "blank"), (self.comment_lines, "comment")):
+                if count:
+                    parts.append(f"{count} {what} line{'s' if count > 1 else ''} skipped")
+        return "; ".join(parts)
+
+    def describe(self) -> str:
+        """One line: ``x.csv: 300 points x 16 dims (CSV; header on line 1: a, b, ...; ...)``."""
+        n, d = self.data.shape
+        return f"{self.path}: {n} points x {d} dims ({self.reading})"
+
+    def to_dict(self) -> dict:
+        """What was read, for JSON (the array left out)."""
+        out = {"path": self.path, "format": self.format, "n_points": int(self.data.shape[0]),
+               "n_features": int(self.data.shape[1])}
+        if self.format == "npz":
+            out["key"] = self.key
+        if self.format == "csv":
+            out |= {"header": None if self.header is None else list(self.header),
+                    "header_line": self.header_line,
+                    "columns": [self.first_column, self.first_column + self.data.shape[1] - 1],
+                    "n_columns_in_file": self.n_columns_in_file,
+                    "index_dropped": self.index_dropped, "encoding": self.encoding,
+                    "blank_lines": self.blank_lines, "comment_lines": self.comment_lines}
+        return out
+
+
+def read_embeddings(path, *, key: str | None = None, header: bool | None = None,
+                    index_column: str | None = None) -> EmbeddingFile:
+    """Read an (n_points, n_features) array of finite real numbers from a regular file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.npy``, ``.npz`` or ``.csv`` file (the extension decides, and the content must agree).
+    key : str, optional
+        The array inside an ``.npz`` archive (needed when it holds more than one).
+    header : bool, optional
+        CSV only. None (default): decided by :data:`HEADER_RULE`; True: the first line that is
+        not blank or a comment is a header; False: there is no header.
+    index_column : {None, "drop", "keep"}
+        CSV only. None (default): a first column that :data:`INDEX_RULE` calls an index is
+        refused; ``"drop"``: the first column is dropped; ``"keep"``: it is a feature.
+
+    Raises
+    ------
+    InputError
+        Anything that is not a finite, real, 2-D, non-empty array in the file's own format, with
+        one line naming the file and where in it.
+    """
+    shown = str(path)
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if index_column not in INDEX_CHOICES:
+        raise InputError(f"index_column must be one of {INDEX_CHOICES}; got {index_column!r}.")
+    if suffix not in FORMATS:
+        if path.is_dir():
+            raise InputError(f"{shown} is a directory; give a {_FORMAT_LIST} file.")
+        raise InputError(f"{shown}: unsupported file type {path.suffix!r}; use {_FORMAT_LIST}.")
+    if key is not None and suffix != ".npz":
+        raise InputError(f"--key {key!r} names an array inside a .npz file, but {shown} is a "
+                         f"{suffix} file; drop --key.")
+    with _open_regular(path, shown) as fh:
+        actual = _sniff(fh.read(8))
+        fh.seek(0)
+        expected = suffix[1:]
+        if actual == "empty":
+            raise InputError(f"{shown}: the file is empty.")
+        if actual != expected and not (expected == "csv" and actual == "text"):
+            raise InputError(f"{shown}: named {suffix} but holds {_KIND_NAMES[actual]}"
+                             + (f"; rename it to .{actual}." if actual in ("npy", "npz")
+                                else "."))
+        lines = None  # CSV: the line number of each row, for messages
+        try:
+            if suffix == ".npy":
+                read = EmbeddingFile(shown, _read_npy(fh, shown), "npy")
+            elif suffix == ".npz":
+                data, key = _read_npz(fh, shown, key)
+                read = EmbeddingFile(shown, data, "npz", key=key)
+            else:
+                read, lines = _read_csv(fh.read(), shown, header, index_column)
+        except InputError:
+            raise
+        except MemoryError:
+            raise InputError(f"{shown}: not enough memory to read it.") from None
+        except Exception as err:  # noqa: BLE001 - any failure to parse is the file's: said once
+            said = " ".join(str(err).split())  # one line, whatever the parser said
+            raise InputError(f"{shown}: cannot read it as {suffix} ({type(err).__name__}: "
+                             f"{said}).") from err
+    return dataclasses.replace(read, data=_checked_array(read.data, shown, lines,
+                                                         read.first_column))
+
+
+# --------------------------------------------------------------------------------------------
+# Opening: regular files only, never blocking
+# --------------------------------------------------------------------------------------------
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def _open_regular(path: Path, shown: str):
+    """The file opened for binary reading, if it is a regular file; else :class:`InputError`.
+
+    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; ``fstat`` on the
+    open descriptor (not ``stat`` on the name) judges the very file that would be read."""
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        link = " (a symbolic link to a missing file)" if path.is_symlink() else ""
+        raise InputError(f"{shown}: no such file{link}.") from None
+    except PermissionError:
+        raise InputError(f"{shown}: permission denied.") from None
+    except OSError as err:
+        raise InputError(f"{shown}: cannot open it ({err.strerror or err}).") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+        raise InputError(f"{shown} is {kind}, not a regular file; give a {_FORMAT_LIST} file.")
+    return os.fdopen(fd, "rb")
+
+
+_KIND_NAMES = {"npy": "a NumPy .npy array", "npz": "a .npz (zip) archive",
+               "pickle": "a Python pickle (never loaded: unpickling can run code)",
+               "text": "text", "binary": "binary data of an unknown format", "empty": "nothing"}
+
+
+def _sniff(head: bytes) -> str:
+    if not head:
+        return "empty"
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "npz"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "pickle"
+    if head.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "text"
+    return "binary" if b"\x00" in head else "text"
+
+
+# --------------------------------------------------------------------------------------------
+# .npy and .npz
+# --------------------------------------------------------------------------------------------
+
+
+def _read_npy(fh, shown: str) -> np.ndarray:
+    """The array of a .npy file, its header checked before its data are read."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    if version == (1, 0):
+        shape, _, dtype = fmt.read_array_header_1_0(fh)
+    else:
+        shape, _, dtype = fmt.read_array_header_2_0(fh)
+    _check_header(shown, shape, dtype)
+    promised = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    have = os.fstat(fh.fileno()).st_size - fh.tell()
+    if have < promised:
+        raise InputError(f"{shown}: truncated: its header promises {promised} bytes of "
+                         f"{dtype} data (shape {shape}), the file holds {have}.")
+    fh.seek(0)
+    return np.load(fh, allow_pickle=False)
+
+
+def _check_header(shown: str, shape: tuple, dtype: np.dtype) -> None:
+    """Numbers in two dimensions, by the array's header alone (before its data are read)."""
+    if dtype.hasobject or dtype.fields is not None or not np.issubdtype(dtype, np.number):
+        raise InputError(f"{shown}: expected numbers, found dtype {dtype}.")
+    if len(shape) != 2:
+        raise InputError(f"{shown}: expected a 2-D array (n_points, n_features), found shape "
+                         f"{tuple(shape)}.")
+
+
+def _read_npz(fh, shown: str, key: str | None) -> tuple[np.ndarray, str]:
+    with np.load(fh, allow_pickle=False) as archive:
+        names = list(archive.files)
+        if key is None:
+            if len(names) != 1:
+                raise InputError(f"{shown}: the archive holds {len(names)} arrays "
+                                 f"({', '.join(names) or 'none'}); choose one with --key.")
+            key = names[0]
+        if key not in names:
+            raise InputError(f"{shown}: no array {key!r} in the archive (it has "
+                             f"{', '.join(names) or 'none'}).")
+        return archive[key], key
+
+
+# --------------------------------------------------------------------------------------------
+# .csv
+# --------------------------------------------------------------------------------------------
+
+# An ASCII number as numpy.savetxt, pandas and spreadsheets write it; nan/inf are read so that
+# the finiteness check can name them.
+_NUMBER = r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|nan|inf(?:inity)?)"
+_FIELD = rf'[ \t]*(?:{_NUMBER}|"{_NUMBER}")[ \t]*'
+_NUMBER_RE = re.compile(_NUMBER, re.ASCII | re.IGNORECASE)
+_ROW_RE = re.compile(rf"{_FIELD}(?:,{_FIELD})*", re.ASCII | re.IGNORECASE)
+_WHOLE_RE = re.compile(r"[0-9]+", re.ASCII)  # a whole number without sign, point or exponent
+_DECIMAL_RE = re.compile(r"[+-]?[0-9]*\.[0-9]*(?:[eE][+-]?[0-9]+)?|[+-]?[0-9]+[eE][+-]?[0-9]+",
+                         re.ASCII)  # a number with a decimal point or an exponent
+_DECIMAL_IN_LINE_RE = re.compile(r"[0-9]\.|\.[0-9]|[0-9][eE]", re.ASCII)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _decode(raw: bytes, shown: str) -> tuple[str, str]:
+    if raw.startswith(codecs.BOM_UTF8):
+        raw, encoding = raw[len(codecs.BOM_UTF8):], "UTF-8 with BOM"
+    elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return raw.decode("utf-16"), "UTF-16"
+        except UnicodeDecodeError as err:
+            raise InputError(f"{shown}: not valid UTF-16 text ({err.reason} at byte "
+                             f"{err.start}).") from None
+    else:
+        encoding = "UTF-8"
+    if b"\x00" in raw:
+        raise InputError(f"{shown}: binary data (NUL bytes), not text; a .csv holds "
+                         "comma-separated numbers.")
+    try:
+        return raw.decode("utf-8"), encoding
+    except UnicodeDecodeError as err:
+        raise InputError(f"{shown}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+                         f"{err.start}); a .csv holds comma-separated numbers in UTF-8.") from None
+
+
+def _fields(line: str) -> list[str]:
+    """The fields of one CSV line (quotes as in RFC 4180), stripped of spaces and tabs."""
+    return [f.strip(" \t") for f in next(csv.reader([line], skipinitialspace=True), [""])]
+
+
+def _is_number(field: str) -> bool:
+    return _NUMBER_RE.fullmatch(field) is not None
+
+
+def _whole_numbers(fields: list[str]) -> bool:
+    return bool(fields) and all(_WHOLE_RE.fullmatch(f) for f in fields)
+
+
+def _pandas_names(fields: list[str]) -> bool:
+    """The whole numbers 0..k-1: the names ``DataFrame.to_csv`` writes for unnamed columns."""
+    return _whole_numbers(fields) and [int(f) for f in fields] == list(range(len(fields)))
+
+
+def _header_kind(fields: list[str], rows_below: list[str]) -> str:
+    """``"header"``, ``"data"``, ``"ambiguous"`` or ``"mixed"`` for the first line, by
+    :data:`HEADER_RULE`; ``rows_below``: the other lines, searched for a decimal only when the
+    first line is all whole numbers."""
+    numbers = [_is_number(f) for f in fields]
+    if not any(numbers):
+        return "header"
+    if fields[0] == "" and len(fields) > 1 and (
+            not any(numbers[1:]) or _pandas_names(fields[1:])):
+        return "header"
+    if _whole_numbers(fields) and (
+            _pandas_names(fields) or any(_DECIMAL_IN_LINE_RE.search(line) for line in rows_below)):
+        return "ambiguous"
+    # Numbers and empty fields: a row of data with missing values (refused as such, by line).
+    return "data" if all(n or f == "" for n, f in zip(numbers, fields, strict=True)) else "mixed"
+
+
+def _line_problem(fields: list[str], delimiter_hint: str) -> str:
+    bad = next(i for i, f in enumerate(fields) if not _is_number(f.strip('"')))
+    what = "is empty" if fields[bad] == "" else f"is {fields[bad][:40]!r}, not a number"
+    return f"column {bad + 1} {what}{delimiter_hint}"
+
+
+def _read_csv(raw: bytes, shown: str, header: bool | None,
+              index_column: str | None) -> tuple[EmbeddingFile, list[int]]:
+    """The file as read, and the line number (1-based) of each of its rows."""
+    text, encoding = _decode(raw, shown)
+    rows: list[str] = []
+    numbers: list[int] = []
+    blank = comment = 0
+    for number, line in enumerate(_LINE_BREAK.split(text), start=1):
+        stripped = line.strip(" \t")
+        if not stripped:
+            blank += 1
+        elif stripped.startswith("#"):
+            comment += 1
+        else:
+            rows.append(line)
+            numbers.append(number)
+    blank -= 1 if text.endswith(("\n", "\r")) or not text else 0  # the final line break
+    if not rows:
+        raise InputError(f"{shown}: " + ("the file is empty." if not text.strip(" \t\r\n")
+                                        else "no rows of numbers, only blank or comment lines."))
+    names = None
+    header_line = None
+    first = _fields(rows[0])
+    kind = "header" if header else "data" if header is False else _header_kind(first, rows[1:])
+    if kind == "ambiguous":
+        what = ("the column numbers pandas writes as a header" if _pandas_names(first)
+                else "whole numbers above rows of decimals, like numeric column names")
+        raise InputError(
+            f"{shown}: line {numbers[0]} holds {_short(first)}: {what}. A header or a row of "
+            "data? Say --header or --no-header.")
+    if kind == "mixed":
+        raise InputError(
+            f"{shown}: line {numbers[0]} mixes numbers and text ({_short(first)}): neither a "
+            "header (no field a number) nor a row of numbers; if it is a header, say --header.")
+    if kind == "header":
+        names, header_line = first, numbers[0]
+        rows, numbers = rows[1:], numbers[1:]
+        if not rows:
+            raise InputError(f"{shown}: a header on line {header_line} and no rows of numbers.")
+    # The data: every line must match the strict row pattern; the first that does not is named.
+    width = None
+    for line, number in zip(rows, numbers, strict=True):
+        if _ROW_RE.fullmatch(line) is None:
+            fields = _fields(line)
+            hint = ""
+            if len(fields) == 1 and any(sep in line for sep in (";", "\t", "|")):
+                hint = " (the fields of a .csv here are separated by commas)"
+            raise InputError(f"{shown}: line {number} is not a row of numbers: "
+                             f"{_line_problem(fields, hint)}.")
+        count = line.count(",") + 1
+        if width is None:
+            width = count
+        elif count != width:
+            raise InputError(f"{shown}: rows have different numbers of columns: line {number} "
+                             f"has {count}, line {numbers[0]} has {width}.")
+    if names is not None and len(names) != width:
+        raise InputError(f"{shown}: the header on line {header_line} names {len(names)} "
+                         f"columns, the rows have {width}.")
+    table = [line.replace('"', "").split(",") for line in rows]
+    index_reason = None
+    if index_column == "drop":
+        index_reason = "--index-column drop"
+    elif index_column is None:
+        index_reason = _index_reason(names, [r[0].strip(" \t") for r in table], table)
+        if index_reason is not None:
+            raise InputError(
+                f"{shown}: column 1 looks like an index, not a feature ({index_reason}): drop "
+                "it with --index-column drop, or keep it as a feature with --index-column keep.")
+    if index_reason is not None:
+        if width < 2:
+            raise InputError(f"{shown}: --index-column drop leaves no column.")
+        table = [r[1:] for r in table]
+        names = None if names is None else names[1:]
+    data = np.array(table, dtype=np.float64) if table else np.empty((0, width))
+    return EmbeddingFile(
+        shown, data, "csv", header=None if names is None else tuple(names),
+        header_line=header_line, first_column=2 if index_reason else 1, n_columns_in_file=width,
+        index_dropped=index_reason, encoding=encoding, blank_lines=blank,
+        comment_lines=comment), numbers
+
+
+def _index_reason(names, first_column: list[str], table: list[list[str]]) -> str | None:
+    """Why the first column is an index by :data:`INDEX_RULE`, or None."""
+    if names is not None and names[0] in ("", "Unnamed: 0"):
+        return f"its header is {names[0]!r}, as pandas and R write over an index"
+    n = len(first_column)
+    if len(table[0]) < 2 or n < 2 or not all(_WHOLE_RE.fullmatch(v) for v in first_column):
+        return None
+    values = [int(v) for v in first_column]
+    if values not in (list(range(n)), list(range(1, n + 1))):
+        return None
+    if any(_DECIMAL_RE.fullmatch(v.strip(" \t")) for row in table for v in row[1:]):
+        return (f"its values count {values[0]} to {values[-1]} in whole numbers, beside "
+                "columns of decimals: a row number")
+    return None
+
+
+def _short(fields: list[str]) -> str:
+    shown = ", ".join(repr(f) for f in fields[:5])
+    return shown + (", ..." if len(fields) > 5 else "")
+
+
+# --------------------------------------------------------------------------------------------
+# Every format: a finite, real, 2-D, non-empty array
+# --------------------------------------------------------------------------------------------
+
+
+def _checked_array(X, shown: str, csv_lines: list[int] | None, first_column: int) -> np.ndarray:
+    if np.iscomplexobj(X):
+        raise InputError(f"{shown}: complex numbers (dtype {X.dtype}); the measures take real "
+                         "embeddings: save the real part, the modulus or both parts as columns.")
+    _check_header(shown, X.shape, X.dtype)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise InputError(f"{shown}: no {'points' if X.shape[0] == 0 else 'features'} (shape "
+                         f"{X.shape}).")
+    X = X.astype(np.float64, copy=False)
+    bad = ~np.isfinite(X)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        where = f"line {csv_lines[row]}" if csv_lines is not None else f"row {row}"
+        raise InputError(
+            f"{shown}: {int(bad.sum())} non-finite value(s) ({int(np.isnan(X).sum())} NaN, "
+            f"{int(np.isinf(X).sum())} inf), the first at {where}, column {col + first_column} "
+            f"({X[row, col]}).")
+    return X
