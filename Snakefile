@@ -17,16 +17,14 @@ configfile: "config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-# Typed command-line overrides, the schema (types, ranges, defaults), the constraints between
-# keys, then (strict_assets) the pins of every asset: a bad configuration fails here, before any
-# job runs, naming its key.
+# Typed command-line overrides and the schema (types, ranges, defaults) first; the constraints
+# between keys (registered by each rule file) and, with strict_assets, the pins of every asset
+# once the rules are read: a bad configuration fails before any job runs, naming its key.
 include: "workflow/rules/common.smk"
 
 
 coerce_config_types(config)
 validate(config, CONFIG_SCHEMA_FILE)
-check_config(config)
-check_assets(config)
 
 
 include: "workflow/rules/text_assets.smk"
@@ -40,6 +38,10 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/summary.smk"
 # `snakemake audit`: the results against their provenance records.
 include: "workflow/rules/audit.smk"
+
+
+check_config(config)
+check_assets(config)
 
 
 rule all:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.polynomial import chebyshev
@@ -417,3 +419,66 @@ def subsample_designs(curvature: np.ndarray, split: np.ndarray, *, n_curvatures=
     if test.size:
         designs["test clouds"] = [test] * repeats
     return designs
+
+
+def config_problems(section: Mapping) -> list[str]:
+    """The constraints between keys of the curvature section (and its sensitivity study) that
+    the configuration schema cannot express, as sentences naming the keys (empty if there are
+    none). The workflow checks them before any job runs (workflow/rules/common.smk:
+    check_config)."""
+    curv = section
+    problems = []
+    if not curv["curvature_min"] < curv["curvature_max"]:
+        problems.append(
+            f"curvature.curvature_min ({curv['curvature_min']}) must be smaller than "
+            f"curvature.curvature_max ({curv['curvature_max']}).")
+    n_train = curv["n_train_curvatures"] * curv["clouds_per_curvature"]
+    n_clouds = n_train + curv["n_test_clouds"]
+    train_sum = (f"curvature.n_train_curvatures x curvature.clouds_per_curvature = "
+                 f"{curv['n_train_curvatures']} x {curv['clouds_per_curvature']}")
+    if curv["n_chunks"] > n_clouds:
+        problems.append(
+            f"curvature.n_chunks ({curv['n_chunks']}) exceeds the number of clouds, {n_clouds} "
+            f"({train_sum}, plus curvature.n_test_clouds = {curv['n_test_clouds']}): a job "
+            "would get no cloud.")
+    if curv["cv_folds"] > n_train:
+        problems.append(
+            f"curvature.cv_folds ({curv['cv_folds']}) exceeds the {n_train} training clouds "
+            f"({train_sum}).")
+    else:
+        fold = n_train - math.ceil(n_train / curv["cv_folds"])
+        most = 1 + fold // MIN_CLOUDS_PER_KNOT_INTERVAL
+        if curv["piecewise_knots"] > most:
+            problems.append(
+                f"curvature.piecewise_knots ({curv['piecewise_knots']}) is too large for the "
+                f"data: the smallest training fold holds {fold} clouds ({n_train} training "
+                f"clouds, curvature.cv_folds = {curv['cv_folds']}), and at most {most} knots "
+                f"leave {MIN_CLOUDS_PER_KNOT_INTERVAL} clouds per linear piece.")
+
+    study = curv["sensitivity"]
+    if not study["t_cut_min"] < study["t_cut_max"]:
+        problems.append(
+            f"curvature.sensitivity.t_cut_min ({study['t_cut_min']}) must be smaller than "
+            f"curvature.sensitivity.t_cut_max ({study['t_cut_max']}).")
+    grid = study["grid"]
+    if not grid["t_first"] < grid["t_max"]:
+        problems.append(
+            f"curvature.sensitivity.grid.t_first ({grid['t_first']}) must be smaller than "
+            f"curvature.sensitivity.grid.t_max ({grid['t_max']}).")
+    if study["t_cut_max"] > grid["t_max"]:
+        problems.append(
+            f"curvature.sensitivity.t_cut_max ({study['t_cut_max']}) lies beyond the scale grid: "
+            f"raise curvature.sensitivity.grid.t_max ({grid['t_max']}).")
+    for count in study["spread_curvatures"]:
+        if not curv["cv_folds"] <= count <= curv["n_train_curvatures"]:
+            problems.append(
+                f"curvature.sensitivity.spread_curvatures: a design of {count} curvatures needs "
+                f"at least curvature.cv_folds = {curv['cv_folds']} and at most "
+                f"curvature.n_train_curvatures = {curv['n_train_curvatures']}.")
+    if 0 < curv["n_test_clouds"] < curv["cv_folds"]:
+        problems.append(
+            f"curvature.n_test_clouds ({curv['n_test_clouds']}) is below curvature.cv_folds "
+            f"({curv['cv_folds']}): the sensitivity study cross-validates on the test clouds "
+            "too (use 0 or at least as many as folds).")
+
+    return problems

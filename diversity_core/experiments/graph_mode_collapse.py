@@ -49,8 +49,9 @@ MagDiff with its sign chosen so that, like MMD, it rises as modes collapse or dr
 from __future__ import annotations
 
 import logging
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -412,3 +413,38 @@ def spearman_per_setting(measures):
             rho = float(spearmanr(grp["p"].to_numpy(), v).statistic)
         rows.append(dict(zip(keys, key, strict=True), spearman=rho))
     return pd.DataFrame(rows, columns=keys + ["spearman"])
+
+
+# Graphs in the datasets whose size the configuration fixes (the downloaded ones are checked
+# when they are read).
+FIXED_GRAPH_COUNTS = {"mutag": 188, "cuneiform": 267}
+
+
+def config_problems(section: Mapping) -> list[str]:
+    """The constraints between keys of the graphs section that the configuration schema cannot
+    express, as sentences naming the keys (empty if there are none). The workflow checks them
+    before any job runs (workflow/rules/common.smk: check_config)."""
+    graphs = section
+    problems = []
+    if graphs["figure_dataset"] not in graphs["datasets"]:
+        problems.append(
+            f"graphs.figure_dataset ({graphs['figure_dataset']}) is not among graphs.datasets "
+            f"{graphs['datasets']}.")
+    for section, low, high in (("lobster", "min_nodes", "max_nodes"), ("grid", "lower", "upper"),
+                               ("community", "min_size", "max_size"),
+                               ("proteins", "min_nodes", "max_nodes"),
+                               ("ego", "min_nodes", "max_nodes")):
+        options = graphs[section]
+        if options[low] > options[high]:
+            problems.append(f"graphs.{section}.{low} ({options[low]}) exceeds "
+                            f"graphs.{section}.{high} ({options[high]}).")
+    counts = dict(FIXED_GRAPH_COUNTS, lobster=graphs["lobster"]["n_graphs"],
+                  community=graphs["community"]["n_graphs"],
+                  grid=max(0, graphs["grid"]["upper"] - graphs["grid"]["lower"] + 1) ** 2)
+    for name in graphs["datasets"]:
+        half = counts.get(name, math.inf) // 2
+        if graphs["k"] >= half:
+            problems.append(
+                f"graphs.k ({graphs['k']}) must be smaller than the {half} graphs of the "
+                f"reference half of {name}: PRDC needs a k-th neighbour besides the graph itself.")
+    return problems

@@ -16,7 +16,7 @@ Data readers live in :mod:`diversity_core.data.images`, the network in
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -318,3 +318,39 @@ def scenario_agreement(summary):
             row[f"half_{name}"] = _crossing(fractions, fall, 0.5 * total) if total else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# Images per class in each data set's splits (the pool and reference are drawn within a class).
+IMAGES_PER_CLASS = {"fashion_mnist": {"train": 6000, "test": 1000},
+                    "cifar10": {"train": 5000, "test": 1000}}
+IMAGE_CLASSES = 10
+
+
+def config_problems(section: Mapping) -> list[str]:
+    """The constraints between keys of the images section that the configuration schema cannot
+    express, as sentences naming the keys (empty if there are none). The workflow checks them
+    before any job runs (workflow/rules/common.smk: check_config)."""
+    img = section
+    problems = []
+    set_size = img["n_reference_per_class"] * IMAGE_CLASSES
+    if img["k"] >= set_size:
+        problems.append(
+            f"images.k ({img['k']}) must be smaller than the number of images in a set, "
+            f"{set_size} (images.n_reference_per_class = {img['n_reference_per_class']} x "
+            f"{IMAGE_CLASSES} classes): PRDC needs a k-th neighbour besides the point itself.")
+    moved = min(round(max(img["fractions"]) * set_size),
+                img["n_reference_per_class"] * (IMAGE_CLASSES - 1))
+    need = img["n_reference_per_class"] + moved
+    if img["n_pool_per_class"] < need:
+        problems.append(
+            f"images.n_pool_per_class ({img['n_pool_per_class']}) must be at least {need}: at "
+            f"the largest of images.fractions ({max(img['fractions'])}) the preferred class "
+            f"supplies {need} images of a set of {set_size}.")
+    available = IMAGES_PER_CLASS[img["dataset"]][img["split"]]
+    if img["n_reference_per_class"] + img["n_pool_per_class"] > available:
+        problems.append(
+            f"images.n_reference_per_class + images.n_pool_per_class "
+            f"({img['n_reference_per_class']} + {img['n_pool_per_class']}) exceeds the "
+            f"{available} images per class of {img['dataset']} (images.split = {img['split']}).")
+
+    return problems

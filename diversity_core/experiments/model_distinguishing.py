@@ -308,3 +308,32 @@ def measure_distances(summary: Mapping[str, np.ndarray], measure: str) -> np.nda
     if measure not in SCALAR_MEASURES:
         raise ValueError(f"unknown measure {measure!r}; known: {', '.join(MEASURES)}.")
     return scalar_distance(summary[measure])
+
+
+def config_problems(section: Mapping) -> list[str]:
+    """The constraints between keys of the models section that the configuration schema cannot
+    express, as sentences naming the keys (empty if there are none). The workflow checks them
+    before any job runs (workflow/rules/common.smk: check_config)."""
+    mod = section
+    problems = []
+    if mod["figure_collection"] not in mod["collections"]:
+        problems.append(f"models.figure_collection ({mod['figure_collection']}) is not among "
+                        f"models.collections {mod['collections']}.")
+    if mod["subsample_size"] > mod["n_documents"]:
+        problems.append(f"models.subsample_size ({mod['subsample_size']}) exceeds "
+                        f"models.n_documents ({mod['n_documents']}).")
+    if mod["cv_folds"] > mod["n_subsamples"]:
+        problems.append(f"models.cv_folds ({mod['cv_folds']}) exceeds models.n_subsamples "
+                        f"({mod['n_subsamples']}): a stratified fold needs a subsample of every "
+                        "model.")
+    else:
+        # The smallest training part of a stratified split: (folds - 1) / folds of each model's
+        # subsamples, rounded down.
+        train = len(mod["models"]) * (mod["n_subsamples"] * (mod["cv_folds"] - 1)
+                                      // mod["cv_folds"])
+        for key, k in [("k", mod["k"])] + [("ks", k) for k in mod["ks"]]:
+            if k > train:
+                problems.append(f"models.{key} ({k}) exceeds the {train} training subsamples of "
+                                f"a cross-validation fold (models.n_subsamples x models x "
+                                f"(cv_folds - 1) / cv_folds).")
+    return problems

@@ -279,3 +279,30 @@ def spearman_bootstrap(score, temperature, *, n_resamples: int = 1000, confidenc
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(draws, [alpha, 1.0 - alpha])
     return rho, float(low), float(high)
+
+
+def config_problems(section: Mapping) -> list[str]:
+    """The constraints between keys of the text section that the configuration schema cannot
+    express, as sentences naming the keys (empty if there are none). The workflow checks them
+    before any job runs (workflow/rules/common.smk: check_config)."""
+    text = section
+    problems = []
+    for key, among in (("figure_task", "tasks"), ("figure_model", "models")):
+        if text[key] not in text[among]:
+            problems.append(f"text.{key} ({text[key]}) is not among text.{among} {text[among]}.")
+    if not set(text["ranking_measures"]) <= set(text["measures"]):
+        problems.append(f"text.ranking_measures {text['ranking_measures']} must be among "
+                        f"text.measures {text['measures']}.")
+    if text["data"] == "generated":
+        gen = text["generation"]
+        if gen["n_chunks"] > gen["prompts_per_task"]:
+            problems.append(
+                f"text.generation.n_chunks ({gen['n_chunks']}) exceeds "
+                f"text.generation.prompts_per_task ({gen['prompts_per_task']}): a job would get "
+                "no prompt.")
+        n_sets = gen["prompts_per_task"] * len(gen["temperatures"])
+        if 2 * text["cv_folds"] > n_sets:
+            problems.append(
+                f"text.cv_folds ({text['cv_folds']}) needs at least {2 * text['cv_folds']} sets "
+                f"per task; text.generation.prompts_per_task x temperatures gives {n_sets}.")
+    return problems

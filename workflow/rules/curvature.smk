@@ -6,6 +6,9 @@ CURV_CHUNKS = range(CURV["n_chunks"])
 # What the curvature results depend on: recorded in their provenance files.
 CURV_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "curvature")}
 
+# Its cross-key constraints, checked before any job runs (common.smk: check_config).
+CONFIG_CHECKS["curvature"] = "diversity_core.experiments.curvature"
+
 EXPERIMENT_TARGETS["curvature"] = [
     results("curvature", "table1.csv"),
     results("curvature", "figure2.png"),

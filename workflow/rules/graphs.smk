@@ -15,6 +15,9 @@ GRAPH_DOWNLOADS = {
 }
 GRAPH_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", GRAPH)}
 
+# Its cross-key constraints, checked before any job runs (common.smk: check_config).
+CONFIG_CHECKS["graphs"] = "diversity_core.experiments.graph_mode_collapse"
+
 EXPERIMENT_TARGETS["graph_mode_collapse"] = [
     results(GRAPH, "spearman.csv"),
     results(GRAPH, "summary.csv"),

@@ -17,6 +17,9 @@ IMG_DATASET = IMG_CFG["dataset"]
 IMG_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", IMG)}
 
 
+# Its cross-key constraints, checked before any job runs (common.smk: check_config).
+CONFIG_CHECKS["images"] = "diversity_core.experiments.image_mode_dropping"
+
 EXPERIMENT_TARGETS["image_mode_dropping"] = [
     results(IMG, "mode_dropping.csv"),
     results(IMG, "scenario_agreement.csv"),

@@ -15,6 +15,9 @@ MOD_VARIANTS = MOD_CFG["variants"]
 MOD_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "text_assets", MOD)}
 
 
+# Its cross-key constraints, checked before any job runs (common.smk: check_config).
+CONFIG_CHECKS["models"] = "diversity_core.experiments.model_distinguishing"
+
 EXPERIMENT_TARGETS["model_distinguishing"] = [
     results(MOD, "table2.csv"),
     results(MOD, "table_s5.csv"),

@@ -17,6 +17,9 @@ TEXT_LM_DIR = str(RESOURCES / "text" / "lm" / "SmolLM2-135M-Instruct")
 TEXT_TEVET_ZIP = str(RESOURCES / "text" / "tevet_berant" / "data.zip")
 TEXT_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", TEXT)}
 
+# Its cross-key constraints, checked before any job runs (common.smk: check_config).
+CONFIG_CHECKS["text"] = "diversity_core.experiments.text_temperature"
+
 EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "r2_scores.csv"),
     results(TEXT, "ranking.csv"),
