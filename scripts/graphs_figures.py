@@ -1,5 +1,5 @@
 """Figure 6 (Spearman's rho per measure on one dataset, with the measures along p) and the same
-rank correlations for every dataset."""
+rank correlations for every dataset; each panel marks the mean rho with its bootstrap interval."""
 
 import numpy as np
 import pandas as pd
@@ -14,11 +14,14 @@ LABELS = {"magdiff": "MagDiff", "precision": "precision", "recall": "recall",
           "mmd_linear": "MMD linear"}
 COLOURS = {m: MEASURE_COLOURS[m] for m in LABELS}
 DATASET_LABELS = {"lobster": "Lobster", "grid": "Grid", "community": "Community",
-                  "mutag": "MUTAG", "cuneiform": "Cuneiform", "proteins": "Proteins",
-                  "ego": "Ego"}
+                  "mutag": "MUTAG", "cuneiform": "Cuneiform", "zinc": "ZINC",
+                  "proteins": "Proteins", "ego": "Ego"}
 
 
-def _violins(ax, rho: pd.DataFrame, title: str) -> None:
+def _violins(ax, rho: pd.DataFrame, title: str, intervals: pd.DataFrame | None = None) -> None:
+    """Violins and boxes of rho over the architectures; with ``intervals`` (rows of summary.csv
+    for this panel) the mean and its bootstrap interval as a black diamond with error bars, right
+    of each box."""
     data = [rho.loc[rho["metric"] == m, "spearman"].dropna().to_numpy() for m in protocol.MEASURES]
     pos = np.arange(len(protocol.MEASURES))
     keep = [i for i, d in enumerate(data) if len(d) > 1 and np.ptp(d) > 0]
@@ -35,6 +38,13 @@ def _violins(ax, rho: pd.DataFrame, title: str) -> None:
         n_nan = int(rho.loc[rho["metric"] == metric, "spearman"].isna().sum())
         if n_nan:
             ax.annotate(f"{n_nan} undef.", (pos[i], -1.0), ha="center", va="bottom", fontsize=7)
+    if intervals is not None:
+        ci = intervals.set_index("metric").reindex(list(protocol.MEASURES))
+        mean = ci["mean"].to_numpy(dtype=float)
+        err = np.abs(np.vstack([mean - ci["ci_low"].to_numpy(dtype=float),
+                                ci["ci_high"].to_numpy(dtype=float) - mean]))
+        ax.errorbar(pos + 0.3, mean, yerr=err, fmt="D", color="black", markersize=3.5,
+                    elinewidth=1.2, capsize=2.5)
     if not any(len(d) for d in data):
         ax.text(0.5, 0.55, "ρ undefined for every measure: no measure changes along p\n"
                 "(the perturbation leaves the embedded set unchanged)", ha="center",
@@ -70,28 +80,38 @@ def _curves(ax, values: pd.DataFrame, title: str) -> None:
     ax.set_title(title)
 
 
-def main(spearman: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
-         figure_all: Output, figure_all_pdf: Output, figure_dataset: str):
+def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
+         figure_all: Output, figure_all_pdf: Output, figure_dataset: str, ci_level: float):
     """Write FIGURE6 (one dataset) and FIGURE_ALL (every dataset and all pooled), each as PNG
-    and PDF."""
+    and PDF; SUMMARY gives the bootstrap intervals (at CI_LEVEL) and the number of steps of each
+    sweep."""
+    diamonds = (f"◆: mean ρ over the architectures, {ci_level:.0%} bootstrap interval "
+                "(architectures and steps resampled)")
     rho = pd.read_csv(spearman)
+    summ = pd.read_csv(summary)
     values = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
     n_arch = rho["setting"].nunique()
     clusters = values.groupby("dataset")["n_clusters"].first().to_dict()
+
+    def panel(dataset, experiment):
+        part = summ[(summ["dataset"] == dataset) & (summ["experiment"] == experiment)]
+        return part, int(part["n_steps"].iloc[0])
 
     name = DATASET_LABELS.get(figure_dataset, figure_dataset)
     fig, axes = plt.subplots(2, 2, figsize=(11, 9), layout="constrained")
     for col, experiment in enumerate(protocol.EXPERIMENTS):
         title = f"{name}: mode {experiment}"
         sel = (rho["dataset"] == figure_dataset) & (rho["experiment"] == experiment)
-        _violins(axes[0, col], rho[sel], f"{title}: ρ per architecture")
+        intervals, n_steps = panel(figure_dataset, experiment)
+        _violins(axes[0, col], rho[sel], f"{title}: ρ per architecture ({n_steps} steps)",
+                 intervals)
         vsel = (values["dataset"] == figure_dataset) & (values["experiment"] == experiment)
         _curves(axes[1, col], values[vsel], f"{title}: measures along p")
     handles, labels = axes[1, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
     fig.suptitle(f"{name} ({clusters[figure_dataset]} clusters, {n_arch} random GIN "
                  "architectures): rank correlation of each measure with the degree of "
-                 "perturbation p (ρ = 1: ideal)", fontsize=11)
+                 f"perturbation p (ρ = 1: ideal)\n{diamonds}", fontsize=11)
     save_figure(fig, figure6, pdf=figure6_pdf)
 
     present = set(rho["dataset"])
@@ -102,13 +122,19 @@ def main(spearman: Input, measures: Inputs, figure6: Output, figure6_pdf: Output
     for row, dataset in enumerate(panels):
         for col, experiment in enumerate(protocol.EXPERIMENTS):
             sel = rho["experiment"] == experiment
-            if dataset != "all":
+            intervals = None
+            if dataset == "all":
+                label = "all datasets pooled"
+            else:
                 sel &= rho["dataset"] == dataset
-            label = ("all datasets pooled" if dataset == "all"
-                     else f"{DATASET_LABELS.get(dataset, dataset)} ({clusters[dataset]} clusters)")
-            _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}")
+                intervals, n_steps = panel(dataset, experiment)
+                label = (f"{DATASET_LABELS.get(dataset, dataset)} ({clusters[dataset]} "
+                         f"clusters, {n_steps} steps)")
+            _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}", intervals)
             if row < len(panels) - 1:
                 axes[row, col].set_xticklabels([])
+    fig.suptitle(f"Rank correlation with p on every dataset ({n_arch} random GIN architectures)"
+                 f"\n{diamonds}", fontsize=11)
     save_figure(fig, figure_all, pdf=figure_all_pdf, dpi=120)
 
 

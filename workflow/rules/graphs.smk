@@ -1,17 +1,20 @@
 # Graph mode collapse and mode dropping (paper §4.5, Figure 6): experiment `graph_mode_collapse`,
 # files in results/graphs/.
 #
-# (download DD / Citeseer) -> prepare one dataset (graphs, halves, clusters, perturbed index sets)
-# -> evaluate every measure for every GIN architecture -> Spearman table -> figures.
+# (fetch ZINC's SMILES from the molsets wheel / download DD, Citeseer) -> prepare one dataset
+# (graphs, halves, clusters, perturbed index sets) -> evaluate every measure for every GIN
+# architecture -> Spearman table with bootstrap intervals -> figures.
 
 GRAPH = "graphs"
 GRAPH_CFG = config[GRAPH]
 GRAPH_DATASETS = list(GRAPH_CFG["datasets"])
 GRAPH_RESOURCES = RESOURCES / "graphs"
+# The files each fetched dataset's rule brings into resources/graphs/ (with its .pins.json).
 GRAPH_DOWNLOADS = {
     "proteins": [str(GRAPH_RESOURCES / "DD" / "DD_A.txt"),
                  str(GRAPH_RESOURCES / "DD" / "DD_graph_indicator.txt")],
     "ego": [str(GRAPH_RESOURCES / "citeseer" / "ind.citeseer.graph")],
+    "zinc": [str(GRAPH_RESOURCES / "zinc" / Path(GRAPH_CFG["zinc"]["member"]).name)],
 }
 GRAPH_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", GRAPH)}
 
@@ -33,14 +36,33 @@ rule graph_mode_collapse:
         EXPERIMENT_TARGETS["graph_mode_collapse"],
 
 
+rule graphs_fetch_zinc:
+    """ZINC molecules: MOSES' test SMILES out of the molsets wheel (pinned wheel and file)."""
+    output:
+        files=GRAPH_DOWNLOADS["zinc"],
+    params:
+        source="zinc",
+        pins=GRAPH_CFG["zinc"],
+        resources_dir=str(GRAPH_RESOURCES),
+    conda:
+        "../../envs/torch.yaml"
+    log:
+        logs(GRAPH, "fetch_zinc"),
+    benchmark:
+        bench(GRAPH, "fetch_zinc")
+    threads: 1
+    script:
+        "../../scripts/graphs_download.py"
+
+
 rule graphs_download_proteins:
     """TU DD ("Proteins"), downloaded and unpacked; checksummed if graphs.proteins.sha256 is set."""
     output:
         files=GRAPH_DOWNLOADS["proteins"],
     params:
         source="proteins",
-        url=GRAPH_CFG["proteins"]["url"],
-        sha256=GRAPH_CFG["proteins"]["sha256"],
+        pins=GRAPH_CFG["proteins"],
+        resources_dir=str(GRAPH_RESOURCES),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -58,8 +80,8 @@ rule graphs_download_ego:
         files=GRAPH_DOWNLOADS["ego"],
     params:
         source="ego",
-        url=GRAPH_CFG["ego"]["url"],
-        sha256=GRAPH_CFG["ego"]["sha256"],
+        pins=GRAPH_CFG["ego"],
+        resources_dir=str(GRAPH_RESOURCES),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -82,6 +104,7 @@ rule graphs_prepare:
         dataset=lambda wildcards: wildcards.dataset,
         options=lambda wildcards: GRAPH_CFG[wildcards.dataset],
         seed=seed_for(GRAPH),
+        sweep=GRAPH_CFG["sweep"],
         p_step=GRAPH_CFG["p_step"],
         wl_iterations=GRAPH_CFG["wl_iterations"],
         ap_damping=GRAPH_CFG["ap_damping"],
@@ -129,7 +152,8 @@ rule graphs_evaluate:
 
 
 rule graphs_spearman:
-    """Spearman's rho of each measure with p, per architecture; summary per dataset."""
+    """Spearman's rho of each measure with p, per architecture; summary per dataset with bootstrap
+    intervals of the mean rho and of each measure's gap to MagDiff."""
     input:
         measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
         clusters=expand(interim(GRAPH, "{dataset}", "clusters.json"), dataset=GRAPH_DATASETS),
@@ -145,6 +169,9 @@ rule graphs_spearman:
             category="Graph mode collapse",
         ),
     params:
+        seed=seed_for(GRAPH),
+        n_bootstrap=GRAPH_CFG["n_bootstrap"],
+        ci_level=GRAPH_CFG["ci_level"],
         config=GRAPH_PROVENANCE,
     conda:
         "../../envs/torch.yaml"
@@ -161,6 +188,7 @@ rule graphs_figures:
     """Figure 6 (one dataset) and the same over all datasets."""
     input:
         spearman=results(GRAPH, "spearman.csv"),
+        summary=results(GRAPH, "summary.csv"),
         measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
     output:
         figure6=report(
@@ -185,6 +213,7 @@ rule graphs_figures:
         ),
     params:
         figure_dataset=GRAPH_CFG["figure_dataset"],
+        ci_level=GRAPH_CFG["ci_level"],
         config=GRAPH_PROVENANCE,
     conda:
         "../../envs/torch.yaml"
