@@ -581,7 +581,8 @@ def spearman_per_setting(measures):
 
 def _spearman_along_steps(p: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Spearman's ρ of ``values[..., step, metric]`` with ``p[..., step]`` along the step axis
-    (average ranks for ties; NaN where either side is constant)."""
+    (average ranks for ties; NaN where either side is constant), rounded to 12 decimals so that
+    a measure ranked exactly as ``p`` gets exactly 1 (not 1 - 1e-16)."""
     from scipy.stats import rankdata
 
     rp = rankdata(p, axis=-1)[..., None]
@@ -592,7 +593,7 @@ def _spearman_along_steps(p: np.ndarray, values: np.ndarray) -> np.ndarray:
     den = np.sqrt((rp ** 2).sum(axis=-2) * (rv ** 2).sum(axis=-2))
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = num / den
-    return np.where(den > 0, rho, np.nan)
+    return np.where(den > 0, np.round(rho, 12), np.nan)
 
 
 def bootstrap_mean_rho(

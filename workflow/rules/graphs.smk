@@ -43,7 +43,8 @@ rule graphs_fetch_zinc:
     params:
         source="zinc",
         pins=GRAPH_CFG["zinc"],
-        resources_dir=str(GRAPH_RESOURCES),
+        # resources/graphs: the folder above the dataset's own (from the output, for the linter)
+        resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -62,7 +63,7 @@ rule graphs_download_proteins:
     params:
         source="proteins",
         pins=GRAPH_CFG["proteins"],
-        resources_dir=str(GRAPH_RESOURCES),
+        resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -81,7 +82,7 @@ rule graphs_download_ego:
     params:
         source="ego",
         pins=GRAPH_CFG["ego"],
-        resources_dir=str(GRAPH_RESOURCES),
+        resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
         "../../envs/torch.yaml"
     log:
