@@ -604,8 +604,10 @@ def test_a_tie_at_one_is_reported_as_a_tie():
     values[:, :, magdiff] = p ** 2 + np.arange(6)[:, None]  # monotone in every architecture
     values[:, :, mmd] = np.exp(p)                              # monotone too: a tie at 1
     values[:, :, recall] = 1 - p + 0.3 * rng.normal(size=(6, 30))  # falls, noisily
+    values[:, :, protocol.MEASURES.index("density")] = 0.5  # constant: rho undefined
     table = protocol.rho_intervals(_sweep_table(values, p), n_boot=300, seed=0)
     rows = table.set_index("metric")
+    assert rows.loc["density", ["ci_low", "ci_high", "gap_low", "gap_high"]].isna().all()
     for metric in ("magdiff", "mmd_rbf"):
         assert (rows.loc[metric, "ci_low"], rows.loc[metric, "ci_high"]) == (1.0, 1.0)
     assert (rows.loc["mmd_rbf", "gap"], rows.loc["mmd_rbf", "gap_low"],
@@ -621,6 +623,7 @@ def test_a_tie_at_one_is_reported_as_a_tie():
     assert versus_magdiff("recall", rows.loc["recall", "gap_low"], 1.0) == "behind"
     assert versus_magdiff("x", -0.2, -0.1) == "ahead"
     assert versus_magdiff("magdiff", 0.0, 0.0) == "magdiff"
+    assert versus_magdiff("density", np.nan, np.nan) == "undefined"
 
 
 def test_bootstrap_intervals_contain_the_point_estimate_and_are_seeded():

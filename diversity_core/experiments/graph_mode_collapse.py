@@ -5,17 +5,23 @@ A dataset of graphs is split in half: a *reference* half and a *perturbed* half 
 generated set. The perturbed half is clustered (Weisfeiler–Lehman kernel + affinity propagation)
 and a growing share ``p`` of its clusters is either *collapsed* (every graph of the cluster becomes
 the cluster's exemplar) or *dropped* (every graph of the cluster is replaced by draws from the
-remaining clusters). Graphs are embedded by randomly initialised GIN networks and each measure is
-computed between the reference and the perturbed embeddings at every ``p``; a good measure has a
-Spearman correlation with ``p`` near 1.
+remaining clusters), one whole cluster per step (GGM-metrics) or, by default, one graph at a time
+(the *graded* sweep: tens of steps instead of one per cluster). Graphs are embedded by randomly
+initialised GIN networks and each measure is computed between the reference and the perturbed
+embeddings at every ``p``; a good measure has a Spearman correlation with ``p`` near 1, reported
+with a bootstrap interval over architectures and steps.
 
 Datasets live in :mod:`diversity_core.data.graphs` and the GIN networks in
 :mod:`diversity_core.embed.gin`; this module holds the protocol:
 
 * :func:`wl_kernel`, :func:`cluster_graphs`: WL subtree kernel and affinity propagation;
-* :func:`perturbation_steps`, :func:`collapse_sets`, :func:`dropping_sets`: the perturbations;
+* :func:`perturbation_steps`, :func:`collapse_sets`, :func:`dropping_sets`: whole-cluster
+  perturbations; :func:`graded_collapse_sets`, :func:`graded_dropping_sets` (with
+  :func:`identical_to_exemplar`): one graph at a time; :func:`sweep_sets` picks the design;
 * :func:`graph_measures`, :func:`evaluate_architecture`, :func:`spearman_per_setting`: the
-  measures and their rank correlation.
+  measures and their rank correlation;
+* :func:`bootstrap_mean_rho`, :func:`rho_intervals`: bootstrap intervals of the mean ρ and of
+  each measure's gap to MagDiff (architectures and steps resampled).
 
 Differences from the reference code (GGM-metrics, ``permuters/ModePermuter.py``), on purpose:
 
@@ -410,7 +416,8 @@ def sweep_sets(sweep: str, experiment: str, labels, exemplars, order, step: floa
     """The shares ``p`` and perturbed index sets of one experiment's sweep.
 
     ``sweep``: ``graded`` (:func:`graded_collapse_sets`, :func:`graded_dropping_sets`: one graph
-    at a time, at least as many steps as graphs allow up to ``1 / step + 1``) or ``clusters``
+    at a time, so as many steps as there are graphs to move, at most ``1 / step + 1``) or
+    ``clusters``
     (:func:`perturbation_steps` with :func:`collapse_sets` / :func:`dropping_sets`: one whole
     cluster per step, as in GGM-metrics and the paper). ``seed`` seeds the order of the graphs
     within a cluster and the replacements of dropped graphs; ``identical`` (graded collapse) marks
@@ -691,13 +698,13 @@ def rho_intervals(measures, *, n_boot: int, seed: int, level: float = 0.95):
         values = wide.reindex(columns=list(MEASURES)).to_numpy().reshape(
             len(settings), len(steps), len(MEASURES))
         p = grp.drop_duplicates("step").set_index("step").loc[steps, "p"].to_numpy()
-        point = np.nanmean(_spearman_along_steps(p[None, :], values), axis=0) * signs
         reps = bootstrap_mean_rho(p, values, signs=signs, n_boot=n_boot,
                                   seed=np.random.SeedSequence([seed, i]).generate_state(1)[0])
         magdiff = MEASURES.index("magdiff")
         gaps = reps[:, [magdiff]] - reps
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an undefined measure: NaN
+            point = np.nanmean(_spearman_along_steps(p[None, :], values), axis=0) * signs
             ci = np.nanpercentile(reps, tails, axis=0)
             gap_ci = np.nanpercentile(gaps, tails, axis=0)
         for j, metric in enumerate(MEASURES):
