@@ -54,6 +54,7 @@ __all__ = [
     "fetch_citeseer_graph",
     "fetch_moses_smiles",
     "fetch_graph_asset",
+    "FETCHED_FOLDERS",
     "load_dataset",
     "graphs_to_arrays",
     "graphs_from_arrays",
@@ -388,11 +389,12 @@ def fetch_moses_smiles(folder, *, requirement: str, wheel_sha256: str | None, me
     ``folder``, verified; returns its path.
 
     ``pip download --no-deps`` brings the wheel (checked against ``wheel_sha256``; never
-    installed or imported: molsets needs torch-era packages the pipeline does not) into a scratch
-    folder; the file is taken out by its member name, checked against ``sha256`` and renamed into
-    ``folder`` (which holds it alone) under its base name; ``folder`` gets its ``.pins.json``. A
-    file already there (placed by hand included) is checked against ``sha256`` instead, and the
-    manifest is written only if it does not record that file with that digest yet.
+    installed or imported: molsets depends on packages the pipeline does not use, such as
+    fcd-torch and pomegranate) into a scratch folder; the file is taken out by its member name,
+    checked against ``sha256`` and renamed into ``folder`` (which holds it alone) under its base
+    name; ``folder`` gets its ``.pins.json``. A file already there (placed by hand included) is
+    checked against ``sha256`` instead, and the manifest is written only if it does not record
+    that file with that digest yet.
     """
     folder = Path(folder)
     dest = folder / Path(member).name
