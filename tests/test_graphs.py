@@ -198,6 +198,18 @@ def test_fetch_moses_smiles_refuses_a_file_that_does_not_match_its_pin(tmp_path)
         data_graphs.fetch_graph_asset("mutag", tmp_path, {})
 
 
+
+def test_strict_mode_names_an_unpinned_zinc_wheel():
+    from diversity_core.assets import unpinned_assets
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert unpinned_assets(config) == []  # the default configuration is pinned
+    config["graphs"]["zinc"]["wheel_sha256"] = None
+    assert unpinned_assets(config) == [("the ZINC molecules of MOSES", "graphs.zinc",
+                                        "the wheel of molsets==0.3.1 has no pinned sha256")]
+    config["graphs"]["datasets"] = ["lobster"]  # not selected: not asked for
+    assert unpinned_assets(config) == []
+
 # --------------------------------------------------------------------------------------------
 # downloads (against a local HTTP server)
 # --------------------------------------------------------------------------------------------
