@@ -1,5 +1,6 @@
-"""Figure 6 (Spearman's rho per measure on one dataset, with the measures along p) and the same
-rank correlations for every dataset; each panel marks the mean rho with its bootstrap interval."""
+"""Figure 6 (Spearman's rho per measure on one dataset, with the measures along p), the same
+rank correlations for every dataset (each panel marks the mean rho with its bootstrap interval),
+and the intervals of the leading measures on a scale that separates values near 1."""
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,39 @@ def _violins(ax, rho: pd.DataFrame, title: str, intervals: pd.DataFrame | None =
     ax.set_title(title)
 
 
+# The measures whose mean rho comes near 1: the intervals figure compares them.
+LEADING = ("magdiff", "mmd_rbf", "coverage", "recall")
+# 1 - rho below this is drawn at the axis' edge, labelled rho = 1 (a log axis has no 0).
+FLOOR = 1e-5
+
+
+def _intervals(ax, summary: pd.DataFrame, datasets: list[str], title: str) -> None:
+    """Mean rho and its bootstrap interval of the LEADING measures, dataset by dataset, on a
+    log scale of 1 - rho (rho grows to the right); a measure tied with MagDiff (its paired gap's
+    interval holds 0) is drawn hollow."""
+    ticks = []
+    for i, dataset in enumerate(datasets):
+        part = summary[summary["dataset"] == dataset].set_index("metric")
+        for j, metric in enumerate(LEADING):
+            y = i * (len(LEADING) + 1) + j
+            row = part.loc[metric]
+            x, low, high = (max(1 - row[c], FLOOR) for c in ("mean", "ci_high", "ci_low"))
+            tied = row["vs_magdiff"] in ("tied", "ahead")
+            ax.errorbar([x], [y], xerr=[[x - low], [high - x]], fmt="o", markersize=5,
+                        color=COLOURS[metric], mfc="white" if tied else COLOURS[metric],
+                        elinewidth=1.4, capsize=2.5, label=LABELS[metric] if i == 0 else None)
+        ticks.append((i * (len(LEADING) + 1) + (len(LEADING) - 1) / 2,
+                      DATASET_LABELS.get(dataset, dataset)))
+    ax.set_xscale("log")
+    ax.set_xlim(1.0, FLOOR / 2)  # reversed: rho grows to the right
+    values = [FLOOR, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+    ax.set_xticks(values, ["1", "0.9999", "0.999", "0.99", "0.9", "0"])
+    ax.minorticks_off()
+    ax.set_yticks(*zip(*ticks, strict=True))
+    ax.set_xlabel("mean Spearman's ρ with p (log scale of 1 − ρ; ρ = 1 at the right edge)")
+    ax.set_title(title)
+
+
 def _curves(ax, values: pd.DataFrame, title: str) -> None:
     """Each measure min-max scaled per architecture (flipped where it falls): median (line) and
     interquartile range (band) over the architectures."""
@@ -81,10 +115,11 @@ def _curves(ax, values: pd.DataFrame, title: str) -> None:
 
 
 def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
-         figure_all: Output, figure_all_pdf: Output, figure_dataset: str, ci_level: float):
-    """Write FIGURE6 (one dataset) and FIGURE_ALL (every dataset and all pooled), each as PNG
-    and PDF; SUMMARY gives the bootstrap intervals (at CI_LEVEL) and the number of steps of each
-    sweep."""
+         figure_all: Output, figure_all_pdf: Output, figure_intervals: Output,
+         figure_intervals_pdf: Output, figure_dataset: str, ci_level: float):
+    """Write FIGURE6 (one dataset), FIGURE_ALL (every dataset and all pooled) and
+    FIGURE_INTERVALS (the leading measures' intervals), each as PNG and PDF; SUMMARY gives the
+    bootstrap intervals (at CI_LEVEL) and the number of steps of each sweep."""
     diamonds = (f"◆: mean ρ over the architectures, {ci_level:.0%} bootstrap interval "
                 "(architectures and steps resampled)")
     rho = pd.read_csv(spearman)
@@ -136,6 +171,18 @@ def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, fig
     fig.suptitle(f"Rank correlation with p on every dataset ({n_arch} random GIN architectures)"
                  f"\n{diamonds}", fontsize=11)
     save_figure(fig, figure_all, pdf=figure_all_pdf, dpi=120)
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.1 + 1.15 * len(datasets)), sharey=True,
+                             layout="constrained")
+    for ax, experiment in zip(axes, protocol.EXPERIMENTS, strict=True):
+        _intervals(ax, summ[summ["experiment"] == experiment], datasets, f"mode {experiment}")
+    axes[0].invert_yaxis()  # shared: the first dataset, and MagDiff within each, on top
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
+    fig.suptitle(f"Mean ρ of the leading measures with its {ci_level:.0%} bootstrap interval "
+                 f"({n_arch} architectures); hollow: tied with MagDiff (the interval of the "
+                 "paired gap holds 0)", fontsize=10)
+    save_figure(fig, figure_intervals, pdf=figure_intervals_pdf)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def test_spearman_table_and_figures(two_runs):
     assert manifest["files"]["test.csv.gz"]["pinned"] is True
     clusters = json.loads((out / "interim" / "zinc" / "clusters.json").read_text())
     assert clusters["n_graphs"] == 40 and clusters["sweep"] == "graded"
-    for figure in ("figure6.png", "figure_all_datasets.png"):
+    for figure in ("figure6.png", "figure_all_datasets.png", "figure_intervals.png"):
         assert (out / figure).stat().st_size > 20_000
         record = json.loads((out / f"{figure}.provenance.json").read_text())
         assert record["config"]["graphs"]["n_architectures"] == 2

@@ -28,6 +28,8 @@ EXPERIMENT_TARGETS["graph_mode_collapse"] = [
     results(GRAPH, "figure6.pdf"),
     results(GRAPH, "figure_all_datasets.png"),
     results(GRAPH, "figure_all_datasets.pdf"),
+    results(GRAPH, "figure_intervals.png"),
+    results(GRAPH, "figure_intervals.pdf"),
 ]
 
 
@@ -186,7 +188,7 @@ rule graphs_spearman:
 
 
 rule graphs_figures:
-    """Figure 6 (one dataset) and the same over all datasets."""
+    """Figure 6 (one dataset), the same over all datasets, the leading measures' intervals."""
     input:
         spearman=results(GRAPH, "spearman.csv"),
         summary=results(GRAPH, "summary.csv"),
@@ -210,6 +212,16 @@ rule graphs_figures:
         figure_all_pdf=report(
             results(GRAPH, "figure_all_datasets.pdf"),
             caption="../report/graphs_figure_all_datasets.rst",
+            category="Graph mode collapse",
+        ),
+        figure_intervals=report(
+            results(GRAPH, "figure_intervals.png"),
+            caption="../report/graphs_figure_intervals.rst",
+            category="Graph mode collapse",
+        ),
+        figure_intervals_pdf=report(
+            results(GRAPH, "figure_intervals.pdf"),
+            caption="../report/graphs_figure_intervals.rst",
             category="Graph mode collapse",
         ),
     params:
