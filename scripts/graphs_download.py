@@ -1,32 +1,27 @@
-"""Download the paper's real graph datasets: TU DD ("Proteins") or Citeseer ("Ego").
+"""Fetch a graph dataset that is not generated or shipped with grakel: TU DD ("Proteins") or
+Citeseer ("Ego") over HTTPS (the paper configuration), or ZINC's molecules out of the molsets
+wheel (the default configuration).
 
-Neither can be had offline; the default configuration uses MUTAG and Cuneiform instead. The
-download is written under a temporary name and renamed only when complete and checksum-verified; a
-configured ``sha256: null`` logs and prints the checksum of what arrived (pin it in config.yaml).
+Every file is verified against its pin before it is renamed into place (a configured ``sha256:
+null`` for a download logs and prints the checksum of what arrived: pin it in config.yaml), and
+its folder gets its ``.pins.json``.
 """
 
 from pathlib import Path
 
 from _helpers import Outputs, log, run
 
-from diversity_core.data.graphs import fetch_citeseer_graph, fetch_dd
+from diversity_core.data.graphs import fetch_graph_asset
 
 
-def main(files: Outputs, source: str, url: str, sha256: str | None):
-    """Fetch ``source`` ("proteins" or "ego") from ``url``; FILES are the files it must produce
-    (proteins: <folder>/DD/DD_*.txt; ego: <folder>/ind.citeseer.graph)."""
-    first = Path(files[0])
-    folder = first.parent.parent if source == "proteins" else first.parent
-    if source == "proteins":
-        out = fetch_dd(folder, url=url, sha256=sha256)
-    elif source == "ego":
-        out = fetch_citeseer_graph(folder, url=url, sha256=sha256)
-    else:
-        raise ValueError(f"unknown graph download {source!r}; choose proteins or ego.")
+def main(files: Outputs, source: str, pins: dict, resources_dir: str):
+    """Fetch ``source`` (proteins, ego or zinc) into RESOURCES_DIR as PINS (its configuration
+    section, JSON) say; FILES are the files it must produce."""
+    folder = fetch_graph_asset(source, resources_dir, pins)
     missing = [f for f in files if not Path(f).is_file()]
     if missing:
-        raise RuntimeError(f"download of {source} did not produce {missing}")
-    log.info("%s ready in %s", source, out)
+        raise RuntimeError(f"the fetch of {source} did not produce {missing}")
+    log.info("%s ready in %s", source, folder)
 
 
 if __name__ == "__main__":

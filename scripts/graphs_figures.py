@@ -1,5 +1,6 @@
-"""Figure 6 (Spearman's rho per measure on one dataset, with the measures along p) and the same
-rank correlations for every dataset."""
+"""Figure 6 (Spearman's rho per measure on one dataset, with the measures along p), the same
+rank correlations for every dataset (each panel marks the mean rho with its bootstrap interval),
+and the intervals of the leading measures on a scale that separates values near 1."""
 
 import numpy as np
 import pandas as pd
@@ -14,11 +15,14 @@ LABELS = {"magdiff": "MagDiff", "precision": "precision", "recall": "recall",
           "mmd_linear": "MMD linear"}
 COLOURS = {m: MEASURE_COLOURS[m] for m in LABELS}
 DATASET_LABELS = {"lobster": "Lobster", "grid": "Grid", "community": "Community",
-                  "mutag": "MUTAG", "cuneiform": "Cuneiform", "proteins": "Proteins",
-                  "ego": "Ego"}
+                  "mutag": "MUTAG", "cuneiform": "Cuneiform", "zinc": "ZINC",
+                  "proteins": "Proteins", "ego": "Ego"}
 
 
-def _violins(ax, rho: pd.DataFrame, title: str) -> None:
+def _violins(ax, rho: pd.DataFrame, title: str, intervals: pd.DataFrame | None = None) -> None:
+    """Violins and boxes of rho over the architectures; with ``intervals`` (rows of summary.csv
+    for this panel) the mean and its bootstrap interval as a black diamond with error bars, right
+    of each box."""
     data = [rho.loc[rho["metric"] == m, "spearman"].dropna().to_numpy() for m in protocol.MEASURES]
     pos = np.arange(len(protocol.MEASURES))
     keep = [i for i, d in enumerate(data) if len(d) > 1 and np.ptp(d) > 0]
@@ -35,6 +39,13 @@ def _violins(ax, rho: pd.DataFrame, title: str) -> None:
         n_nan = int(rho.loc[rho["metric"] == metric, "spearman"].isna().sum())
         if n_nan:
             ax.annotate(f"{n_nan} undef.", (pos[i], -1.0), ha="center", va="bottom", fontsize=7)
+    if intervals is not None:
+        ci = intervals.set_index("metric").reindex(list(protocol.MEASURES))
+        mean = ci["mean"].to_numpy(dtype=float)
+        err = np.abs(np.vstack([mean - ci["ci_low"].to_numpy(dtype=float),
+                                ci["ci_high"].to_numpy(dtype=float) - mean]))
+        ax.errorbar(pos + 0.3, mean, yerr=err, fmt="D", color="black", markersize=3.5,
+                    elinewidth=1.2, capsize=2.5)
     if not any(len(d) for d in data):
         ax.text(0.5, 0.55, "ρ undefined for every measure: no measure changes along p\n"
                 "(the perturbation leaves the embedded set unchanged)", ha="center",
@@ -43,6 +54,39 @@ def _violins(ax, rho: pd.DataFrame, title: str) -> None:
     ax.set_xticks(pos, [LABELS[m] for m in protocol.MEASURES], rotation=35, ha="right")
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("Spearman's ρ with p (−1 to 1)")
+    ax.set_title(title)
+
+
+# The measures whose mean rho comes near 1: the intervals figure compares them.
+LEADING = ("magdiff", "mmd_rbf", "coverage", "recall")
+# 1 - rho below this is drawn at the axis' edge, labelled rho = 1 (a log axis has no 0).
+FLOOR = 1e-5
+
+
+def _intervals(ax, summary: pd.DataFrame, datasets: list[str], title: str) -> None:
+    """Mean rho and its bootstrap interval of the LEADING measures, dataset by dataset, on a
+    log scale of 1 - rho (rho grows to the right); a measure tied with MagDiff (its paired gap's
+    interval holds 0) is drawn hollow."""
+    ticks = []
+    for i, dataset in enumerate(datasets):
+        part = summary[summary["dataset"] == dataset].set_index("metric")
+        for j, metric in enumerate(LEADING):
+            y = i * (len(LEADING) + 1) + j
+            row = part.loc[metric]
+            x, low, high = (max(1 - row[c], FLOOR) for c in ("mean", "ci_high", "ci_low"))
+            tied = row["vs_magdiff"] in ("tied", "ahead")
+            ax.errorbar([x], [y], xerr=[[x - low], [high - x]], fmt="o", markersize=5,
+                        color=COLOURS[metric], mfc="white" if tied else COLOURS[metric],
+                        elinewidth=1.4, capsize=2.5, label=LABELS[metric] if i == 0 else None)
+        ticks.append((i * (len(LEADING) + 1) + (len(LEADING) - 1) / 2,
+                      DATASET_LABELS.get(dataset, dataset)))
+    ax.set_xscale("log")
+    ax.set_xlim(1.0, FLOOR / 2)  # reversed: rho grows to the right
+    values = [FLOOR, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+    ax.set_xticks(values, ["1", "0.9999", "0.999", "0.99", "0.9", "0"])
+    ax.minorticks_off()
+    ax.set_yticks(*zip(*ticks, strict=True))
+    ax.set_xlabel("mean Spearman's ρ with p (log scale of 1 − ρ; ρ = 1 at the right edge)")
     ax.set_title(title)
 
 
@@ -70,28 +114,39 @@ def _curves(ax, values: pd.DataFrame, title: str) -> None:
     ax.set_title(title)
 
 
-def main(spearman: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
-         figure_all: Output, figure_all_pdf: Output, figure_dataset: str):
-    """Write FIGURE6 (one dataset) and FIGURE_ALL (every dataset and all pooled), each as PNG
-    and PDF."""
+def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
+         figure_all: Output, figure_all_pdf: Output, figure_intervals: Output,
+         figure_intervals_pdf: Output, figure_dataset: str, ci_level: float):
+    """Write FIGURE6 (one dataset), FIGURE_ALL (every dataset and all pooled) and
+    FIGURE_INTERVALS (the leading measures' intervals), each as PNG and PDF; SUMMARY gives the
+    bootstrap intervals (at CI_LEVEL) and the number of steps of each sweep."""
+    diamonds = (f"◆: mean ρ over the architectures, {ci_level:.0%} bootstrap interval "
+                "(architectures and steps resampled)")
     rho = pd.read_csv(spearman)
+    summ = pd.read_csv(summary)
     values = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
     n_arch = rho["setting"].nunique()
     clusters = values.groupby("dataset")["n_clusters"].first().to_dict()
+
+    def panel(dataset, experiment):
+        part = summ[(summ["dataset"] == dataset) & (summ["experiment"] == experiment)]
+        return part, int(part["n_steps"].iloc[0])
 
     name = DATASET_LABELS.get(figure_dataset, figure_dataset)
     fig, axes = plt.subplots(2, 2, figsize=(11, 9), layout="constrained")
     for col, experiment in enumerate(protocol.EXPERIMENTS):
         title = f"{name}: mode {experiment}"
         sel = (rho["dataset"] == figure_dataset) & (rho["experiment"] == experiment)
-        _violins(axes[0, col], rho[sel], f"{title}: ρ per architecture")
+        intervals, n_steps = panel(figure_dataset, experiment)
+        _violins(axes[0, col], rho[sel], f"{title}: ρ per architecture ({n_steps} steps)",
+                 intervals)
         vsel = (values["dataset"] == figure_dataset) & (values["experiment"] == experiment)
         _curves(axes[1, col], values[vsel], f"{title}: measures along p")
     handles, labels = axes[1, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
     fig.suptitle(f"{name} ({clusters[figure_dataset]} clusters, {n_arch} random GIN "
                  "architectures): rank correlation of each measure with the degree of "
-                 "perturbation p (ρ = 1: ideal)", fontsize=11)
+                 f"perturbation p (ρ = 1: ideal)\n{diamonds}", fontsize=11)
     save_figure(fig, figure6, pdf=figure6_pdf)
 
     present = set(rho["dataset"])
@@ -102,14 +157,32 @@ def main(spearman: Input, measures: Inputs, figure6: Output, figure6_pdf: Output
     for row, dataset in enumerate(panels):
         for col, experiment in enumerate(protocol.EXPERIMENTS):
             sel = rho["experiment"] == experiment
-            if dataset != "all":
+            intervals = None
+            if dataset == "all":
+                label = "all datasets pooled"
+            else:
                 sel &= rho["dataset"] == dataset
-            label = ("all datasets pooled" if dataset == "all"
-                     else f"{DATASET_LABELS.get(dataset, dataset)} ({clusters[dataset]} clusters)")
-            _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}")
+                intervals, n_steps = panel(dataset, experiment)
+                label = (f"{DATASET_LABELS.get(dataset, dataset)} ({clusters[dataset]} "
+                         f"clusters, {n_steps} steps)")
+            _violins(axes[row, col], rho[sel], f"{label}: mode {experiment}", intervals)
             if row < len(panels) - 1:
                 axes[row, col].set_xticklabels([])
+    fig.suptitle(f"Rank correlation with p on every dataset ({n_arch} random GIN architectures)"
+                 f"\n{diamonds}", fontsize=11)
     save_figure(fig, figure_all, pdf=figure_all_pdf, dpi=120)
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.1 + 1.15 * len(datasets)), sharey=True,
+                             layout="constrained")
+    for ax, experiment in zip(axes, protocol.EXPERIMENTS, strict=True):
+        _intervals(ax, summ[summ["experiment"] == experiment], datasets, f"mode {experiment}")
+    axes[0].invert_yaxis()  # shared: the first dataset, and MagDiff within each, on top
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels))
+    fig.suptitle(f"Mean ρ of the leading measures with its {ci_level:.0%} bootstrap interval "
+                 f"({n_arch} architectures); hollow: tied with MagDiff (the interval of the "
+                 "paired gap holds 0)", fontsize=10)
+    save_figure(fig, figure_intervals, pdf=figure_intervals_pdf)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Prepare one graph dataset: graphs, reference/perturbed halves, clusters, perturbed index sets.
 
 Writes ``setup.npz`` (graphs as edge lists, the halves, cluster labels and exemplars of the
-perturbed half, the order in which clusters are perturbed, and for each experiment the shares ``p``
-and the index sets into the perturbed half) and ``clusters.json`` (a readable summary).
+perturbed half, which of its graphs are isomorphic to their exemplar, the order in which clusters
+are perturbed, and for each experiment the shares ``p`` and the index sets into the perturbed
+half) and ``clusters.json`` (a readable summary, with each sweep's number of steps).
 """
 
 import json
@@ -17,17 +18,17 @@ from diversity_core.experiments import graph_mode_collapse as protocol
 def dataset_seeds(seed: int, dataset: str) -> dict[str, int]:
     """Independent seeds for the random choices of one dataset, derived from the experiment seed."""
     index = data_graphs.DATASETS.index(dataset)
-    state = np.random.SeedSequence([int(seed), index]).generate_state(5)
-    return dict(zip(("generate", "split", "cluster", "order", "dropping"), map(int, state),
-                    strict=True))
+    names = ("generate", "split", "cluster", "order", "dropping", "collapse")
+    state = np.random.SeedSequence([int(seed), index]).generate_state(len(names))
+    return dict(zip(names, map(int, state), strict=True))
 
 
 def main(downloads: Inputs, setup: Output, clusters: Output, dataset: str, options: dict,
-         seed: int, p_step: float, wl_iterations: int, ap_damping: list, ap_max_iter: int,
-         resources_dir: str):
-    """Generate or read ``dataset`` (DOWNLOADS: the files of a downloaded one, in
-    RESOURCES_DIR; none for the generated and packaged ones), split it, cluster the perturbed half
-    and build both sweeps."""
+         seed: int, sweep: str, p_step: float, wl_iterations: int, ap_damping: list,
+         ap_max_iter: int, resources_dir: str):
+    """Generate or read ``dataset`` (DOWNLOADS: the files of a fetched one, in RESOURCES_DIR;
+    none for the generated ones and grakel's), split it, cluster the perturbed half and build
+    both sweeps (SWEEP: graded or clusters, on a grid of P_STEP)."""
     seeds = dataset_seeds(seed, dataset)
     graphs = data_graphs.load_dataset(dataset, options, seed=seeds["generate"],
                                       resources_dir=resources_dir)
@@ -42,21 +43,28 @@ def main(downloads: Inputs, setup: Output, clusters: Output, dataset: str, optio
     order = np.random.default_rng(seeds["order"]).permutation(n_clusters)
     log.info("%s: %d clusters of sizes %s", dataset, n_clusters, np.bincount(labels).tolist())
 
+    # Graphs isomorphic to their exemplar: collapsing them changes nothing (graded sweep).
+    identical = protocol.identical_to_exemplar([graphs[i] for i in perturbed_idx], labels,
+                                               exemplars)
+
     arrays = data_graphs.graphs_to_arrays(graphs)
     arrays.update(reference_idx=reference_idx, perturbed_idx=perturbed_idx, labels=labels,
-                  exemplars=exemplars, order=order)
+                  exemplars=exemplars, order=order, identical=identical)
     summary = {"dataset": dataset, "n_graphs": len(graphs), "n_reference": len(reference_idx),
                "n_perturbed": len(perturbed_idx), "n_clusters": n_clusters,
-               "cluster_sizes": np.bincount(labels).tolist(), "seeds": seeds}
+               "cluster_sizes": np.bincount(labels).tolist(),
+               "n_identical_to_exemplar": int(identical.sum()) - n_clusters, "sweep": sweep,
+               "seeds": seeds}
     for experiment in protocol.EXPERIMENTS:
-        ms, ps = protocol.perturbation_steps(n_clusters, p_step, experiment)
-        if experiment == "collapse":
-            sets = protocol.collapse_sets(labels, exemplars, order, ms)
-        else:
-            sets = protocol.dropping_sets(labels, order, ms, seed=seeds["dropping"])
+        ps, sets = protocol.sweep_sets(sweep, experiment, labels, exemplars, order, p_step,
+                                       seed=seeds[experiment], identical=identical)
         arrays[f"{experiment}_p"] = ps
         arrays[f"{experiment}_sets"] = np.stack(sets)
         summary[f"{experiment}_steps"] = len(ps)
+        if len(ps) < protocol.MIN_STEPS:
+            log.warning("%s, %s: the %s sweep has %d steps, fewer than %d: rank correlations "
+                        "of monotone measures are 1 by construction more easily.", dataset,
+                        experiment, sweep, len(ps), protocol.MIN_STEPS)
     with open(setup, "wb") as f:
         np.savez(f, **arrays)
     with open(clusters, "w") as f:

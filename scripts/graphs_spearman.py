@@ -2,13 +2,17 @@
 
 ``spearman.csv``: one row per (dataset, experiment, metric, setting). ``summary.csv``: per
 (dataset, experiment, metric) the mean, median and standard deviation of rho over the
-architectures, the number of architectures with an undefined rho (a measure constant over the
-sweep), the rank of the measure by mean rho within its (dataset, experiment) (1 = best) and the
-number of clusters and sweep steps.
+architectures, the bootstrap interval of the mean (architectures and steps resampled:
+``diversity_core.experiments.graph_mode_collapse.bootstrap_mean_rho``), MagDiff's mean rho minus
+this measure's with its paired bootstrap interval and what the interval says (``vs_magdiff``:
+behind, tied or ahead), the number of architectures with an undefined rho (a measure constant
+over the sweep), the rank of the measure by mean rho within its (dataset, experiment) (1 = best;
+ties share a rank) and the number of clusters and sweep steps.
 """
 
 import json
 
+import numpy as np
 import pandas as pd
 from _helpers import Inputs, Output, log, run
 
@@ -26,8 +30,19 @@ def summarise(spearman: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
-def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output):
-    """Read the per-dataset measure tables, write SPEARMAN and SUMMARY (.csv)."""
+def versus_magdiff(metric: str, low: float, high: float) -> str:
+    """What the paired bootstrap interval of MagDiff's rho minus this measure's says."""
+    if metric == "magdiff":
+        return "magdiff"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "undefined"
+    return "behind" if low > 0 else "ahead" if high < 0 else "tied"
+
+
+def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output, seed: int,
+         n_bootstrap: int, ci_level: float):
+    """Read the per-dataset measure tables, write SPEARMAN and SUMMARY (.csv), with N_BOOTSTRAP
+    replicates (seeded by SEED) for intervals at CI_LEVEL."""
     table = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
     rho = protocol.spearman_per_setting(table)
     order = {name: i for i, name in enumerate(protocol.MEASURES)}
@@ -35,6 +50,11 @@ def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output):
                           key=lambda c: c.map(order) if c.name == "metric" else c)
     rho.to_csv(spearman, index=False, float_format="%.6f")
     summ = summarise(rho)
+    intervals = protocol.rho_intervals(table, n_boot=n_bootstrap, seed=seed, level=ci_level)
+    summ = summ.merge(intervals, on=["dataset", "experiment", "metric"], how="left",
+                      validate="one_to_one")
+    summ["vs_magdiff"] = [versus_magdiff(m, lo, hi) for m, lo, hi in
+                          zip(summ["metric"], summ["gap_low"], summ["gap_high"], strict=True)]
     info = {}
     for path in clusters:
         with open(path) as f:
@@ -43,11 +63,17 @@ def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output):
     summ["n_clusters"] = summ["dataset"].map({d: c["n_clusters"] for d, c in info.items()})
     summ["n_steps"] = [info[d][f"{e}_steps"] for d, e in zip(summ["dataset"], summ["experiment"],
                                                               strict=True)]
-    summ.to_csv(summary, index=False, float_format="%.4f")
+    columns = ["dataset", "experiment", "metric", "mean", "ci_low", "ci_high", "median", "std",
+               "gap", "gap_low", "gap_high", "vs_magdiff", "n_settings", "n_undefined", "rank",
+               "n_clusters", "n_steps"]
+    summ[columns].to_csv(summary, index=False, float_format="%.4f")
     for (dataset, experiment), part in summ.groupby(["dataset", "experiment"], sort=False):
         best = part.sort_values("mean", ascending=False).iloc[0]
-        log.info("%s / %s: best mean rho %s (%.3f); magdiff %.3f", dataset, experiment,
-                 best["metric"], best["mean"], part.set_index("metric").loc["magdiff", "mean"])
+        mag = part.set_index("metric").loc["magdiff"]
+        log.info("%s / %s: best mean rho %s (%.3f); magdiff %.3f [%.3f, %.3f]; tied with "
+                 "magdiff: %s", dataset, experiment, best["metric"], best["mean"], mag["mean"],
+                 mag["ci_low"], mag["ci_high"],
+                 ", ".join(part.loc[part["vs_magdiff"] == "tied", "metric"]) or "none")
 
 
 if __name__ == "__main__":

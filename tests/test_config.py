@@ -92,6 +92,9 @@ CASES = {
         "graphs.community.min_size (9) exceeds graphs.community.max_size (8)",
         "graphs.k (15) must be smaller than the 15 graphs of the reference half of lobster",
     ]),
+    "graphs zinc": ("graph_mode_collapse", ['graphs={"k": 14, "zinc": {"n_graphs": 28}}'], [
+        "graphs.k (14) must be smaller than the 14 graphs of the reference half of zinc",
+    ]),
     "seeds": ("axioms", ["seed=-1"], ["-1 is less than the minimum of 0"]),
     "text": ("text_temperature", [
         'text={"figure_task": "story", "tasks": ["resp"], "ranking_measures": ["mag_area", '

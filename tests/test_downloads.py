@@ -136,9 +136,9 @@ REMOTE_ASSETS = {
                  "images.dataset: fashion_mnist"]),
     "proteins": (_fetch_proteins, "DD.zip", "sha256",
                  ["TU DD", "graphs.datasets: proteins", "graphs.proteins.url",
-                  "mutag, cuneiform"]),
+                  "mutag, zinc"]),
     "ego": (_fetch_ego, "ind.citeseer.graph", "sha256",
-            ["Citeseer", "graphs.datasets: ego", "graphs.ego.url", "mutag, cuneiform"]),
+            ["Citeseer", "graphs.datasets: ego", "graphs.ego.url", "mutag, zinc"]),
 }
 PAYLOAD = b"remote asset bytes " * 100
 

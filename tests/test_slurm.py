@@ -30,7 +30,7 @@ EXPERIMENTS = ("curvature", "graph_mode_collapse")
 RULES = {
     "curvature_generate", "curvature_convergence", "curvature_t_cut", "curvature_magnitude",
     "curvature_table", "curvature_figure", "curvature_scale_grid", "curvature_sensitivity",
-    "curvature_sensitivity_figure", "graphs_prepare", "graphs_evaluate",
+    "curvature_sensitivity_figure", "graphs_fetch_zinc", "graphs_prepare", "graphs_evaluate",
     "graphs_spearman", "graphs_figures",
 }
 

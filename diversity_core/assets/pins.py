@@ -172,6 +172,11 @@ def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
     for name, asset in (("proteins", "TU DD"), ("ego", "the Planetoid Citeseer graph")):
         if name in graphs["datasets"]:
             add(asset, f"graphs.{name}", _download_problems(graphs[name], ("sha256",)))
+    if "zinc" in graphs["datasets"]:
+        zinc = graphs["zinc"]
+        add("the ZINC molecules of MOSES", "graphs.zinc",
+            _requirement_problems(zinc["requirement"], zinc.get("wheel_sha256"),
+                                  "graphs.zinc.requirement"))
 
     text = config["text"]
     corpora = set(config["models"]["collections"])

