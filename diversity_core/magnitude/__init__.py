@@ -59,6 +59,8 @@ linear algebra at one scale), ``_quadrature`` (MagArea's integral and :class:`Sc
 
 from __future__ import annotations
 
+from ._batch import MagnitudeBatchError
+
 # The option tuples and defaults are public too (the settings and the CLI read them).
 from ._quadrature import INTEGRATION_METHODS as INTEGRATION_METHODS
 from ._quadrature import ScaleGrid
@@ -74,10 +76,13 @@ from .api import DEFAULT_TARGET as DEFAULT_TARGET
 from .api import DIFF_NORMALISATIONS as DIFF_NORMALISATIONS
 from .api import (
     convergence_scale,
+    convergence_scales,
     mag_area,
+    mag_areas,
     mag_diff,
     magnitude_derivative,
     magnitude_function,
+    magnitude_functions,
     magnitude_weights,
     reference_based_t_cut,
     reference_free_t_cut,
@@ -94,6 +99,10 @@ __all__ = [
     "mag_diff",
     "reference_free_t_cut",
     "reference_based_t_cut",
+    "convergence_scales",
+    "magnitude_functions",
+    "mag_areas",
+    "MagnitudeBatchError",
     "ScaleGrid",
     "clear_cache",
 ]

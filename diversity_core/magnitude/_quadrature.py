@@ -75,6 +75,12 @@ def _integrate_chebyshev(f, t_cut: float, rtol: float) -> float:
     estimate, error = _cc_panel(f, 0.0, t_cut, rtol=rtol)
     if error <= rtol * abs(estimate):
         return estimate
+    return _cc_refine(f, t_cut, estimate, rtol)
+
+
+def _cc_refine(f, t_cut: float, estimate: float, rtol: float) -> float:
+    """The bisection stage of :func:`_integrate_chebyshev`, after one panel on [0, t_cut] gave
+    ``estimate`` with too large an error."""
     tol = rtol * abs(estimate)  # absolute budget, from the best single-panel estimate
     middle = 0.5 * t_cut
     return (_cc_bisect(f, 0.0, middle, tol / math.sqrt(2), _MAX_BISECTIONS)
@@ -117,22 +123,38 @@ def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0):
     finest = _CC_LEVELS[-1]
     for n in _CC_LEVELS:
         stride = finest // n
-        ts = a + 0.5 * (b - a) * (1.0 - np.cos(np.pi * np.arange(n + 1) / n))
-        ts[-1] = b  # exactly: Mag(t_cut) is often known already
+        ts = _cc_nodes(a, b, n)
         # New scales from the largest down: CG converges best there, and once it fails at
         # some scale it is not tried again below it.
         for j in range(n, -1, -1):
             if j * stride not in values:
                 values[j * stride] = f(float(ts[j]))
-        fx = np.array([values[j * stride] for j in range(n + 1)])
-        coef = dct(fx, type=1) / n
-        coef[0] /= 2.0
-        coef[-1] /= 2.0
-        even = np.arange(0, n + 1, 2)
-        estimate = 0.5 * (b - a) * float(np.sum(coef[even] * 2.0 / (1.0 - even.astype(float)**2)))
-        error = 0.5 * (b - a) * 8.0 / n**2 * float(np.abs(coef[-4:]).max())
+        estimate, error = _cc_rule(np.array([values[j * stride] for j in range(n + 1)]), a, b)
+        estimate, error = float(estimate), float(error)
         if error <= max(tol, rtol * abs(estimate)):
             break
+    return estimate, error
+
+
+def _cc_nodes(a: float, b: float, n: int) -> np.ndarray:
+    """The n + 1 Chebyshev points of [a, b], ascending, the last one exactly b (Mag(t_cut) is
+    often known already)."""
+    ts = a + 0.5 * (b - a) * (1.0 - np.cos(np.pi * np.arange(n + 1) / n))
+    ts[-1] = b
+    return ts
+
+
+def _cc_rule(fx: np.ndarray, a: float, b: float):
+    """Clenshaw–Curtis estimate of ∫_a^b and its error estimate (see :func:`_cc_panel`) from
+    values ``fx`` of shape (..., n + 1) at :func:`_cc_nodes`; arrays of shape (...)."""
+    n = fx.shape[-1] - 1
+    coef = dct(fx, type=1, axis=-1) / n
+    coef[..., 0] /= 2.0
+    coef[..., -1] /= 2.0
+    even = np.arange(0, n + 1, 2)
+    estimate = 0.5 * (b - a) * np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2),
+                                      axis=-1)
+    error = 0.5 * (b - a) * 8.0 / n**2 * np.abs(coef[..., -4:]).max(axis=-1)
     return estimate, error
 
 

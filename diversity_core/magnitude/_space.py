@@ -81,11 +81,17 @@ class MagnitudeSpace:
         # Relative, as documented at _DUPLICATE_RTOL: an absolute floor would merge every point
         # of a space whose distances are all tiny (data scaled by 1e-300 became one point).
         tol = _DUPLICATE_RTOL * D_max
-        # Sparse graph of near-zero distances (the diagonal and any duplicates): a dense input
-        # would make csgraph copy D as float64.
-        rows, cols = np.nonzero(D <= tol)
-        close = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=D.shape)
-        n_groups, labels = connected_components(close, directed=False)
+        near = D <= tol
+        # Duplicates are off-diagonal near-zero distances; without any (the common case) the
+        # graph below is not needed (it cost 0.4 ms of 0.6 at 300 points).
+        if np.count_nonzero(near) > np.count_nonzero(np.diagonal(near)):
+            # Sparse graph of near-zero distances: a dense input would make csgraph copy D.
+            rows, cols = np.nonzero(near)
+            close = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=D.shape)
+            n_groups, labels = connected_components(close, directed=False)
+        else:
+            n_groups = self.n_points
+        del near
         if n_groups < self.n_points:
             # First occurrence of each group, in input order: nothing the caller sees is reordered.
             _, first = np.unique(labels, return_index=True)

@@ -4,13 +4,13 @@ and :mod:`diversity_core`). Each takes a distance matrix or a prepared
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._validation import check_scales
+from . import _batch
 from ._quadrature import _integrate
-from ._space import MagnitudeSpace, _as_space
+from ._search import _find_scale, _no_convergence_scale
+from ._space import _as_space
 
 __all__ = [
     "magnitude_function",
@@ -21,6 +21,9 @@ __all__ = [
     "mag_diff",
     "reference_free_t_cut",
     "reference_based_t_cut",
+    "convergence_scales",
+    "magnitude_functions",
+    "mag_areas",
 ]
 
 # The package's defaults, each written once: every signature below uses these names, and the
@@ -106,78 +109,9 @@ def convergence_scale(
         raise ValueError(f"target must lie in (0, 1); got {target}.")
     space = _as_space(D)
     if space.n_unique == 1:
-        raise ValueError(
-            ("a space with a single point" if space.n_points == 1 else
-             f"a space with a single distinct point ({space.n_points} copies)")
-            + " has no convergence scale: its magnitude is 1 at every scale."
-        )
+        raise ValueError(_no_convergence_scale(space.n_points))
     goal = target * space.n_unique
     return _find_scale(space, goal, rtol=rtol, max_iter=max_iter)
-
-
-def _initial_scale(space: MagnitudeSpace) -> float:
-    """A first guess: points separate once t exceeds a few inverse nearest-neighbour distances.
-
-    "A few" is 5: over 7 clouds (uniform and clustered, 200 to 1,000 points, d = 2 to 384) the
-    search then took 27 evaluations in all (Euclidean; 33 cosine), against 34 (37) with 3 and
-    31 to 34 (29 to 34) with 6 to 10."""
-    nn = np.empty(space.n_unique)
-    for start in range(0, space.n_unique, 2048):  # row blocks: no copy of D
-        block = space.D[start:start + 2048].copy()
-        block[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
-        nn[start:start + 2048] = block.min(axis=1)
-    return 5.0 / np.median(nn)
-
-
-def _find_scale(space: MagnitudeSpace, goal: float, *, rtol: float, max_iter: int) -> float:
-    """Safeguarded Newton iteration for Mag(t) = goal.
-
-    The Newton model is that the deficit n - Mag(t) decays exponentially in t (as it does once
-    every point's nearest neighbour counts: n - Mag ~ Σ exp(-t d_nn)), so the root of
-    log(n - Mag(t)) = log(n - goal) is sought, with derivative -Mag'(t) / (n - Mag(t)). From
-    the same first guess this took one evaluation fewer than Newton on Mag(e^s) itself in 4 of
-    5 clouds tried (300 to 1,000 points, d = 2 to 384), two fewer in one. Where Mag >= n (not
-    for spaces of negative type) the step is Newton's on Mag(e^s).
-
-    A bracket [lo, hi] with Mag(lo) < goal <= Mag(hi) is found by steps of at most x4 from the
-    guess and then shrunk at every evaluation; a step that leaves the bracket, or that a
-    non-positive derivative makes meaningless, is replaced by bisection in log t.
-    """
-    n = space.n_unique
-    t = _initial_scale(space)
-    lo = hi = None
-    for _ in range(max_iter):
-        mag, dmag = space.magnitude_and_derivative(t)
-        if mag < goal:
-            lo = t if lo is None else max(lo, t)
-        else:
-            hi = t if hi is None else min(hi, t)
-        if abs(mag - goal) <= 1e-10 * goal:
-            return t
-        if lo is not None and hi is not None and (hi - lo) <= rtol * hi:
-            return 0.5 * (lo + hi)
-        s_new = None
-        if dmag > 0 and math.isfinite(dmag):
-            if mag < n:
-                t_step = t + math.log((n - mag) / (n - goal)) * (n - mag) / dmag
-                s_new = math.log(t_step) if t_step > 0 else None
-            else:
-                s_new = math.log(t) + (goal - mag) / (t * dmag)
-        if lo is None or hi is None:
-            # Still bracketing: allow Newton to jump, but at most by a factor of 4 each way.
-            bound_lo, bound_hi = math.log(t) - math.log(4.0), math.log(t) + math.log(4.0)
-            if s_new is None:
-                s_new = bound_hi if mag < goal else bound_lo
-            s_new = min(max(s_new, bound_lo), bound_hi)
-        else:
-            log_lo, log_hi = math.log(lo), math.log(hi)
-            if s_new is None or not (log_lo < s_new < log_hi):
-                s_new = 0.5 * (log_lo + log_hi)
-        t_new = math.exp(s_new)
-        if lo is not None and hi is not None and abs(t_new - t) <= rtol * t:
-            return t_new
-        t = t_new
-    raise RuntimeError(f"convergence scale search did not converge in {max_iter} iterations.")
 
 
 def mag_area(
@@ -293,3 +227,78 @@ def reference_based_t_cut(D_ref, target: float = DEFAULT_TARGET, *,
                           rtol: float = DEFAULT_T_CONV_RTOL) -> float:
     """Integration limit for comparisons with a reference: the reference's convergence scale."""
     return convergence_scale(D_ref, target, rtol=rtol)
+
+
+# --------------------------------------------------------------------------------------------
+# Batches of spaces
+# --------------------------------------------------------------------------------------------
+
+
+def convergence_scales(spaces, target: float = DEFAULT_TARGET, *,
+                       rtol: float = DEFAULT_T_CONV_RTOL, errors: str = "raise") -> np.ndarray:
+    """:func:`convergence_scale` of every space of a batch, computed together.
+
+    Spaces of fewer than 500 distinct points are evaluated as stacks (see
+    :mod:`diversity_core.magnitude._batch`); the results agree with :func:`convergence_scale`
+    of each space to round-off.
+
+    Parameters
+    ----------
+    spaces : sequence of m arrays of shape (n_i, n_i) or :class:`MagnitudeSpace`
+        Distance matrices (sizes may differ), or an array of shape (m, n, n). Pass
+        :class:`MagnitudeSpace` objects to keep what each evaluates (its cache, and the
+        ``fallbacks`` records of scales where its similarity matrix was not positive definite).
+    target, rtol : see :func:`convergence_scale`
+    errors : {"raise", "nan"}
+        What a member without a convergence scale does (invalid input, a single distinct
+        point, a search that does not converge): ``raise`` (default) raises
+        :class:`MagnitudeBatchError` after every other member is computed; its ``values`` hold
+        all results (NaN for the failed members) and its ``failures`` say, per member index,
+        why. ``nan``: the failed members are NaN, and one :class:`MagnitudeWarning` lists them.
+
+    Returns
+    -------
+    t_conv : array of shape (m,) (units: 1 / distance)
+    """
+    return _batch.convergence_scales(spaces, target, rtol=rtol, errors=errors)
+
+
+def magnitude_functions(spaces, ts, *, errors: str = "raise") -> np.ndarray:
+    """:func:`magnitude_function` of every space of a batch on one set of scales.
+
+    Parameters
+    ----------
+    spaces : sequence of m distance matrices or :class:`MagnitudeSpace` (see
+        :func:`convergence_scales`)
+    ts : float or array of shape (n_scales,)
+    errors : {"raise", "nan"} (see :func:`convergence_scales`; only invalid input fails here)
+
+    Returns
+    -------
+    mag : array of shape (m, n_scales)
+    """
+    return _batch.magnitude_functions(spaces, ts, errors=errors)
+
+
+def mag_areas(spaces, t_cut, *, method: str = DEFAULT_INTEGRATION,
+              rtol: float = DEFAULT_INTEGRATION_RTOL, n_ts: int = DEFAULT_N_TS,
+              errors: str = "raise") -> np.ndarray:
+    """:func:`mag_area` of every space of a batch.
+
+    Parameters
+    ----------
+    spaces : sequence of m distance matrices or :class:`MagnitudeSpace` (see
+        :func:`convergence_scales`)
+    t_cut : float or array of shape (m,)
+        One integration limit for all (the reference-free protocol: the median convergence
+        scale, see :func:`reference_free_t_cut`) or one per space. Spaces sharing a limit share
+        the scales of its Clenshaw–Curtis grid.
+    method, rtol, n_ts : see :func:`mag_area`
+    errors : {"raise", "nan"} (see :func:`convergence_scales`; only invalid input fails here:
+        a space of one distinct point has Mag = 1 and MagArea = t_cut)
+
+    Returns
+    -------
+    area : array of shape (m,)
+    """
+    return _batch.mag_areas(spaces, t_cut, method=method, rtol=rtol, n_ts=n_ts, errors=errors)
