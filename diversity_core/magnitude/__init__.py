@@ -60,6 +60,7 @@ linear algebra at one scale), ``_quadrature`` (MagArea's integral and :class:`Sc
 from __future__ import annotations
 
 from ._batch import MagnitudeBatchError
+from ._large import LargeMagnitudeSpace
 
 # The option tuples and defaults are public too (the settings and the CLI read them).
 from ._quadrature import INTEGRATION_METHODS as INTEGRATION_METHODS
@@ -83,6 +84,8 @@ from .api import (
     magnitude_derivative,
     magnitude_function,
     magnitude_functions,
+    magnitude_memory,
+    magnitude_space,
     magnitude_weights,
     reference_based_t_cut,
     reference_free_t_cut,
@@ -103,6 +106,9 @@ __all__ = [
     "magnitude_functions",
     "mag_areas",
     "MagnitudeBatchError",
+    "magnitude_memory",
+    "magnitude_space",
+    "LargeMagnitudeSpace",
     "ScaleGrid",
     "clear_cache",
 ]

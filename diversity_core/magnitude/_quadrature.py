@@ -33,35 +33,43 @@ _CC_LEVELS = (12, 24, 48)
 _MAX_BISECTIONS = 20
 
 
-def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
+def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
+               return_error: bool = False):
+    """∫_0^t_cut f by ``method``; with ``return_error``, also its estimated absolute error (NaN
+    for the trapezoid rule, whose error is not estimated)."""
     t_cut = float(check_scales(t_cut, name="t_cut")[0])
     if method not in INTEGRATION_METHODS:
         raise ValueError(f"method must be one of {INTEGRATION_METHODS}; got {method!r}.")
+    value, error = _integrate_with_error(f, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+    return (value, error) if return_error else value
+
+
+def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: int):
     if t_cut == 0.0:
-        return 0.0
+        return 0.0, 0.0
     if method == "trapezoid":
         if n_ts < 2:
             raise ValueError(f"the trapezoid rule needs n_ts >= 2 scales; got {n_ts}.")
         ts = np.linspace(0.0, t_cut, n_ts)
-        return float(np.trapezoid([f(float(t)) for t in ts], ts))
+        return float(np.trapezoid([f(float(t)) for t in ts], ts)), math.nan
     if not rtol > 0:
         raise ValueError(f"rtol must be positive; got {rtol}.")
     if method == "chebyshev":
-        return _integrate_chebyshev(f, t_cut, rtol)
+        return _integrate_chebyshev(f, t_cut, rtol, return_error=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error", integrate.IntegrationWarning)
         try:
-            value, _ = integrate.quad(f, 0.0, t_cut, epsabs=0.0, epsrel=rtol, limit=200)
+            value, error = integrate.quad(f, 0.0, t_cut, epsabs=0.0, epsrel=rtol, limit=200)
         except integrate.IntegrationWarning as exc:
             raise RuntimeError(
                 f"MagArea integral on [0, {t_cut:.6g}] did not reach rtol={rtol:g}: {exc}. The "
                 "magnitude function may have a pole (distances that are not of negative type); "
                 "try method='trapezoid'."
             ) from exc
-    return float(value)
+    return float(value), float(error)
 
 
-def _integrate_chebyshev(f, t_cut: float, rtol: float) -> float:
+def _integrate_chebyshev(f, t_cut: float, rtol: float, *, return_error: bool = False):
     """Clenshaw–Curtis quadrature of ``f`` on [0, t_cut] to relative tolerance ``rtol``.
 
     One panel first (13, 25, 49 scales); if its estimated error is still too large, the interval
@@ -73,24 +81,28 @@ def _integrate_chebyshev(f, t_cut: float, rtol: float) -> float:
     is ill-conditioned), its estimate is used and a :class:`MagnitudeWarning` says so.
     """
     estimate, error = _cc_panel(f, 0.0, t_cut, rtol=rtol)
-    if error <= rtol * abs(estimate):
-        return estimate
-    return _cc_refine(f, t_cut, estimate, rtol)
+    if error > rtol * abs(estimate):
+        estimate, error = _cc_refine(f, t_cut, estimate, rtol, return_error=True)
+    return (estimate, error) if return_error else estimate
 
 
-def _cc_refine(f, t_cut: float, estimate: float, rtol: float) -> float:
+def _cc_refine(f, t_cut: float, estimate: float, rtol: float, *, return_error: bool = False):
     """The bisection stage of :func:`_integrate_chebyshev`, after one panel on [0, t_cut] gave
-    ``estimate`` with too large an error."""
+    ``estimate`` with too large an error (with ``return_error``: and the sum of the panels'
+    estimated errors)."""
     tol = rtol * abs(estimate)  # absolute budget, from the best single-panel estimate
     middle = 0.5 * t_cut
-    return (_cc_bisect(f, 0.0, middle, tol / math.sqrt(2), _MAX_BISECTIONS)
-            + _cc_bisect(f, middle, t_cut, tol / math.sqrt(2), _MAX_BISECTIONS))
+    left = _cc_bisect(f, 0.0, middle, tol / math.sqrt(2), _MAX_BISECTIONS)
+    right = _cc_bisect(f, middle, t_cut, tol / math.sqrt(2), _MAX_BISECTIONS)
+    value, error = left[0] + right[0], left[1] + right[1]
+    return (value, error) if return_error else value
 
 
-def _cc_bisect(f, a: float, b: float, tol: float, depth: int) -> float:
+def _cc_bisect(f, a: float, b: float, tol: float, depth: int) -> tuple[float, float]:
+    """(estimate, estimated error) of ∫_a^b f, bisecting until each panel meets its budget."""
     estimate, error = _cc_panel(f, a, b, tol=tol)
     if error <= tol:
-        return estimate
+        return estimate, error
     if depth == 0:
         warnings.warn(
             f"MagArea integral on [{a:.6g}, {b:.6g}] kept an estimated error of {error:.3g} "
@@ -100,10 +112,11 @@ def _cc_bisect(f, a: float, b: float, tol: float, depth: int) -> float:
             MagnitudeWarning,
             stacklevel=2,
         )
-        return estimate
+        return estimate, error
     middle = 0.5 * (a + b)
-    return (_cc_bisect(f, a, middle, tol / math.sqrt(2), depth - 1)
-            + _cc_bisect(f, middle, b, tol / math.sqrt(2), depth - 1))
+    left = _cc_bisect(f, a, middle, tol / math.sqrt(2), depth - 1)
+    right = _cc_bisect(f, middle, b, tol / math.sqrt(2), depth - 1)
+    return left[0] + right[0], left[1] + right[1]
 
 
 def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0):

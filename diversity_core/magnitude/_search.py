@@ -52,8 +52,10 @@ class _ScaleSearch:
     convergence scale once found, else None (and :attr:`t` is the next scale to evaluate).
     """
 
-    def __init__(self, n: int, goal: float, t0: float, *, rtol: float, max_iter: int):
+    def __init__(self, n: int, goal: float, t0: float, *, rtol: float, max_iter: int,
+                 mag_rtol: float = 1e-10):
         self.n, self.goal, self.rtol, self.max_iter = n, goal, rtol, max_iter
+        self.mag_rtol = mag_rtol  # |Mag - goal| below this (relative) ends the search
         self.t = float(t0)
         self.lo = self.hi = None
         self.iterations = 0
@@ -66,7 +68,7 @@ class _ScaleSearch:
         else:
             hi = t if hi is None else min(hi, t)
         self.lo, self.hi = lo, hi
-        if abs(mag - goal) <= 1e-10 * goal:
+        if abs(mag - goal) <= self.mag_rtol * goal:
             return t
         if lo is not None and hi is not None and (hi - lo) <= rtol * hi:
             return 0.5 * (lo + hi)
@@ -99,9 +101,14 @@ class _ScaleSearch:
 
 
 def _find_scale(space, goal: float, *, rtol: float, max_iter: int) -> float:
-    """The convergence scale of one prepared space (see :class:`_ScaleSearch`)."""
-    search = _ScaleSearch(space.n_unique, goal, _initial_scale(space.D), rtol=rtol,
-                          max_iter=max_iter)
+    """The convergence scale of one prepared space (see :class:`_ScaleSearch`). A space that
+    evaluates magnitude less accurately than the dense path's 1e-10 (the large-n path: to
+    ``solver_rtol · n``) ends the search at its own accuracy."""
+    large = hasattr(space, "solver_rtol")
+    t0 = space._initial_scale() if large else _initial_scale(space.D)
+    mag_rtol = max(1e-10, space.solver_rtol * space.n_unique / goal) if large else 1e-10
+    search = _ScaleSearch(space.n_unique, goal, t0, rtol=rtol, max_iter=max_iter,
+                          mag_rtol=mag_rtol)
     while True:
         result = search.step(*space.magnitude_and_derivative(search.t))
         if result is not None:

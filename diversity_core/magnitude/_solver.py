@@ -46,7 +46,22 @@ _CG_MIN_POINTS = 500
 _CG_MIN_BUDGET = 25
 _CG_MAX_BUDGET = 1000
 _CG_POINTS_PER_ITERATION = 10
-_CG_RTOL = 1e-10  # relative residual; Mag then agrees with the direct solve to ~1e-11
+# Relative residual at which CG stops. Magnitude is taken as 1ᵀw + rᵀw, whose error rᵀZ⁻¹r is at
+# most ‖r‖² / λ_min(Z) = 1e-18 n / λ_min: below 1e-12 of Mag wherever λ_min >= 1e-3 (measured:
+# 0.008 at 0.004 t_conv for 1,000 clustered points, above 0.1 from 0.07 t_conv on), and 3e-11
+# for 200 points at 1e-4 t_conv, where λ_min = 6e-6; the tests check agreement with the
+# Cholesky path to 1e-10. (1ᵀw alone errs by 1ᵀZ⁻¹r, linearly in r: the former tolerance was
+# 1e-10 for it.)
+_CG_RTOL = 1e-9
+# float32 iterations (inside the float64 refinement) from this many distinct points on; below,
+# CG runs in float64 throughout (see _DenseSolver._solve_cg_double).
+_FLOAT32_CG_FROM = 2000
+# Budget of float64 CG iterations per scale: n / 8 within [50, 250], about one factorisation
+# (a float64 symv plus the loop's vector work cost 0.065 ms at n = 1,000 and 1.2 ms at 4,000,
+# a factorisation 8 and 240 ms).
+_CG64_MIN_BUDGET = 50
+_CG64_MAX_BUDGET = 250
+_CG64_POINTS_PER_ITERATION = 8
 # Relative residual of each float32 CG solve inside the float64 refinement: two or three
 # refinement steps reach _CG_RTOL, and float32 round-off (6e-8 times cond(Z)) stays below it
 # wherever Z is well enough conditioned for CG to pay off.
@@ -112,9 +127,12 @@ class _DenseSolver:
         self._Z32_scale = None  # the t whose exp(-tD) the float32 buffer holds intact, if any
         self._use_cg = solver == "auto" and self.n >= _CG_MIN_POINTS
         self._cg_floor = 0.0  # CG did not converge at this scale: not tried at or below it
+        self._cg32_floor = 0.0  # the same for float32 CG
         self._cg_last = None  # last CG solution: the warm start of the next one
         self._cg_budget = min(max(_CG_MIN_BUDGET, self.n // _CG_POINTS_PER_ITERATION),
                               _CG_MAX_BUDGET)
+        self._cg64_budget = min(max(_CG64_MIN_BUDGET, self.n // _CG64_POINTS_PER_ITERATION),
+                                _CG64_MAX_BUDGET)
         self.fallbacks: list[dict] = []  # see MagnitudeSpace.fallbacks
 
     # -- buffers ------------------------------------------------------------------------------
@@ -269,31 +287,48 @@ class _DenseSolver:
         return record
 
     def _solve_cg(self, t: float):
-        """Weighting by conjugate gradients within the iteration budget, or None.
+        """Weighting and its float64 residual ``(w, 1 − Z_t w)`` by conjugate gradients within
+        their budgets, or None (then Cholesky answers).
 
-        Mixed-precision iterative refinement: the residual ``r = 1 - Z_t w`` is formed in
-        float64, the correction solves ``Z_t d = r`` by CG on the float32 copy of ``Z_t`` to a
-        relative residual of ``_CG_INNER_RTOL``. A float32 symmetric matrix-vector product moves
-        half the bytes and ran 1.8 to 3.2 times faster than the float64 one here (two threads:
-        0.032 against 0.103 ms at n = 1,000, 0.59 against 1.19 ms at n = 4,000), while the
-        refinement keeps the accuracy of float64: the loop ends when the float64 residual is
-        below ``_CG_RTOL``. It is abandoned (None) when the budget of float32 iterations is
-        spent, or when a refinement step fails to halve the residual (``Z_t`` too
-        ill-conditioned for float32: small t), or as soon as the rate of the first refinement
-        steps says the budget will not do.
+        From ``_FLOAT32_CG_FROM`` distinct points on, float32 iterations inside a float64
+        refinement come first (:meth:`_solve_cg_mixed`); below that size, or at scales where
+        float32 cannot resolve ``Z_t`` (small t), plain float64 CG (:meth:`_solve_cg_double`).
+        A scale where neither converges marks the floor below which CG is not tried again.
         """
         if not self._use_cg or t <= self._cg_floor:
             return None
+        solution = None
+        if self.n >= _FLOAT32_CG_FROM and t > self._cg32_floor:
+            solution = self._solve_cg_mixed(t)
+            if solution is None:
+                self._cg32_floor = max(self._cg32_floor, t)
+        if solution is None:
+            solution = self._solve_cg_double(t)
+        if solution is None:
+            self._cg_floor = max(self._cg_floor, t)
+            return None
+        self._cg_last = solution[0]
+        return solution
+
+    def _solve_cg_mixed(self, t: float):
+        """``(w, residual)`` by mixed-precision iterative refinement, or None.
+
+        The residual ``r = 1 - Z_t w`` is formed in float64, the correction solves
+        ``Z_t d = r`` by CG on the float32 copy of ``Z_t`` to a relative residual of
+        ``_CG_INNER_RTOL``. A float32 symmetric matrix-vector product moves half the bytes and
+        ran 1.8 to 3.2 times faster than the float64 one here (two threads: 0.032 against 0.103
+        ms at n = 1,000, 0.59 against 1.19 ms at n = 4,000), while the refinement keeps the
+        accuracy of float64: the loop ends when the float64 residual is below ``_CG_RTOL``. It
+        is abandoned (None) when the budget of float32 iterations is spent, or when a
+        refinement step fails to halve the residual (``Z_t`` too ill-conditioned for float32:
+        small t), or as soon as the rate of the first refinement steps says the budget will not
+        do.
+        """
         Z32 = self._similarity(t, float32=True)  # both copies, in one pass if both are new
         Z = self._Z
         budget = self._cg_budget
         used = 0
-        if self._cg_last is None:
-            w = np.zeros(self.n)
-            residual = self._ones.copy()
-        else:
-            w = self._cg_last.copy()
-            residual = self._ones - _symmetric_product(Z, w)
+        w, residual = self._warm_start(Z)
         goal = _CG_RTOL * math.sqrt(self.n)  # ‖1‖ = √n
         size = float(np.linalg.norm(residual))
         while size > goal:
@@ -313,23 +348,57 @@ class _DenseSolver:
             if used + iterations * steps_left > budget:
                 break
         if not size <= goal:
-            self._cg_floor = max(self._cg_floor, t)
             return None
-        self._cg_last = w
-        return w
+        return w, residual
 
-    def _fast_weights(self, t: float):
-        """Weighting by CG or the mixed-precision factorisation, or None where neither applies."""
-        w = self._solve_cg(t)
-        if w is None and self.precision == "mixed":
+    def _solve_cg_double(self, t: float):
+        """``(w, residual)`` by float64 conjugate gradients on ``Z_t`` itself, or None.
+
+        Where float32 cannot resolve ``Z_t`` (at small t, cond(Z_t) ~ 1e5 for 1,000 clustered
+        points: 6e-8 · 1e5 is no accuracy at all) float64 CG still converges, in 45 to 75
+        iterations at 0.004 to 0.1 t_conv on clustered clouds of 1,000 points, i.e. at half the
+        cost of a Cholesky factorisation; below ``_FLOAT32_CG_FROM`` points it is also the
+        faster choice at every scale (the float32 copy of Z_t costs more than its cheaper
+        products save over the 5 to 25 iterations a scale takes there). Abandoned when its
+        budget (about one factorisation) is spent or its rate says it will be.
+        """
+        Z = self._similarity(t)
+        w, residual = self._warm_start(Z)
+        goal = _CG_RTOL * math.sqrt(self.n)
+        x, r, iterations = _conjugate_gradients_from(Z, w, residual, goal, self._cg64_budget)
+        if x is None:
+            return None
+        residual = self._ones - _symmetric_product(Z, x)  # the true one, not the recursive one
+        if not float(np.linalg.norm(residual)) <= 10.0 * goal:
+            return None
+        return x, residual
+
+    def _warm_start(self, Z):
+        """The last CG solution and its residual at this scale, or zero and 1."""
+        if self._cg_last is None:
+            return np.zeros(self.n), self._ones.copy()
+        w = self._cg_last.copy()
+        return w, self._ones - _symmetric_product(Z, w)
+
+    def _fast_solution(self, t: float):
+        """``(w, residual or None)`` by CG or the mixed-precision factorisation, or None where
+        neither applies."""
+        solution = self._solve_cg(t)
+        if solution is None and self.precision == "mixed":
             w = self._solve_mixed(t)
-        return w
+            solution = None if w is None else (w, None)
+        return solution
 
     def magnitude(self, t: float) -> float:
-        """Mag(t) at one scale t > 0 (BLAS threads as set by the caller)."""
-        w = self._fast_weights(t)
-        if w is not None:
-            return float(w.sum())
+        """Mag(t) at one scale t > 0 (BLAS threads as set by the caller).
+
+        From an iterative weighting ``w`` with residual ``r = 1 − Z w``, ``Mag = 1ᵀw + rᵀw``:
+        that is ``2·1ᵀw − wᵀZw``, which differs from ``1ᵀZ⁻¹1`` by ``rᵀZ⁻¹r`` only (the error
+        is quadratic in the residual, where ``1ᵀw`` alone errs by ``1ᵀZ⁻¹r``, linear in it)."""
+        solution = self._fast_solution(t)
+        if solution is not None:
+            w, residual = solution
+            return float(w.sum() + (0.0 if residual is None else residual @ w))
         L = self._factor(t)
         if L is None:
             return float(self._solve_fallback(t).sum())
@@ -338,9 +407,9 @@ class _DenseSolver:
 
     def weights(self, t: float, *, keep_similarity: bool = False) -> np.ndarray:
         """Weighting of the de-duplicated space at t > 0."""
-        w = self._fast_weights(t)
-        if w is not None:
-            return w
+        solution = self._fast_solution(t)
+        if solution is not None:
+            return solution[0]
         L = self._factor(t, keep_similarity=keep_similarity)
         if L is None:
             return self._solve_fallback(t)
@@ -374,9 +443,16 @@ class _DenseSolver:
         return 2.0 * total
 
     def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
-        """Mag(t) and dMag/dt = wᵀ (D ∘ Z_t) w, with the weighting w."""
-        w = self.weights(t, keep_similarity=True)
-        return float(w.sum()), self.weighted_distance_form(t, w)
+        """Mag(t) and dMag/dt = wᵀ (D ∘ Z_t) w, with the weighting w (Mag as in
+        :meth:`magnitude` where CG answered)."""
+        solution = self._fast_solution(t)
+        if solution is not None and solution[1] is not None:
+            w, residual = solution
+            mag = float(w.sum() + residual @ w)
+        else:
+            w = solution[0] if solution is not None else self.weights(t, keep_similarity=True)
+            mag = float(w.sum())
+        return mag, self.weighted_distance_form(t, w)
 
 
 def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bool,
@@ -403,16 +479,23 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
     rows = max(1, min(_BLOCK_ENTRIES // n, -(-n // 8)))
 
     def fill(first: int, last: int) -> None:
+        # Exponentials of a contiguous scratch block: NumPy's exp on the strided rows of the
+        # upper trapezoid took twice as long (0.98 against 0.83 ms at n = 1,000).
+        scratch = np.empty(rows * n) if fill64 else None
         for start in range(first, last, rows):
             # The block's rows from its first row's diagonal on: the upper triangle, plus a
             # little of the scratch triangle inside the diagonal block.
             block = (slice(start, min(start + rows, last)), slice(0 if full else start, None))
-            z = Z[block]
             if fill64:
+                height, width = block[0].stop - start, n - block[1].start
+                z = scratch[:height * width].reshape(height, width)
                 np.multiply(D[block], -t, out=z)
                 if clamp:
                     np.maximum(z, -_EXPONENT_FLOOR, out=z)
                 np.exp(z, out=z)
+                Z[block] = z
+            else:
+                z = Z[block]
             if Z32 is not None:
                 np.multiply(z, z >= _FLOAT32_FLOOR, out=Z32[block], casting="unsafe")
 
@@ -445,6 +528,42 @@ def _symmetric_product(A, x, out=None):
     if out is None:
         return symv(1.0, A.T, x, lower=1)
     return symv(1.0, A.T, x, beta=0.0, y=out, lower=1, overwrite_y=1)
+
+
+def _conjugate_gradients_from(A, x, r, goal: float, budget: int):
+    """Conjugate gradients for ``A x = b`` from ``x`` with residual ``r = b − A x`` (float64, ``A``
+    as for :func:`_symmetric_product`) until ``‖r‖ <= goal``.
+
+    Returns ``(x, r, iterations)``, or ``(None, None, iterations)`` when ``budget`` iterations
+    do not do, or when the rate of the first ten (checked every ten) says they will not."""
+    x = x.copy()
+    r = r.copy()
+    p = r.copy()
+    q = np.empty_like(r)
+    rr = float(r @ r)
+    start = math.sqrt(rr)
+    stop = goal * goal
+    for iteration in range(1, budget + 1):
+        if rr <= stop:
+            return x, r, iteration - 1
+        q = _symmetric_product(A, p, out=q)
+        alpha = rr / float(p @ q)
+        x += alpha * p
+        r -= alpha * q
+        rr_next = float(r @ r)
+        if iteration % 10 == 0:
+            size = math.sqrt(rr_next)
+            if not size < start:  # no progress (or NaN)
+                break
+            if size > goal and iteration * math.log(goal / size) / math.log(size / start) \
+                    > budget - iteration:
+                break
+        p *= rr_next / rr
+        p += r
+        rr = rr_next
+    if rr <= stop:
+        return x, r, budget
+    return None, None, budget
 
 
 def _conjugate_gradients(A, b, rtol: float, maxiter: int):

@@ -226,7 +226,9 @@ def _content_key(A: np.ndarray) -> tuple:
 def _as_space(D, name: str = "D") -> MagnitudeSpace:
     """``D`` itself if it is a prepared space, else the cached space of its content, else a new
     one (cached)."""
-    if isinstance(D, MagnitudeSpace):
+    from ._large import LargeMagnitudeSpace
+
+    if isinstance(D, (MagnitudeSpace, LargeMagnitudeSpace)):
         return D
     A = np.asarray(D)
     if A.dtype == object or not np.issubdtype(A.dtype, np.number) or A.ndim != 2 \
