@@ -435,7 +435,8 @@ def test_derivative_is_the_same_from_every_source(cloud):
     assert (space._solver._Z_lower_scale, space._solver._Z_scale) == (t, None)
     from_lower = space._solver.weighted_distance_form(t, w)
     space._solver._similarity(t)
-    assert (space._solver._Z_lower_scale, space._solver._Z_scale) == (None, t)  # the fill touched the lower one
+    # The fill touched the lower triangle.
+    assert (space._solver._Z_lower_scale, space._solver._Z_scale) == (None, t)
     from_upper = space._solver.weighted_distance_form(t, w)
     for value in (fresh, from_lower, from_upper):
         assert value == pytest.approx(dense, rel=1e-12)

@@ -57,6 +57,9 @@ DEFAULT_SOLVER_RTOL = 1e-7  # per-scale accuracy of Mag, in units of n (see the 
 _INNER_RTOL = 1e-3  # relative residual of each float32 CG solve inside the refinement
 _MAX_REFINEMENTS = 12
 _MAX_INNER_ITERATIONS = 400
+# A warm start whose float64 residual is this small (relative) is the weighting already: its
+# error rᵀZ⁻¹r is at round-off level wherever CG converges at all.
+_CONVERGED_RESIDUAL = 1e-10
 
 
 def large_memory(n_points: int, n_features: int) -> int:
@@ -147,6 +150,10 @@ class LargeMagnitudeSpace:
             self.group_of_point = self.multiplicity = None
         self._cache: dict[float, float] = {0.0: 1.0}
         self._last = None  # last weighting: the warm start of the next scale
+        self._atol = 0.0  # a looser absolute accuracy the current MagArea allows (_integrate)
+        # scale -> solver error, and solver plus distance error, of the cached Mag
+        self._solver_errors: dict[float, float] = {0.0: 0.0}
+        self._errors: dict[float, float] = {0.0: 0.0}
         self.records: list[dict] = []
         self.area_error = None
         self.fallbacks: list[dict] = []
@@ -256,41 +263,46 @@ class LargeMagnitudeSpace:
         """Weighting at scale t by float32 CG inside float64 refinement; returns
         ``(mag, dmag or None, w)`` and appends the scale's record."""
         n = self.n_unique
-        atol = self.solver_rtol * n
+        atol = max(self.solver_rtol * n, self._atol)
         ones = np.ones(n)
         x = np.zeros(n) if self._last is None else self._last.copy()
-        Zx, = self._product64(t, x)
+        # Every float64 pass also forms (D ∘ Z) x (if asked) and (D ∘ Z)|x| (the distance
+        # bound): the last one's are the results, and no separate final pass is needed.
+        Zx, *extra = self._product64(t, x, derivative=derivative, absolute=True)
         r = ones - Zx
         value = float(x.sum() + r @ x)
         error, iterations, steps = math.inf, 0, 0
         previous_r = float(np.linalg.norm(r))
         gain = math.inf  # what the last refinement step added to the estimate
+        if previous_r <= _CONVERGED_RESIDUAL * math.sqrt(n):
+            error = 0.0  # the warm start is this scale's weighting already
         while steps < _MAX_REFINEMENTS and error > atol and previous_r > 0:
             size = previous_r
             d, used = _cg32(lambda v: self._product32(t, v), (r / size).astype(np.float32),
                             _INNER_RTOL, _MAX_INNER_ITERATIONS)
             iterations += used
             x_new = x + size * d.astype(np.float64)
-            Zx, = self._product64(t, x_new)
+            Zx, *extra_new = self._product64(t, x_new, derivative=derivative, absolute=True)
             r_new = ones - Zx
             value_new = float(x_new.sum() + r_new @ x_new)
+            size_new = float(np.linalg.norm(r_new))
             steps += 1
-            if not value_new > value:  # no progress: float32 cannot resolve Z_t here
+            if not size_new < size:  # no progress: float32 cannot resolve Z_t here
                 break
             # A step solves Z d = r, i.e. it adds about the estimate's whole error rᵀZ⁻¹r
             # (the estimate is quadratic in the residual): what it added bounds what is left,
             # once the gains shrink (by half at least; a gain as large as the last one says
-            # the inner solves capture little of the error, so nothing is concluded).
-            gain, previous_gain = value_new - value, gain
+            # the inner solves capture little of the error, so nothing is concluded). A gain
+            # below zero is round-off: the estimate had converged.
+            gain, previous_gain = max(value_new - value, 0.0), gain
             if gain <= 0.5 * previous_gain:
                 error = gain
-            x, r, value = x_new, r_new, value_new
-            previous_r = float(np.linalg.norm(r))
-        # The final pass: residual (again, with the derivative and the distance bound).
-        Zx, *extra = self._product64(t, x, derivative=derivative, absolute=True)
+            x, r, value, previous_r, extra = x_new, r_new, value_new, size_new, extra_new
         dmag = float(x @ extra[0]) if derivative else None
         distance_error = self.distance_rtol * t * float(np.abs(x) @ extra[-1])
         self._last = x
+        self._solver_errors[float(t)] = float(error)
+        self._errors[float(t)] = float(error + distance_error)
         record = {"t": float(t), "mag": value, "solver_error": float(error),
                   "distance_error": distance_error, "refinements": steps,
                   "iterations": iterations,
@@ -304,15 +316,17 @@ class LargeMagnitudeSpace:
         return value, dmag, x
 
     def magnitude(self, t: float) -> float:
-        """Mag(t) at one scale t >= 0, to ``solver_rtol · n_unique`` (estimated)."""
+        """Mag(t) at one scale t >= 0, to ``solver_rtol · n_unique`` (estimated); a scale
+        evaluated before is solved again only if its error was larger than now allowed."""
         t = float(t)
-        if t not in self._cache:
+        atol = max(self.solver_rtol * self.n_unique, self._atol)
+        if t not in self._cache or self._solver_errors.get(t, 0.0) > atol:
             self._cache[t] = self._solve(t)[0]
         return self._cache[t]
 
     def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
         mag, dmag, _ = self._solve(float(t), derivative=True)
-        self._cache.setdefault(float(t), mag)
+        self._cache[float(t)] = mag  # _solve recorded its error
         return mag, dmag
 
     def unique_weights(self, t: float) -> np.ndarray:
@@ -330,12 +344,6 @@ class LargeMagnitudeSpace:
             self.magnitude(t)
         return np.array([self._cache[float(t)] for t in ts])
 
-    def scale_error(self, t: float) -> float:
-        """The recorded error bound of Mag at scale t (solver estimate + distance bound)."""
-        errors = [r["solver_error"] + r["distance_error"] for r in self.records
-                  if r["t"] == float(t)]
-        return min(errors) if errors else 0.0
-
     def convergence_scale(self, target: float | None = None, **kwargs) -> float:
         from .api import DEFAULT_TARGET, convergence_scale
 
@@ -347,12 +355,24 @@ class LargeMagnitudeSpace:
         return mag_area(self, t_cut, **kwargs)
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
-        """MagArea with its error budget (see :attr:`area_error`)."""
-        area, quadrature = _integrate(self.magnitude, t_cut, method=method, rtol=rtol,
-                                      n_ts=n_ts, return_error=True)
+        """MagArea with its error budget (see :attr:`area_error`).
+
+        The integral needs each Mag(t) to an absolute accuracy of a small share of the mean
+        height of the area only, not to ``solver_rtol · n``: once Mag(t_cut) is known (the
+        largest scale comes first), scales are solved to ``rtol · Mag(t_cut) / 16`` (a mean
+        height of Mag(t_cut) / 2 or more, as on [0, t_conv], leaves half of rtol to the
+        quadrature); the budget below checks what that gave."""
         t_cut = float(t_cut)
-        inside = [r["solver_error"] + r["distance_error"] for r in self.records
-                  if 0 < r["t"] <= t_cut]
+        if t_cut > 0 and method != "trapezoid":
+            self.magnitude(t_cut)
+            self._atol = rtol * abs(self._cache[t_cut]) / 16
+        try:
+            area, quadrature = _integrate(self.magnitude, t_cut, method=method, rtol=rtol,
+                                          n_ts=n_ts, return_error=True)
+        finally:
+            self._atol = 0.0
+        # The errors of the values the integral used (those in the cache now).
+        inside = [error for t, error in self._errors.items() if 0 < t <= t_cut]
         evaluation = t_cut * max(inside, default=0.0)
         relative = (quadrature + evaluation) / abs(area) if area else math.inf
         self.area_error = {"quadrature": float(quadrature), "evaluation": float(evaluation),
