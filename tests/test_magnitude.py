@@ -339,8 +339,7 @@ def test_conjugate_gradients_agree_with_cholesky(monkeypatch):
     t_conv = direct.convergence_scale()
     assert iterative.convergence_scale() == pytest.approx(t_conv, rel=1e-9)
     assert iterative.mag_area(t_conv) == pytest.approx(direct.mag_area(t_conv), rel=1e-9)
-    assert iterative._solver._cg_last is not None  # CG did solve some scales ...
-    assert 0 < iterative._solver._cg_floor < t_conv  # ... and handed the smallest ones to Cholesky
+    assert iterative._solver._cg_last is not None  # CG did solve the scales
     np.testing.assert_allclose(iterative.weights(t_conv), direct.weights(t_conv), rtol=1e-7,
                                atol=1e-10)
     with pytest.raises(ValueError, match="solver"):

@@ -510,6 +510,12 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
     members = np.flatnonzero(batch.ok)
     if method == "chebyshev" and not rtol > 0:
         raise ValueError(f"rtol must be positive; got {rtol}.")
+    single = np.zeros(batch.m, dtype=bool)
+    single[batch.single] = True
+    for i in members[single[members]]:  # large members: their own single-space integral
+        out[i] = batch.space(int(i))._integrate(float(t_cuts[i]), method=method, rtol=rtol,
+                                                n_ts=n_ts)
+    members = members[~single[members]]
     for T in np.unique(t_cuts[members]):
         group = members[t_cuts[members] == T]
         if T == 0.0:

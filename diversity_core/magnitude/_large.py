@@ -226,12 +226,14 @@ class LargeMagnitudeSpace:
         """exp(-tD) x in float32 (x float32)."""
         n = len(x)
 
+        clamp = t * self.D_max > _FLOAT32_EXPONENT_FLOOR
+
         def share(bounds):
             a, b = bounds
             y = np.zeros(n, dtype=np.float32)
             block = np.empty(_PANEL_ROWS * _CHUNK_COLUMNS, dtype=np.float32)
             for k in range(a, b):
-                _panel_product32(self._panels[k], k * _PANEL_ROWS, t, x, y, block)
+                _panel_product32(self._panels[k], k * _PANEL_ROWS, t, x, y, block, clamp)
             return y
 
         parts = self._map(share, self._shares())
@@ -418,7 +420,7 @@ def _distance_panel(Y, sq, p: int, metric: str, roundoff: float, near_tol: float
     return panel, row_min, col_min, float(G.max()), pairs
 
 
-def _panel_product32(panel, p: int, t: float, x, y, block) -> None:
+def _panel_product32(panel, p: int, t: float, x, y, block, clamp: bool) -> None:
     h, width = panel.shape
     rows = slice(p, p + h)
     xr = x[rows]
@@ -426,7 +428,8 @@ def _panel_product32(panel, p: int, t: float, x, y, block) -> None:
         D = panel[:, c:c + _CHUNK_COLUMNS]
         Z = block[:D.size].reshape(D.shape)
         np.multiply(D, -t, out=Z)
-        np.maximum(Z, -_FLOAT32_EXPONENT_FLOOR, out=Z)
+        if clamp:  # only where some t·D exceeds the floor (17% of a product's time)
+            np.maximum(Z, -_FLOAT32_EXPONENT_FLOOR, out=Z)
         np.exp(Z, out=Z)
         cols = slice(p + c, p + c + D.shape[1])
         y[rows] += Z @ x[cols]

@@ -10,6 +10,7 @@ numerically positive definite, an LDLᵀ solve or a pseudo-inverse (recorded in
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import math
@@ -55,13 +56,16 @@ _CG_POINTS_PER_ITERATION = 10
 _CG_RTOL = 1e-9
 # float32 iterations (inside the float64 refinement) from this many distinct points on; below,
 # CG runs in float64 throughout (see _DenseSolver._solve_cg_double).
-_FLOAT32_CG_FROM = 2000
+_FLOAT32_CG_FROM = 6000
 # Budget of float64 CG iterations per scale: n / 8 within [50, 250], about one factorisation
 # (a float64 symv plus the loop's vector work cost 0.065 ms at n = 1,000 and 1.2 ms at 4,000,
 # a factorisation 8 and 240 ms).
 _CG64_MIN_BUDGET = 50
 _CG64_MAX_BUDGET = 250
 _CG64_POINTS_PER_ITERATION = 8
+# Decrements of the CG energy error summed for its estimate (see _conjugate_gradients_from).
+_CG_DELAY = 8
+_CG_KEEP = 128  # CG solutions kept per space for warm starts (n floats each)
 # Relative residual of each float32 CG solve inside the float64 refinement: two or three
 # refinement steps reach _CG_RTOL, and float32 round-off (6e-8 times cond(Z)) stays below it
 # wherever Z is well enough conditioned for CG to pay off.
@@ -128,12 +132,17 @@ class _DenseSolver:
         self._use_cg = solver == "auto" and self.n >= _CG_MIN_POINTS
         self._cg_floor = 0.0  # CG did not converge at this scale: not tried at or below it
         self._cg32_floor = 0.0  # the same for float32 CG
-        self._cg_last = None  # last CG solution: the warm start of the next one
+        self._cg_last = None  # last CG solution
+        self._cg_solutions: dict[float, np.ndarray] = {}  # scale -> CG solution (warm starts)
         self._cg_budget = min(max(_CG_MIN_BUDGET, self.n // _CG_POINTS_PER_ITERATION),
                               _CG_MAX_BUDGET)
         self._cg64_budget = min(max(_CG64_MIN_BUDGET, self.n // _CG64_POINTS_PER_ITERATION),
                                 _CG64_MAX_BUDGET)
         self.fallbacks: list[dict] = []  # see MagnitudeSpace.fallbacks
+        # Absolute accuracy a MagArea asks of Mag(t) (0: to the solvers' full accuracy), and
+        # the estimated error of the last magnitude computed under it (0 when exact).
+        self.atol = 0.0
+        self.last_error = 0.0
 
     # -- buffers ------------------------------------------------------------------------------
     def release(self) -> None:
@@ -308,6 +317,8 @@ class _DenseSolver:
             self._cg_floor = max(self._cg_floor, t)
             return None
         self._cg_last = solution[0]
+        if len(self._cg_solutions) < _CG_KEEP:
+            self._cg_solutions[t] = solution[0]
         return solution
 
     def _solve_cg_mixed(self, t: float):
@@ -328,7 +339,7 @@ class _DenseSolver:
         Z = self._Z
         budget = self._cg_budget
         used = 0
-        w, residual = self._warm_start(Z)
+        w, residual = self._warm_start(Z, t)
         goal = _CG_RTOL * math.sqrt(self.n)  # ‖1‖ = √n
         size = float(np.linalg.norm(residual))
         while size > goal:
@@ -363,21 +374,35 @@ class _DenseSolver:
         budget (about one factorisation) is spent or its rate says it will be.
         """
         Z = self._similarity(t)
-        w, residual = self._warm_start(Z)
+        w, residual = self._warm_start(Z, t)
         goal = _CG_RTOL * math.sqrt(self.n)
-        x, r, iterations = _conjugate_gradients_from(Z, w, residual, goal, self._cg64_budget)
+        x, r, iterations, estimate = _conjugate_gradients_from(
+            Z, w, residual, goal, self._cg64_budget, energy_tol=self.atol)
         if x is None:
             return None
         residual = self._ones - _symmetric_product(Z, x)  # the true one, not the recursive one
+        if self.atol > 0 and estimate <= 0.25 * self.atol:
+            self.last_error = estimate
+            return x, residual
         if not float(np.linalg.norm(residual)) <= 10.0 * goal:
             return None
         return x, residual
 
-    def _warm_start(self, Z):
-        """The last CG solution and its residual at this scale, or zero and 1."""
-        if self._cg_last is None:
+    def _warm_start(self, Z, t: float):
+        """A first weighting at scale t and its residual: interpolated linearly in t between the
+        solutions at the nearest scales below and above (the Clenshaw–Curtis levels put every
+        new scale between two solved ones: 30% fewer iterations on the second level than from
+        the last solution), else the nearest solution, else zero."""
+        if not self._cg_solutions:
             return np.zeros(self.n), self._ones.copy()
-        w = self._cg_last.copy()
+        scales = np.fromiter(self._cg_solutions, dtype=float)
+        below, above = scales[scales < t], scales[scales > t]
+        if below.size and above.size:
+            lo, hi = float(below.max()), float(above.min())
+            share = (t - lo) / (hi - lo)
+            w = (1.0 - share) * self._cg_solutions[lo] + share * self._cg_solutions[hi]
+        else:
+            w = self._cg_solutions[float(scales[np.argmin(np.abs(np.log(scales / t)))])].copy()
         return w, self._ones - _symmetric_product(Z, w)
 
     def _fast_solution(self, t: float):
@@ -395,6 +420,7 @@ class _DenseSolver:
         From an iterative weighting ``w`` with residual ``r = 1 − Z w``, ``Mag = 1ᵀw + rᵀw``:
         that is ``2·1ᵀw − wᵀZw``, which differs from ``1ᵀZ⁻¹1`` by ``rᵀZ⁻¹r`` only (the error
         is quadratic in the residual, where ``1ᵀw`` alone errs by ``1ᵀZ⁻¹r``, linear in it)."""
+        self.last_error = 0.0
         solution = self._fast_solution(t)
         if solution is not None:
             w, residual = solution
@@ -530,12 +556,22 @@ def _symmetric_product(A, x, out=None):
     return symv(1.0, A.T, x, beta=0.0, y=out, lower=1, overwrite_y=1)
 
 
-def _conjugate_gradients_from(A, x, r, goal: float, budget: int):
+def _conjugate_gradients_from(A, x, r, goal: float, budget: int, energy_tol: float = 0.0):
     """Conjugate gradients for ``A x = b`` from ``x`` with residual ``r = b − A x`` (float64, ``A``
-    as for :func:`_symmetric_product`) until ``‖r‖ <= goal``.
+    as for :func:`_symmetric_product`) until ``‖r‖ <= goal``, or, with ``energy_tol > 0``, until
+    the error of the variational estimate ``2 bᵀx − xᵀAx`` is estimated below it.
 
-    Returns ``(x, r, iterations)``, or ``(None, None, iterations)`` when ``budget`` iterations
-    do not do, or when the rate of the first ten (checked every ten) says they will not."""
+    That error is ``‖x* − x‖²_A``, and CG lowers it by exactly ``α_k ‖r_k‖²`` at step k: the
+    sum of the last ``_CG_DELAY`` decrements is what the error was ``_CG_DELAY`` steps ago minus
+    what it is now (Hestenes and Stiefel; Strakoš and Tichý, ETNA 2002), an estimate that is
+    reliable once convergence is steady; the loop stops when that sum is below a quarter of
+    ``energy_tol`` (a safety factor against slow, linear convergence, where the remaining error
+    is a few times the window's decrease).
+
+    Returns ``(x, r, iterations, estimate)`` with ``estimate`` the last window's sum (0 when the
+    residual goal ended the loop before any window), or ``(None, None, iterations, inf)`` when
+    ``budget`` iterations do not do, or when the rate of the first ten (checked every ten, when
+    no energy tolerance is given) says they will not."""
     x = x.copy()
     r = r.copy()
     p = r.copy()
@@ -543,27 +579,32 @@ def _conjugate_gradients_from(A, x, r, goal: float, budget: int):
     rr = float(r @ r)
     start = math.sqrt(rr)
     stop = goal * goal
+    decrements = collections.deque(maxlen=_CG_DELAY)
     for iteration in range(1, budget + 1):
         if rr <= stop:
-            return x, r, iteration - 1
+            return x, r, iteration - 1, float(sum(decrements))
         q = _symmetric_product(A, p, out=q)
         alpha = rr / float(p @ q)
         x += alpha * p
         r -= alpha * q
+        decrements.append(alpha * rr)
+        if energy_tol > 0 and len(decrements) == _CG_DELAY \
+                and sum(decrements) <= 0.25 * energy_tol:
+            return x, r, iteration, float(sum(decrements))
         rr_next = float(r @ r)
         if iteration % 10 == 0:
             size = math.sqrt(rr_next)
             if not size < start:  # no progress (or NaN)
                 break
-            if size > goal and iteration * math.log(goal / size) / math.log(size / start) \
-                    > budget - iteration:
+            if not energy_tol > 0 and size > goal and \
+                    iteration * math.log(goal / size) / math.log(size / start) > budget - iteration:
                 break
         p *= rr_next / rr
         p += r
         rr = rr_next
     if rr <= stop:
-        return x, r, budget
-    return None, None, budget
+        return x, r, budget, float(sum(decrements))
+    return None, None, budget, math.inf
 
 
 def _conjugate_gradients(A, b, rtol: float, maxiter: int):

@@ -11,7 +11,6 @@ import numpy as np
 from .._validation import check_embeddings, check_scales
 from . import _batch
 from ._large import LargeMagnitudeSpace, large_memory
-from ._quadrature import _integrate
 from ._search import _find_scale, _no_convergence_scale
 from ._solver import _FLOAT32_CG_FROM
 from ._space import MagnitudeSpace, _as_space
@@ -152,10 +151,9 @@ def mag_area(
     -------
     area : float (units: effective points × scale)
     """
-    space = _as_space(D)
-    if hasattr(space, "_integrate"):  # the large-n path keeps an error budget (area_error)
-        return space._integrate(t_cut, method=method, rtol=rtol, n_ts=n_ts)
-    return _integrate(space.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+    # Each kind of space integrates itself: scales solved to what the integral needs, and the
+    # large-n path's error budget (area_error).
+    return _as_space(D)._integrate(t_cut, method=method, rtol=rtol, n_ts=n_ts)
 
 
 def mag_diff(
