@@ -75,6 +75,10 @@ _CG_INNER_RTOL = 1e-4
 # 51 / 48 ms for 700 points (1,000 points: 109 / 84 ms), and threads that spin-wait on an
 # oversubscribed machine made a 300-point MagArea 100 times slower (11 s, 0.1 s).
 _SINGLE_THREAD_BELOW = 700
+# exp(-tD) is formed on one thread below this many distinct points: convergence scale + MagArea
+# of the benchmark clouds took 80 against 96 ms at n = 1,000 and 326 against 342 ms at 2,000
+# (the pool's hand-offs cost more than the second core saves there).
+_FILL_SINGLE_THREAD_BELOW = 2500
 # The multithreaded dpotrf of SciPy's bundled OpenBLAS (0.3.30, 32-bit integer interface; SciPy
 # 1.17) crashes from about 16,000 points on (segmentation fault or "free(): invalid pointer" at
 # 16,000, 16,384 and 20,000 points with 2 threads, also for the identity matrix; fine at 15,000,
@@ -173,7 +177,7 @@ class _DenseSolver:
         return self._Z32 if float32 else self._Z
 
     def _elementwise_threads(self) -> int:
-        if self.n < _SINGLE_THREAD_BELOW:
+        if self.n < _FILL_SINGLE_THREAD_BELOW:
             return 1
         return max((c.num_threads for c in _threadpools().select(user_api="blas").lib_controllers),
                    default=1)
