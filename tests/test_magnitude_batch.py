@@ -4,20 +4,13 @@ import warnings
 
 import numpy as np
 import pytest
+from test_magnitude import k32  # Leinster's K_{3,2}: Z_t indefinite below log √2
 
 import diversity_core as dc
 from diversity_core import magnitude as mg
 from diversity_core.magnitude import MagnitudeBatchError, MagnitudeWarning, _batch
 
 AGREE = 1e-10  # batch = single space, relative
-
-
-def k32():
-    """Leinster's K_{3,2} graph metric: Z_t is indefinite below log √2 (not of negative type)."""
-    D = np.full((5, 5), 2.0)
-    D[:3, 3:] = D[3:, :3] = 1.0
-    np.fill_diagonal(D, 0.0)
-    return D
 
 
 @pytest.fixture(scope="module")

@@ -102,6 +102,7 @@ __all__ = [
     "mag_diff",
     "reference_free_t_cut",
     "reference_based_t_cut",
+    # batches, large n and memory (issue 20)
     "convergence_scales",
     "magnitude_functions",
     "mag_areas",

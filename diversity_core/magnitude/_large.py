@@ -39,9 +39,10 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_embeddings, check_scales, unit_rows
+from .._validation import check_embeddings, unit_rows
 from ._quadrature import _integrate
 from ._solver import MagnitudeWarning, _executor, _single_threaded_if, _threadpools
+from ._space import _Operations
 
 METRICS = ("euclidean", "cosine")
 _PANEL_ROWS = 256  # rows of the distance matrix per stored panel (its upper trapezoid)
@@ -76,7 +77,7 @@ def large_memory(n_points: int, n_features: int) -> int:
 _INTERPRETER_BYTES = 300 * 2**20  # Python, NumPy, SciPy and this package, resident
 
 
-class LargeMagnitudeSpace:
+class LargeMagnitudeSpace(_Operations):
     """Points prepared for magnitude on the large-n path (see the module docstring).
 
     Parameters
@@ -243,22 +244,24 @@ class LargeMagnitudeSpace:
                    absolute: bool = False):
         """In float64: ``Z x``, and ``(D ∘ Z) x`` and ``(D ∘ Z) |x|`` if asked."""
         n = len(x)
-        ax = np.abs(x)
+        columns = [v for v, wanted in ((x, derivative), (np.abs(x), absolute)) if wanted]
+        V = np.stack(columns, axis=1) if columns else None
         clamp = t * self.D_max > _FLOAT64_EXPONENT_FLOOR
 
         def share(bounds):
             a, b = bounds
-            out = [np.zeros(n) for _ in range(1 + derivative + absolute)]
+            out = [np.zeros(n), np.zeros((n, len(columns)))]
             block = np.empty(_PANEL_ROWS * _CHUNK_COLUMNS)
-            weighted = np.empty(_PANEL_ROWS * _CHUNK_COLUMNS) if derivative or absolute \
-                else None
+            weighted = np.empty(_PANEL_ROWS * _CHUNK_COLUMNS) if columns else None
             for k in range(a, b):
-                _panel_product64(self._panels[k], k * _PANEL_ROWS, t, x, ax, out, block,
-                                 weighted, derivative, absolute, clamp)
+                _panel_product64(self._panels[k], k * _PANEL_ROWS, t, x, V, out, block,
+                                 weighted, clamp)
             return out
 
         parts = self._map(share, self._shares())
-        return [np.sum([p[i] for p in parts], axis=0) for i in range(len(parts[0]))]
+        Zx = np.sum([part[0] for part in parts], axis=0)
+        WV = np.sum([part[1] for part in parts], axis=0)
+        return [Zx] + [WV[:, k] for k in range(len(columns))]
 
     # -- one scale ----------------------------------------------------------------------------
     def _solve(self, t: float, *, derivative: bool = False):
@@ -333,28 +336,6 @@ class LargeMagnitudeSpace:
 
     def unique_weights(self, t: float) -> np.ndarray:
         return self._solve(float(t))[2]
-
-    def weights(self, t: float) -> np.ndarray:
-        w = self.unique_weights(t)
-        if self.group_of_point is None:
-            return w
-        return (w / self.multiplicity)[self.group_of_point]
-
-    def magnitude_function(self, ts) -> np.ndarray:
-        ts = check_scales(ts)
-        for t in sorted(set(ts.tolist()), reverse=True):
-            self.magnitude(t)
-        return np.array([self._cache[float(t)] for t in ts])
-
-    def convergence_scale(self, target: float | None = None, **kwargs) -> float:
-        from .api import DEFAULT_TARGET, convergence_scale
-
-        return convergence_scale(self, DEFAULT_TARGET if target is None else target, **kwargs)
-
-    def mag_area(self, t_cut: float, **kwargs) -> float:
-        from .api import mag_area
-
-        return mag_area(self, t_cut, **kwargs)
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea with its error budget (see :attr:`area_error`).
@@ -438,8 +419,10 @@ def _panel_product32(panel, p: int, t: float, x, y, block, clamp: bool) -> None:
             y[p + c + first:cols.stop] += xr @ Z[:, first:]
 
 
-def _panel_product64(panel, p: int, t: float, x, ax, out, block, weighted, derivative: bool,
-                     absolute: bool, clamp: bool) -> None:
+def _panel_product64(panel, p: int, t: float, x, V, out, block, weighted, clamp: bool) -> None:
+    """``out[0] += Z x`` and, if ``V`` (n, k) is given, ``out[1] += (D ∘ Z) V`` (k columns: the
+    weighting for the derivative, its absolute values for the distance bound; one matrix product
+    for both reads the block once instead of twice)."""
     h, width = panel.shape
     rows = slice(p, p + h)
     for c in range(0, width, _CHUNK_COLUMNS):
@@ -450,20 +433,17 @@ def _panel_product64(panel, p: int, t: float, x, ax, out, block, weighted, deriv
             np.maximum(Z, -_FLOAT64_EXPONENT_FLOOR, out=Z)
         np.exp(Z, out=Z)
         cols = slice(p + c, p + c + D32.shape[1])
-        first = h if c == 0 else 0
+        first = h if c == 0 else 0  # the diagonal block is stored whole: no mirror for it
         mirror = slice(p + c + first, cols.stop)
-        targets = [(Z, x)]
-        if derivative or absolute:
+        out[0][rows] += Z @ x[cols]
+        if D32.shape[1] > first:
+            out[0][mirror] += x[rows] @ Z[:, first:]
+        if V is not None:
             W = weighted[:D32.size].reshape(D32.shape)
             np.multiply(D32, Z, out=W, dtype=np.float64)
-            if derivative:
-                targets.append((W, x))
-            if absolute:
-                targets.append((W, ax))
-        for k, (M, v) in enumerate(targets):
-            out[k][rows] += M @ v[cols]
+            out[1][rows] += W @ V[cols]
             if D32.shape[1] > first:
-                out[k][mirror] += v[rows] @ M[:, first:]
+                out[1][mirror] += (V[rows].T @ W[:, first:]).T
 
 
 def _cg32(product, b, rtol: float, maxiter: int):

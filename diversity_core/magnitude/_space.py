@@ -20,7 +20,44 @@ from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 _DUPLICATE_RTOL = 1e-12
 
 
-class MagnitudeSpace:
+class _Operations:
+    """What every prepared space offers on top of ``magnitude(t)`` and ``unique_weights(t)``
+    (:class:`MagnitudeSpace` and :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)."""
+
+    def weights(self, t: float) -> np.ndarray:
+        """Weighting of the input points at t > 0; see :func:`magnitude_weights`."""
+        return self.expand_weights(self.unique_weights(t))
+
+    def expand_weights(self, w_unique: np.ndarray) -> np.ndarray:
+        """Weights of the input points: a duplicated point's weight shared among its copies."""
+        if self.group_of_point is None:
+            return w_unique
+        return (w_unique / self.multiplicity)[self.group_of_point]
+
+    def magnitude_function(self, ts) -> np.ndarray:
+        """Mag(t) for each scale; see :func:`magnitude_function`."""
+        ts = check_scales(ts)
+        # From the largest scale down: conjugate gradients converge best there, and once they
+        # fail at some scale they are not tried again below it (an ascending sweep would pay
+        # for a failed attempt at every small scale).
+        for t in sorted(set(ts.tolist()), reverse=True):
+            self.magnitude(t)
+        return np.array([self._cache[float(t)] for t in ts])
+
+    def convergence_scale(self, target: float | None = None, **kwargs) -> float:
+        """See :func:`convergence_scale`."""
+        from .api import DEFAULT_TARGET, convergence_scale
+
+        return convergence_scale(self, DEFAULT_TARGET if target is None else target, **kwargs)
+
+    def mag_area(self, t_cut: float, **kwargs) -> float:
+        """See :func:`mag_area`."""
+        from .api import mag_area
+
+        return mag_area(self, t_cut, **kwargs)
+
+
+class MagnitudeSpace(_Operations):
     """A distance matrix prepared for magnitude: validated and de-duplicated once, with a memory
     of every scale evaluated.
 
@@ -148,10 +185,6 @@ class MagnitudeSpace:
                 self._cache_error.pop(t, None)
         return self._cache[t]
 
-    def weights(self, t: float) -> np.ndarray:
-        """Weighting of the input points at t > 0; see :func:`magnitude_weights`."""
-        return self.expand_weights(self.unique_weights(t))
-
     def unique_weights(self, t: float) -> np.ndarray:
         """Weighting of the de-duplicated space (shape (n_unique,)); t > 0."""
         with self._solver.blas_threads():
@@ -165,35 +198,6 @@ class MagnitudeSpace:
             self._cache[float(t)] = mag
             self._cache_error.pop(float(t), None)
         return mag, dmag
-
-    def expand_weights(self, w_unique: np.ndarray) -> np.ndarray:
-        """Weights of the input points: a duplicated point's weight shared among its copies."""
-        if self.group_of_point is None:
-            return w_unique
-        return (w_unique / self.multiplicity)[self.group_of_point]
-
-    # -- the public operations, also available as functions of D -----------------------------
-    def magnitude_function(self, ts) -> np.ndarray:
-        """Mag(t) for each scale; see :func:`magnitude_function`."""
-        ts = check_scales(ts)
-        # From the largest scale down: conjugate gradients converge best there, and once they
-        # fail at some scale they are not tried again below it (an ascending sweep would pay
-        # for a failed attempt at every small scale).
-        for t in sorted(set(ts.tolist()), reverse=True):
-            self.magnitude(t)
-        return np.array([self._cache[float(t)] for t in ts])
-
-    def convergence_scale(self, target: float | None = None, **kwargs) -> float:
-        """See :func:`convergence_scale`."""
-        from .api import DEFAULT_TARGET, convergence_scale
-
-        return convergence_scale(self, DEFAULT_TARGET if target is None else target, **kwargs)
-
-    def mag_area(self, t_cut: float, **kwargs) -> float:
-        """See :func:`mag_area`."""
-        from .api import mag_area
-
-        return mag_area(self, t_cut, **kwargs)
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea, its scales solved only as accurately as the integral needs.
@@ -256,9 +260,7 @@ def _content_key(A: np.ndarray) -> tuple:
 def _as_space(D, name: str = "D") -> MagnitudeSpace:
     """``D`` itself if it is a prepared space, else the cached space of its content, else a new
     one (cached)."""
-    from ._large import LargeMagnitudeSpace
-
-    if isinstance(D, (MagnitudeSpace, LargeMagnitudeSpace)):
+    if isinstance(D, _Operations):
         return D
     A = np.asarray(D)
     if A.dtype == object or not np.issubdtype(A.dtype, np.number) or A.ndim != 2 \
