@@ -87,7 +87,8 @@ def test_duplicates_are_merged_in_input_order(small_blocks):
     assert w.shape == (153,)
     np.testing.assert_allclose(w[[3, 150, 151]], w[3])  # three copies share the weight
     assert w[7] == pytest.approx(w[152])
-    np.testing.assert_allclose(w, dense.weights(t), rtol=1e-5, atol=1e-8)
+    # The large path's contract is on Mag (to solver_rtol · n); its weights come along.
+    np.testing.assert_allclose(w, dense.weights(t), rtol=1e-3, atol=1e-5)
 
 
 def test_memory_estimate_and_refusal():

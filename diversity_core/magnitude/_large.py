@@ -17,7 +17,9 @@ iterations, float64 for residuals, derivative and error bounds). What it compute
   ``1ᵀw + rᵀw`` (``r = 1 − Z_t w`` in float64), a lower bound of ``Mag(t)`` whose error is
   ``rᵀ Z_t⁻¹ r``. A refinement step solves ``Z_t d = r`` (to 1e-3), so it raises the estimate
   by about the whole error it had: once those gains shrink at least twofold from step to step,
-  the last gain bounds the error left. Steps go on until it is below ``solver_rtol · n``
+  the last gain bounds the error left; and within a step, the inner CG's own energy decrements
+  (Hestenes and Stiefel's estimate, as on the dense path) say what it leaves, so it stops as
+  soon as that is small enough. Steps go on until the error is below ``solver_rtol · n``
   (absolute: small magnitudes at small t need no more absolute accuracy than large ones for
   MagArea).
 * **MagArea** adds the quadrature's error estimate (the Clenshaw–Curtis rule of the dense path)
@@ -33,6 +35,7 @@ whose distance is below 1e-12 of the largest one.
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import warnings
@@ -41,7 +44,13 @@ import numpy as np
 
 from .._validation import check_embeddings, unit_rows
 from ._quadrature import _integrate
-from ._solver import MagnitudeWarning, _executor, _single_threaded_if, _threadpools
+from ._solver import (
+    _CG_DELAY,
+    MagnitudeWarning,
+    _executor,
+    _single_threaded_if,
+    _threadpools,
+)
 from ._space import _Operations
 
 METRICS = ("euclidean", "cosine")
@@ -283,8 +292,10 @@ class LargeMagnitudeSpace(_Operations):
             error = 0.0  # the warm start is this scale's weighting already
         while steps < _MAX_REFINEMENTS and error > atol and previous_r > 0:
             size = previous_r
-            d, used = _cg32(lambda v: self._product32(t, v), (r / size).astype(np.float32),
-                            _INNER_RTOL, _MAX_INNER_ITERATIONS)
+            # The correction solves Z d = r / ‖r‖: its energy, times ‖r‖², is what the step
+            # adds to the estimate, so the inner CG may stop once what it leaves is below atol.
+            d, used, left = _cg32(lambda v: self._product32(t, v), (r / size).astype(np.float32),
+                                  _INNER_RTOL, _MAX_INNER_ITERATIONS, energy_tol=atol / size**2)
             iterations += used
             x_new = x + size * d.astype(np.float64)
             Zx, *extra_new = self._product64(t, x_new, derivative=derivative, absolute=True)
@@ -292,7 +303,8 @@ class LargeMagnitudeSpace(_Operations):
             value_new = float(x_new.sum() + r_new @ x_new)
             size_new = float(np.linalg.norm(r_new))
             steps += 1
-            if not size_new < size:  # no progress: float32 cannot resolve Z_t here
+            settled = left * size**2 <= 0.25 * atol  # the inner solve's estimate of what is left
+            if not (value_new > value or settled):  # no progress: float32 cannot resolve Z_t
                 break
             # A step solves Z d = r, i.e. it adds about the estimate's whole error rᵀZ⁻¹r
             # (the estimate is quadratic in the residual): what it added bounds what is left,
@@ -302,7 +314,10 @@ class LargeMagnitudeSpace(_Operations):
             gain, previous_gain = max(value_new - value, 0.0), gain
             if gain <= 0.5 * previous_gain:
                 error = gain
-            x, r, value, previous_r, extra = x_new, r_new, value_new, size_new, extra_new
+            if settled:
+                error = min(error, left * size**2)
+            if value_new >= value:
+                x, r, value, previous_r, extra = x_new, r_new, value_new, size_new, extra_new
         dmag = float(x @ extra[0]) if derivative else None
         distance_error = self.distance_rtol * t * float(np.abs(x) @ extra[-1])
         self._last = x
@@ -446,25 +461,36 @@ def _panel_product64(panel, p: int, t: float, x, V, out, block, weighted, clamp:
                 out[1][mirror] += (V[rows].T @ W[:, first:]).T
 
 
-def _cg32(product, b, rtol: float, maxiter: int):
-    """Conjugate gradients in float32 for ``Z d = b`` from 0 (``product``: float32 Z v)."""
+def _cg32(product, b, rtol: float, maxiter: int, energy_tol: float = 0.0):
+    """Conjugate gradients in float32 for ``Z d = b`` from 0 (``product``: float32 Z v), until
+    the residual is ``rtol`` times ``b`` or, with ``energy_tol``, until the Hestenes–Stiefel
+    estimate of the energy error left (the last ``_CG_DELAY`` decrements ``α_k ‖r_k‖²``, see
+    the dense path's ``_conjugate_gradients_from``) is below a quarter of it.
+
+    Returns ``(d, iterations, estimate)``, ``estimate`` that window's sum where the energy
+    criterion stopped the loop, else infinity."""
     x = np.zeros_like(b)
     r = b.copy()
     p = b.copy()
     rr = float(r @ r)
     stop = rtol * rtol * rr
+    decrements = collections.deque(maxlen=_CG_DELAY)
     for iteration in range(1, maxiter + 1):
         q = product(p)
         alpha = rr / float(p @ q)
         x += np.float32(alpha) * p
         r -= np.float32(alpha) * q
+        decrements.append(alpha * rr)
+        if energy_tol > 0 and len(decrements) == _CG_DELAY \
+                and sum(decrements) <= 0.25 * energy_tol:
+            return x, iteration, float(sum(decrements))
         rr_next = float(r @ r)
         if rr_next <= stop or not math.isfinite(rr_next):
-            return x, iteration
+            return x, iteration, math.inf
         p *= np.float32(rr_next / rr)
         p += r
         rr = rr_next
-    return x, maxiter
+    return x, maxiter, math.inf
 
 
 def _merge(n: int, pairs) -> np.ndarray:
