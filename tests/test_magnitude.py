@@ -513,3 +513,51 @@ def test_threaded_fill_works_in_a_forked_child():
         child.kill()
         pytest.fail("the forked child hung in the threaded exp(-tD) fill")
     assert child.exitcode == 0 and queue.get(timeout=5)
+
+
+# -- fallback records and the shared prepared spaces ---------------------------------------------
+
+def test_fallback_solves_are_recorded_with_an_error_bound():
+    """Besides the warning, the space keeps what the CLI reports: scale, solver, residual and a
+    bound on the error of Mag(t)."""
+    space = dc.MagnitudeSpace(k32())
+    with pytest.warns(MagnitudeWarning, match="LDLᵀ"):
+        mag = space.magnitude(0.2)
+    with pytest.warns(MagnitudeWarning, match="pseudo-inverse"):
+        space.magnitude(np.log(np.sqrt(2.0)))
+    ldl, pinv = space.fallbacks
+    assert (ldl["solver"], ldl["t"], pinv["solver"]) == ("ldl", 0.2, "pinv")
+    exact = np.linalg.solve(np.exp(-0.2 * k32()), np.ones(5)).sum()
+    assert ldl["relative_residual"] < 1e-13
+    assert abs(mag - exact) <= ldl["mag_error_bound"] + 4 * np.finfo(float).eps * abs(exact)
+    assert pinv["dropped_eigenvalues"] >= 1
+    assert 0.0 <= pinv["mag_error_bound"] < np.inf
+    summary = space.fallback_summary()
+    assert [(s["solver"], s["count"]) for s in summary] == [("ldl", 1), ("pinv", 1)]
+    assert summary[0]["t_min"] == summary[0]["t_max"] == 0.2
+    # A space of negative type never needs them.
+    assert dc.MagnitudeSpace(equidistant(4, 1.0)).fallbacks == []
+
+
+def test_plain_functions_share_a_prepared_space_keyed_by_content(cloud):
+    from diversity_core.magnitude import _space
+
+    magnitude_pkg = dc.magnitude
+    magnitude_pkg.clear_cache()
+    D = cloud.copy()
+    t_conv = dc.convergence_scale(D)
+    space = _space._as_space(D)  # found again by content
+    assert len(_space._prepared) == 1 and t_conv in space._cache
+    assert dc.mag_area(D, t_conv) == dc.mag_area(dc.MagnitudeSpace(cloud), t_conv)
+    assert _space._as_space(D.copy()) is space  # equal content, another array: the same space
+    # Changed in place: the digest differs, a new space answers.
+    D[0, 1] = D[1, 0] = 2 * D[0, 1]
+    assert _space._as_space(D) is not space
+    assert dc.convergence_scale(D) != t_conv
+    # The first space shares the caller's memory, which has changed: asked for with the
+    # original content, it is found by digest but re-hashed, and not returned stale.
+    original = cloud.copy()
+    found = _space._as_space(original)
+    assert found is not space and found.D[0, 1] == cloud[0, 1]
+    magnitude_pkg.clear_cache()
+    assert len(_space._prepared) == 0

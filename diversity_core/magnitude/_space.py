@@ -73,12 +73,13 @@ class MagnitudeSpace(_Operations):
         in float64. The result is a float64-accurate weighting either way.
     solver : {"auto", "direct"}
         ``auto`` (default): for spaces of at least 500 distinct points, first try conjugate
-        gradients: float32 iterations inside a float64 iterative refinement (O(n²) per
-        iteration, warm-started from the last solution, the weighting accurate to a relative
-        residual of 1e-10), within a budget of about one factorisation; ``Z_t`` is well
-        conditioned at the scales that matter most (a few dozen iterations from 0.3 t_conv up
-        on clustered clouds), badly at small t, where CG is abandoned for that scale and every
-        smaller one in favour of the Cholesky factorisation. ``direct``: Cholesky only.
+        gradients (O(n²) per iteration, warm-started from the solutions at the nearest solved
+        scales): float64 up to 6,000 points, float32 iterations inside a float64 iterative
+        refinement from there on; magnitude is the variational estimate ``1ᵀw + rᵀw``, accurate
+        to 1e-10 or better at a relative residual of 1e-9 (inside a MagArea, to the accuracy the
+        integral needs). Each attempt has a budget of about one factorisation; where CG does not
+        converge (the smallest scales of some spaces) the Cholesky factorisation answers that
+        scale and every smaller one. ``direct``: Cholesky only.
 
     Attributes
     ----------

@@ -135,17 +135,18 @@ def mag_area(
 
     Parameters
     ----------
-    D : array of shape (n, n)
+    D : array of shape (n, n), or a prepared space (:class:`MagnitudeSpace`,
+        :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)
     t_cut : float
         Upper end of the integration interval (see :func:`reference_free_t_cut`).
     method : {"chebyshev", "quad", "trapezoid"}
         ``chebyshev`` (default): Clenshaw–Curtis on nested Chebyshev grids (13, 25, 49, ...
         scales, end points included), refined until the error estimated from the trailing
-        Chebyshev coefficients is below ``rtol`` (relative). ``quad``: scipy's adaptive
-        Gauss–Kronrod
-        to ``rtol`` (about twice the evaluations). ``trapezoid``: the paper's rule on ``n_ts``
-        evenly spaced scales in [0, t_cut], 0 included (magnipy's default is 30; the paper
-        era used 10); its error is not controlled.
+        Chebyshev coefficients is below ``rtol`` (relative; default 1e-6: the estimate is
+        conservative, true errors were 3 to 100 times smaller). ``quad``: scipy's adaptive
+        Gauss–Kronrod to ``rtol`` (about twice the evaluations). ``trapezoid``: the paper's rule
+        on ``n_ts`` evenly spaced scales in [0, t_cut], 0 included (magnipy's default is 30; the
+        paper era used 10); its error is not controlled.
 
     Returns
     -------
