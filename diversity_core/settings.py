@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+import numpy as np
+
 from .magnitude import (
     DEFAULT_INTEGRATION,
     DEFAULT_INTEGRATION_RTOL,
@@ -28,8 +30,11 @@ from .magnitude import (
     DEFAULT_TARGET,
     INTEGRATION_METHODS,
     convergence_scale,
+    convergence_scales,
     mag_area,
+    mag_areas,
     mag_diff,
+    magnitude_functions,
     reference_free_t_cut,
 )
 
@@ -101,6 +106,20 @@ class MagnitudeSettings:
     def mag_area(self, D, t_cut: float) -> float:
         """:func:`mag_area` of ``D`` on ``[0, t_cut]``."""
         return mag_area(D, t_cut, **self.area_options)
+
+    def convergence_scales(self, spaces, *, errors: str = "raise"):
+        """:func:`convergence_scales` of a batch of spaces, shape (m,)."""
+        return convergence_scales(spaces, self.target, rtol=self.t_conv_rtol, errors=errors)
+
+    def mag_areas(self, spaces, t_cut, *, errors: str = "raise"):
+        """:func:`mag_areas` of a batch of spaces on ``[0, t_cut]``, shape (m,)."""
+        return mag_areas(spaces, t_cut, **self.area_options, errors=errors)
+
+    def magnitude_functions(self, spaces, t_cut: float, *, errors: str = "raise"):
+        """The stored magnitude functions of a batch of spaces: Mag at the ``n_ts`` evenly
+        spaced scales of ``[0, t_cut]`` (0 included), shape (m, n_ts), and those scales."""
+        ts = np.linspace(0.0, t_cut, self.n_ts)
+        return magnitude_functions(spaces, ts, errors=errors), ts
 
     def mag_diff(self, D_x, D_ref, t_cut: float, **options) -> float:
         """:func:`mag_diff` on ``[0, t_cut]``; ``options``: ``normalise``, ``absolute``,

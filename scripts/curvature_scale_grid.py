@@ -6,7 +6,7 @@ from tqdm import tqdm
 
 from diversity_core import MagnitudeSpace
 from diversity_core.data.curvature import geodesic_distances
-from diversity_core.experiments.curvature import ScaleGrid
+from diversity_core.magnitude import ScaleGrid
 
 
 def main(clouds: Input, grid: Output, scale_grid: dict, chunk: int, n_chunks: int):

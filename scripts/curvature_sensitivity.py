@@ -10,7 +10,6 @@ from _helpers import Input, Inputs, Output, log, run
 from diversity_core import MagnitudeSettings
 from diversity_core.data.curvature import hyperbolic_distance_factor, hyperbolic_distance_name
 from diversity_core.experiments.curvature import (
-    ScaleGrid,
     cross_validated_mse,
     regressors,
     subsample_designs,
@@ -18,6 +17,7 @@ from diversity_core.experiments.curvature import (
     variant_magnitude,
     variant_scales,
 )
+from diversity_core.magnitude import ScaleGrid
 
 FEATURES = {"MagArea": False, "MagArea (log t)": True}  # name -> integrate in log t
 MODELS = {"piecewise linear": "MagArea (piecewise linear)", "quantile": "MagArea (quantile)"}

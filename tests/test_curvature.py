@@ -16,7 +16,6 @@ from diversity_core.data.curvature import (
     sample_disk,
 )
 from diversity_core.experiments.curvature import (
-    ScaleGrid,
     cross_validated_mse,
     regressors,
     subsample_designs,
@@ -24,6 +23,7 @@ from diversity_core.experiments.curvature import (
     variant_magnitude,
     variant_scales,
 )
+from diversity_core.magnitude import ScaleGrid
 
 
 def test_sphere_distances_match_great_circle_arcs():

@@ -8,7 +8,9 @@ captures how a model lays out text tells the models apart.
 
 * Magnitude: each set's magnitude function on one grid of scales shared by all sets of a
   (collection, preprocessing) pair, ``linspace(0, t_cut, n_ts)`` with ``t_cut`` the median
-  convergence scale of all those sets (the paper's reference-free choice, §3.4); MagDiff between
+  convergence scale of all those sets (the paper's reference-free choice, §3.4), computed in
+  batches of sets (:func:`diversity_core.magnitude.convergence_scales`,
+  :func:`~diversity_core.magnitude.magnitude_functions`); MagDiff between
   two sets is the area between their functions, ``(1 / t_cut) ∫_0^t_cut |Mag_X − Mag_Y| dt``
   (the trapezoid rule on the stored grid, as magnipy's pairwise ``MagDiffs``: the integrand is
   not smooth where the functions cross, so the package's Chebyshev rule does not apply). The
@@ -31,7 +33,6 @@ import numpy as np
 
 from .. import baselines
 from ..distances import pairwise_distances
-from ..magnitude import MagnitudeSpace
 from ..settings import MagnitudeSettings
 
 __all__ = [
@@ -53,6 +54,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# Sets whose distance matrices are held at once (and batched): 64 of 300 points take 46 MB.
+_BATCH_SETS = 64
 
 # Single-number measures, in table order; MagDiff is the one distance between functions.
 SCALAR_MEASURES = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
@@ -190,19 +194,26 @@ def summarise_sets(spaces: Sequence[np.ndarray], settings: MagnitudeSettings, *,
     """
     from tqdm.auto import tqdm
 
-    def bar(desc):
-        return tqdm(spaces, desc=desc, disable=not progress, mininterval=10.0)
+    # Two passes over chunks of sets, so that the distance matrices never all sit in memory
+    # (1,200 of them of 300 x 300 points would take 860 MB): convergence scales first, then the
+    # functions; each chunk is one batch (diversity_core.magnitude._batch).
+    chunks = [range(start, min(start + _BATCH_SETS, len(spaces)))
+              for start in range(0, len(spaces), _BATCH_SETS)]
 
-    # Two passes, so that the distance matrices never all sit in memory (1,200 of them of
-    # 300 x 300 points would take 860 MB): convergence scales first, then the functions.
-    t_conv = np.array([settings.convergence_scale(MagnitudeSpace(pairwise_distances(X, metric)))
-                       for X in bar("convergence scales")])
+    def batches(desc):
+        with tqdm(total=len(spaces), desc=desc, disable=not progress, mininterval=10.0) as bar:
+            for chunk in chunks:
+                yield chunk, [pairwise_distances(spaces[i], metric) for i in chunk]
+                bar.update(len(chunk))
+
+    t_conv = np.concatenate([settings.convergence_scales(distances)
+                             for _, distances in batches("convergence scales")])
     t_cut = settings.reference_free_t_cut(convergence_scales=t_conv)
-    ts = np.linspace(0.0, t_cut, settings.n_ts)
-    functions = np.empty((len(spaces), len(ts)))
+    functions = np.empty((len(spaces), settings.n_ts))
+    for chunk, distances in batches("magnitude functions"):
+        functions[chunk.start:chunk.stop], ts = settings.magnitude_functions(distances, t_cut)
     scores = {name: np.empty(len(spaces)) for name in SCALAR_MEASURES}
-    for i, X in enumerate(bar("magnitude functions")):
-        functions[i] = MagnitudeSpace(pairwise_distances(X, metric)).magnitude_function(ts)
+    for i, X in enumerate(spaces):
         for name, value in scalar_scores(X, dcscore_tau=dcscore_tau).items():
             scores[name][i] = value
     scores["magarea"] = functions @ trapezoid_weights(ts)

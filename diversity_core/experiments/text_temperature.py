@@ -8,7 +8,9 @@ regression predicts the temperature from one measure's scores, and its cross-val
 well the measure tracks the ground-truth diversity.
 
 * :func:`score_sets`: MagArea (cosine distance, ``t_cut`` = the median convergence scale of all
-  sets of the task and model, §3.4), Vendi Score, AvgSim, GMStds, IsoScore and DCScore of each set;
+  sets of the task and model, §3.4; all sets' convergence scales and MagAreas computed as one
+  batch, :func:`diversity_core.magnitude.convergence_scales` and ``mag_areas``), Vendi Score,
+  AvgSim, GMStds, IsoScore and DCScore of each set;
 * :func:`isotonic_cv_r2`: R² of isotonic regression, repeated K-fold cross-validation (the paper:
   5 folds repeated 20 times, the caption of Figure 3 says 10);
 * :func:`rank_measures`: each measure's rank per (task, model, repeat), its median rank and its
@@ -40,7 +42,6 @@ import numpy as np
 
 from ..baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from ..distances import pairwise_distances
-from ..magnitude import MagnitudeSpace
 from ..settings import MagnitudeSettings
 
 log = logging.getLogger(__name__)
@@ -107,23 +108,27 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
     if not len(embeddings):
         raise ValueError("no sets to score.")
     settings = settings or MagnitudeSettings()
-    spaces = [MagnitudeSpace(pairwise_distances(X, "cosine")) for X in embeddings]
-    t_conv = np.array([settings.convergence_scale(s) if s.n_unique > 1 else np.nan
-                       for s in spaces])
-    if np.all(np.isnan(t_conv)):
+    embeddings = [np.asarray(X, dtype=np.float64) for X in embeddings]
+    distances = [pairwise_distances(X, "cosine") for X in embeddings]
+    # A set of identical responses (all distances 0: one distinct point) has no convergence
+    # scale; every other set's is computed in one batch (diversity_core.magnitude._batch).
+    several = np.array([D.max() > 0 for D in distances])
+    if not several.any():
         raise ValueError("every set has a single distinct response: no convergence scale, "
                          "no t_cut.")
-    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv[~np.isnan(t_conv)])
+    t_conv = np.full(len(distances), np.nan)
+    t_conv[several] = settings.convergence_scales(
+        [D for D, keep in zip(distances, several, strict=True) if keep])
+    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv[several])
     functions = {
-        "mag_area": lambda X, space: settings.mag_area(space, t_cut),
-        "vendi": lambda X, space: vendi_score(X, "cosine"),
-        "avg_sim": lambda X, space: avg_sim(X),
-        "gm_stds": lambda X, space: gm_stds(X),
-        "iso_score": lambda X, space: _iso_score_or_zero(X),
-        "dc_score": lambda X, space: dc_score(X, tau=dc_tau, kernel="cosine"),
+        "vendi": lambda X: vendi_score(X, "cosine"),
+        "avg_sim": avg_sim,
+        "gm_stds": gm_stds,
+        "iso_score": _iso_score_or_zero,
+        "dc_score": lambda X: dc_score(X, tau=dc_tau, kernel="cosine"),
     }
-    scores = {m: np.array([functions[m](np.asarray(X, dtype=np.float64), space)
-                           for X, space in zip(embeddings, spaces, strict=True)])
+    scores = {m: (settings.mag_areas(distances, t_cut) if m == "mag_area"
+                  else np.array([functions[m](X) for X in embeddings]))
               for m in measures}
     scores["t_conv"] = t_conv
     return scores, float(t_cut)

@@ -1,0 +1,417 @@
+"""The public functions of the magnitude engine (re-exported by :mod:`diversity_core.magnitude`
+and :mod:`diversity_core`). Each takes a distance matrix or a prepared
+:class:`~diversity_core.magnitude.MagnitudeSpace`."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .._validation import check_embeddings, check_scales
+from . import _batch
+from ._large import LargeMagnitudeSpace, large_memory
+from ._search import _find_scale, _no_convergence_scale
+from ._solver import _FLOAT32_CG_FROM
+from ._space import MagnitudeSpace, _as_space
+
+__all__ = [
+    "magnitude_function",
+    "magnitude_weights",
+    "magnitude_derivative",
+    "convergence_scale",
+    "mag_area",
+    "mag_diff",
+    "reference_free_t_cut",
+    "reference_based_t_cut",
+    "convergence_scales",
+    "magnitude_functions",
+    "mag_areas",
+    "magnitude_memory",
+    "magnitude_space",
+]
+
+# The package's defaults, each written once: every signature below uses these names, and the
+# pipeline's configuration schema must agree with them (tests/test_settings.py checks it).
+DEFAULT_TARGET = 0.95  # convergence scale: Mag(t_conv) = 0.95 n (paper, Definition 3.5)
+DEFAULT_T_CONV_RTOL = 1e-9  # relative tolerance of the convergence-scale search
+DEFAULT_INTEGRATION = "chebyshev"
+# Relative tolerance of the MagArea integral: the estimated error (conservative: true errors
+# were 3 to 100 times smaller on clustered, uniform, cosine and curvature clouds) must be below
+# it. At 1e-6, 25 Chebyshev scales did for every cloud tried (true errors 1e-11 to 1e-7); 1e-8
+# asked for 49 scales on about half of them, for digits no use of MagArea needs.
+DEFAULT_INTEGRATION_RTOL = 1e-6
+DEFAULT_N_TS = 30  # evenly spaced scales of the trapezoid rule (magnipy's default)
+DIFF_NORMALISATIONS = (None, "t_cut", "reference_area")
+
+
+def magnitude_function(D, ts) -> np.ndarray:
+    """Magnitude of ``D`` at each scale in ``ts``.
+
+    Parameters
+    ----------
+    D : array of shape (n, n)
+        Distance matrix (see :func:`diversity_core.pairwise_distances`).
+    ts : float or array of shape (n_scales,)
+        Non-negative scales (units: 1 / distance).
+
+    Returns
+    -------
+    mag : array of shape (n_scales,)
+        ``Mag(t)`` in effective number of points; ``Mag(0) = 1``.
+    """
+    return _as_space(D).magnitude_function(ts)
+
+
+def magnitude_weights(D, t: float) -> np.ndarray:
+    """Weighting ``w`` with ``Z_t w = 1`` at scale ``t > 0``, in the order of the input points.
+
+    Returns
+    -------
+    w : array of shape (n,)
+        ``w.sum()`` is the magnitude. Copies of a duplicated point share its weight equally.
+    """
+    t = float(check_scales(t, name="t")[0])
+    if t == 0.0:
+        raise ValueError("the weighting is not defined at t = 0 (Z_0 is the all-ones matrix).")
+    return _as_space(D).weights(t)
+
+
+def magnitude_derivative(D, ts) -> np.ndarray:
+    """``dMag/dt`` at each (positive) scale, ``wᵀ (D ∘ Z_t) w``.
+
+    Returns
+    -------
+    dmag : array of shape (n_scales,), in points per unit of scale.
+    """
+    ts = check_scales(ts)
+    if np.any(ts == 0):
+        raise ValueError("the derivative is evaluated at t > 0 only.")
+    space = _as_space(D)
+    return np.array([space.magnitude_and_derivative(float(t))[1] for t in ts])
+
+
+def convergence_scale(
+    D, target: float = DEFAULT_TARGET, *, rtol: float = DEFAULT_T_CONV_RTOL, max_iter: int = 100
+) -> float:
+    """The scale ``t_conv`` at which ``Mag(t_conv) = target * n`` (paper, Definition 3.5).
+
+    ``n`` counts *distinct* points: by the twin property magnitude is that of the de-duplicated
+    space, which tends to the number of distinct points, so a target on all input points could be
+    out of reach (a set of 10 generated texts with 3 identical ones, say). magnipy's ``Magnipy``
+    de-duplicates its input with ``np.unique`` first and does the same.
+
+    Parameters
+    ----------
+    D : array of shape (n, n)
+    target : float in (0, 1)
+        Share of the cardinality to reach (paper: 0.95).
+    rtol : float
+        Relative tolerance on ``t_conv``; the search also stops once ``Mag`` is within 1e-10
+        (relative) of the target, the accuracy to which the solvers evaluate it.
+
+    Returns
+    -------
+    t_conv : float (units: 1 / distance)
+    """
+    if not 0.0 < target < 1.0:
+        raise ValueError(f"target must lie in (0, 1); got {target}.")
+    space = _as_space(D)
+    if space.n_unique == 1:
+        raise ValueError(_no_convergence_scale(space.n_points))
+    goal = target * space.n_unique
+    return _find_scale(space, goal, rtol=rtol, max_iter=max_iter)
+
+
+def mag_area(
+    D,
+    t_cut: float,
+    *,
+    method: str = DEFAULT_INTEGRATION,
+    rtol: float = DEFAULT_INTEGRATION_RTOL,
+    n_ts: int = DEFAULT_N_TS,
+) -> float:
+    """Area under the magnitude function, ``MagArea = ∫_0^t_cut Mag(t) dt`` (Definition 3.3).
+
+    Parameters
+    ----------
+    D : array of shape (n, n), or a prepared space (:class:`MagnitudeSpace`,
+        :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)
+    t_cut : float
+        Upper end of the integration interval (see :func:`reference_free_t_cut`).
+    method : {"chebyshev", "quad", "trapezoid"}
+        ``chebyshev`` (default): Clenshaw–Curtis on nested Chebyshev grids (13, 25, 49, ...
+        scales, end points included), refined until the error estimated from the trailing
+        Chebyshev coefficients is below ``rtol`` (relative; default 1e-6: the estimate is
+        conservative, true errors were 3 to 100 times smaller). ``quad``: scipy's adaptive
+        Gauss–Kronrod to ``rtol`` (about twice the evaluations). ``trapezoid``: the paper's rule
+        on ``n_ts`` evenly spaced scales in [0, t_cut], 0 included (magnipy's default is 30; the
+        paper era used 10); its error is not controlled.
+
+    Returns
+    -------
+    area : float (units: effective points × scale)
+    """
+    # Each kind of space integrates itself: scales solved to what the integral needs, and the
+    # large-n path's error budget (area_error).
+    return _as_space(D)._integrate(t_cut, method=method, rtol=rtol, n_ts=n_ts)
+
+
+def mag_diff(
+    D_x,
+    D_ref,
+    t_cut: float,
+    *,
+    method: str = DEFAULT_INTEGRATION,
+    rtol: float = DEFAULT_INTEGRATION_RTOL,
+    n_ts: int = DEFAULT_N_TS,
+    normalise: str | None = None,
+    absolute: bool = False,
+    reference_area: float | None = None,
+) -> float:
+    """Signed difference of magnitude functions, ``∫_0^t_cut (Mag_X(t) - Mag_ref(t)) dt``.
+
+    The convention of this package is the plain, signed integral (Definition 3.4): negative when
+    ``X`` is less diverse than the reference. The conventions found elsewhere are options:
+
+    * ``normalise="t_cut"``: divided by ``t_cut``, the mean difference in effective points (the
+      magnipy ``Magnipy`` class);
+    * ``normalise="reference_area"``: divided by the reference's MagArea, a relative change (the
+      paper's image experiment);
+    * ``absolute=True``: the absolute value (magnipy's ``MagDiff`` default).
+
+    Parameters
+    ----------
+    D_x, D_ref : arrays of shape (n, n) and (m, m)
+        Distance matrices of the compared and the reference space; n and m may differ.
+    t_cut : float
+        Usually the reference's convergence scale (:func:`reference_based_t_cut`).
+    reference_area : float, optional
+        The reference's MagArea on [0, t_cut] with the same method, if already known (it is
+        reused when one reference is compared with many spaces).
+
+    Returns
+    -------
+    diff : float
+    """
+    if normalise not in DIFF_NORMALISATIONS:
+        raise ValueError(f"normalise must be one of {DIFF_NORMALISATIONS}; got {normalise!r}.")
+    area_x = mag_area(D_x, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+    if reference_area is None:
+        reference_area = mag_area(D_ref, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+    diff = area_x - reference_area
+    if normalise == "t_cut":
+        diff /= t_cut
+    elif normalise == "reference_area":
+        diff /= reference_area
+    return abs(diff) if absolute else diff
+
+
+def reference_free_t_cut(distance_matrices=(), target: float = DEFAULT_TARGET, *,
+                         convergence_scales=None, rtol: float = DEFAULT_T_CONV_RTOL) -> float:
+    """Common integration limit for comparing spaces without a reference: the median of their
+    convergence scales (paper §3.4).
+
+    Parameters
+    ----------
+    distance_matrices : iterable of arrays of shape (n_i, n_i) (or :class:`MagnitudeSpace`)
+    target, rtol : see :func:`convergence_scale`
+    convergence_scales : array of shape (m,), optional
+        Convergence scales computed already (by parallel jobs, say); they enter the median
+        together with those of ``distance_matrices``.
+
+    Returns
+    -------
+    t_cut : float
+    """
+    scales = [convergence_scale(D, target, rtol=rtol) for D in distance_matrices]
+    if convergence_scales is not None:
+        known = np.asarray(convergence_scales, dtype=np.float64).ravel()
+        if not np.all(np.isfinite(known)) or np.any(known <= 0):
+            raise ValueError("convergence_scales must be finite and positive.")
+        scales.extend(known.tolist())
+    if not scales:
+        raise ValueError("reference_free_t_cut needs at least one space or convergence scale.")
+    return float(np.median(scales))
+
+
+def reference_based_t_cut(D_ref, target: float = DEFAULT_TARGET, *,
+                          rtol: float = DEFAULT_T_CONV_RTOL) -> float:
+    """Integration limit for comparisons with a reference: the reference's convergence scale."""
+    return convergence_scale(D_ref, target, rtol=rtol)
+
+
+# --------------------------------------------------------------------------------------------
+# Batches of spaces
+# --------------------------------------------------------------------------------------------
+
+
+def convergence_scales(spaces, target: float = DEFAULT_TARGET, *,
+                       rtol: float = DEFAULT_T_CONV_RTOL, errors: str = "raise") -> np.ndarray:
+    """:func:`convergence_scale` of every space of a batch, computed together.
+
+    Spaces of fewer than 500 distinct points are evaluated as stacks (see
+    :mod:`diversity_core.magnitude._batch`); the results agree with :func:`convergence_scale`
+    of each space to round-off.
+
+    Parameters
+    ----------
+    spaces : sequence of m arrays of shape (n_i, n_i) or :class:`MagnitudeSpace`
+        Distance matrices (sizes may differ), or an array of shape (m, n, n). Pass
+        :class:`MagnitudeSpace` objects to keep what each evaluates (its cache, and the
+        ``fallbacks`` records of scales where its similarity matrix was not positive definite).
+    target, rtol : see :func:`convergence_scale`
+    errors : {"raise", "nan"}
+        What a member without a convergence scale does (invalid input, a single distinct
+        point, a search that does not converge): ``raise`` (default) raises
+        :class:`MagnitudeBatchError` after every other member is computed; its ``values`` hold
+        all results (NaN for the failed members) and its ``failures`` say, per member index,
+        why. ``nan``: the failed members are NaN, and one :class:`MagnitudeWarning` lists them.
+
+    Returns
+    -------
+    t_conv : array of shape (m,) (units: 1 / distance)
+    """
+    return _batch.convergence_scales(spaces, target, rtol=rtol, errors=errors)
+
+
+def magnitude_functions(spaces, ts, *, errors: str = "raise") -> np.ndarray:
+    """:func:`magnitude_function` of every space of a batch on one set of scales.
+
+    Parameters
+    ----------
+    spaces : sequence of m distance matrices or :class:`MagnitudeSpace` (see
+        :func:`convergence_scales`)
+    ts : float or array of shape (n_scales,)
+    errors : {"raise", "nan"} (see :func:`convergence_scales`; only invalid input fails here)
+
+    Returns
+    -------
+    mag : array of shape (m, n_scales)
+    """
+    return _batch.magnitude_functions(spaces, ts, errors=errors)
+
+
+def mag_areas(spaces, t_cut, *, method: str = DEFAULT_INTEGRATION,
+              rtol: float = DEFAULT_INTEGRATION_RTOL, n_ts: int = DEFAULT_N_TS,
+              errors: str = "raise") -> np.ndarray:
+    """:func:`mag_area` of every space of a batch.
+
+    Parameters
+    ----------
+    spaces : sequence of m distance matrices or :class:`MagnitudeSpace` (see
+        :func:`convergence_scales`)
+    t_cut : float or array of shape (m,)
+        One integration limit for all (the reference-free protocol: the median convergence
+        scale, see :func:`reference_free_t_cut`) or one per space. Spaces sharing a limit share
+        the scales of its Clenshaw–Curtis grid.
+    method, rtol, n_ts : see :func:`mag_area`
+    errors : {"raise", "nan"} (see :func:`convergence_scales`; only invalid input fails here:
+        a space of one distinct point has Mag = 1 and MagArea = t_cut)
+
+    Returns
+    -------
+    area : array of shape (m,)
+    """
+    return _batch.mag_areas(spaces, t_cut, method=method, rtol=rtol, n_ts=n_ts, errors=errors)
+
+
+# --------------------------------------------------------------------------------------------
+# Spaces from points, and what they cost
+# --------------------------------------------------------------------------------------------
+
+PATHS = ("auto", "dense", "large")
+# Up to this many points "auto" takes the exact dense path (float64 distance and similarity
+# matrices, 21 bytes per pair: 2.1 GB at 10,000 points), beyond it the large-n path (float32
+# distances, 2 bytes per pair, and products computed on the fly; see _large).
+_DENSE_MAX_POINTS = 10_000
+
+
+def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> int:
+    """Peak memory of :func:`magnitude_space` and a convergence scale and MagArea of its space,
+    in bytes, estimated before any work is done.
+
+    Parameters
+    ----------
+    n_points, n_features : int
+        Shape of the points (duplicates included: they are merged only once read).
+    path : {"auto", "dense", "large"}
+        ``dense``: float64 distance matrix, similarity buffer and, from 2,000 points on, its
+        float32 copy (about 21 bytes per pair of points). ``large``: the upper triangle of the
+        distances in float32 (2 bytes per pair) plus per-thread blocks (see
+        :class:`~diversity_core.magnitude.LargeMagnitudeSpace`). ``auto``: ``dense`` up to
+        10,000 points, else ``large``.
+
+    Returns
+    -------
+    bytes : int
+    """
+    n, d = int(n_points), int(n_features)
+    if n < 1 or d < 1:
+        raise ValueError(f"need at least one point and one feature; got {n} x {d}.")
+    path = _path(n, path)
+    if path == "large":
+        return large_memory(n, d)
+    per_pair = 8 + 8 + 1 + (4 if n >= _FLOAT32_CG_FROM else 0)  # D, Z, duplicate mask, Z32
+    return per_pair * n * n + 2 * 8 * n * d + 64 * 8 * n + 300 * 2**20
+
+
+def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
+                    memory_limit: int | None = None, **options):
+    """A prepared space of points: :class:`MagnitudeSpace` (dense, exact) or
+    :class:`~diversity_core.magnitude.LargeMagnitudeSpace` (large n), refused beforehand if it
+    would not fit in memory.
+
+    Parameters
+    ----------
+    X : array of shape (n_points, n_features)
+    metric : {"euclidean", "cosine"} (dense path: also "cityblock")
+    path : {"auto", "dense", "large"} (see :func:`magnitude_memory`)
+    memory_limit : int, optional
+        Bytes the computation may use; default: the memory available now (``MemAvailable``).
+    options : passed to the space (``solver_rtol`` and ``threads`` of the large-n path;
+        ``precision`` and ``solver`` of the dense one)
+
+    Raises
+    ------
+    MemoryError
+        With one line saying how much memory the set would need and how much there is, before
+        anything is allocated.
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        check_embeddings(X)  # raises, naming the problem
+    n, d = X.shape
+    path = _path(n, path)
+    need = magnitude_memory(n, d, path=path)
+    limit = _available_memory() if memory_limit is None else int(memory_limit)
+    if need > limit:
+        have = "are available" if memory_limit is None else "allowed (memory_limit)"
+        raise MemoryError(
+            f"magnitude of {n:,} points in {d} dimensions needs about {need / 2**30:.1f} GiB "
+            f"({path} path); {limit / 2**30:.1f} GiB {have}.")
+    if path == "large":
+        return LargeMagnitudeSpace(X, metric, **options)
+    from ..distances import pairwise_distances
+
+    return MagnitudeSpace(pairwise_distances(X, metric), **options)
+
+
+def _path(n: int, path: str) -> str:
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}; got {path!r}.")
+    if path == "auto":
+        return "dense" if n <= _DENSE_MAX_POINTS else "large"
+    return path
+
+
+def _available_memory() -> int:
+    """MemAvailable of /proc/meminfo (Linux), else the physical memory, in bytes."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

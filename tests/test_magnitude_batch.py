@@ -1,0 +1,184 @@
+"""Batches of spaces (diversity_core.magnitude._batch) against the single-space functions."""
+
+import warnings
+
+import numpy as np
+import pytest
+from test_magnitude import k32  # Leinster's K_{3,2}: Z_t indefinite below log √2
+
+import diversity_core as dc
+from diversity_core import magnitude as mg
+from diversity_core.magnitude import MagnitudeBatchError, MagnitudeWarning, _batch
+
+AGREE = 1e-10  # batch = single space, relative
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """Spaces of every path: tiny (stacked), medium (looped), one over _BATCH_MAX_POINTS once
+    the test lowers it, sets with duplicates, cosine and Euclidean."""
+    rng = np.random.default_rng(21)
+    spaces = []
+    for i in range(40):
+        n = int(rng.integers(3, 12))
+        X = rng.normal(size=(n, 30)) + 2 * rng.normal(size=30)
+        if i % 6 == 0:
+            X[-1] = X[0]  # a duplicate: the twin property
+        spaces.append(dc.pairwise_distances(X, "cosine"))
+    for n in (70, 90, 130):
+        spaces.append(dc.pairwise_distances(rng.normal(size=(n, 4))))
+    return spaces
+
+
+@pytest.fixture
+def small_single_path(monkeypatch):
+    """Members of 100 distinct points or more take the single-space path (500 by default)."""
+    monkeypatch.setattr(_batch, "_BATCH_MAX_POINTS", 100)
+
+
+def singles(fn, spaces, *args, **kwargs):
+    return np.array([fn(dc.MagnitudeSpace(D), *args, **kwargs) for D in spaces])
+
+
+def test_convergence_scales_equal_the_single_path(mixed, small_single_path):
+    batch = mg.convergence_scales(mixed)
+    np.testing.assert_allclose(batch, singles(dc.convergence_scale, mixed), rtol=AGREE, atol=0)
+    target = mg.convergence_scales(mixed, 0.7, rtol=1e-6)
+    np.testing.assert_allclose(target, singles(dc.convergence_scale, mixed, 0.7, rtol=1e-6),
+                               rtol=AGREE, atol=0)
+
+
+@pytest.mark.parametrize("method", ["chebyshev", "trapezoid", "quad"])
+def test_mag_areas_equal_the_single_path(mixed, small_single_path, method):
+    t_conv = mg.convergence_scales(mixed)
+    t_cut = float(np.median(t_conv))
+    shared = mg.mag_areas(mixed, t_cut, method=method, n_ts=17)
+    np.testing.assert_allclose(shared, singles(dc.mag_area, mixed, t_cut, method=method, n_ts=17),
+                               rtol=AGREE, atol=0)
+    # One limit per space: each its own convergence scale (spaces then share no nodes).
+    own = mg.mag_areas(mixed, t_conv, method=method, n_ts=17)
+    expected = [dc.mag_area(dc.MagnitudeSpace(D), t, method=method, n_ts=17)
+                for D, t in zip(mixed, t_conv, strict=True)]
+    np.testing.assert_allclose(own, expected, rtol=AGREE, atol=0)
+
+
+def test_mag_areas_far_beyond_a_members_rise_need_bisection():
+    """A shared t_cut 200 times a member's own convergence scale: its first panel does not
+    meet the tolerance, and the member is bisected as a single space would be."""
+    x = np.random.default_rng(3).uniform(0, 1, size=12)
+    line = np.abs(x[:, None] - x[None, :])
+    spaces = [line, 0.005 * line]
+    t_cut = dc.convergence_scale(line)
+    np.testing.assert_allclose(mg.mag_areas(spaces, t_cut), singles(dc.mag_area, spaces, t_cut),
+                               rtol=AGREE)
+
+
+def test_magnitude_functions_equal_the_single_path(mixed, small_single_path):
+    ts = np.array([0.0, 3.0, 0.5, 40.0, 3.0])  # unsorted, repeated, with 0
+    batch = mg.magnitude_functions(mixed, ts)
+    assert batch.shape == (len(mixed), len(ts))
+    np.testing.assert_allclose(batch, singles(dc.magnitude_function, mixed, ts), rtol=AGREE,
+                               atol=0)
+    assert np.all(batch[:, 0] == 1.0)
+
+
+def test_a_stack_of_matrices_is_a_batch(mixed):
+    stack = np.stack([D for D in mixed if D.shape == mixed[1].shape])
+    np.testing.assert_allclose(mg.convergence_scales(stack),
+                               singles(dc.convergence_scale, list(stack)), rtol=AGREE)
+    with pytest.raises(ValueError, match="a single space"):
+        mg.convergence_scales(mixed[1])
+    with pytest.raises(ValueError, match="empty batch"):
+        mg.convergence_scales([])
+
+
+def test_degenerate_members_fail_alone(mixed):
+    same = dc.pairwise_distances(np.ones((3, 4)))  # one distinct point, three copies
+    bad = mixed[2].copy()
+    bad[0, 1] = np.nan
+    asymmetric = mixed[3].copy()
+    asymmetric[0, 1] += 1.0
+    spaces = [mixed[0], same, mixed[1], bad, asymmetric, np.zeros((1, 1))]
+    with pytest.raises(MagnitudeBatchError) as caught:
+        mg.convergence_scales(spaces)
+    err = caught.value
+    assert isinstance(err, ValueError)
+    assert set(err.failures) == {1, 3, 4, 5}
+    assert "single distinct point (3 copies)" in err.failures[1]
+    assert "NaN" in err.failures[3]
+    assert "not symmetric" in err.failures[4]
+    assert "a space with a single point" in err.failures[5]
+    assert str(err).startswith("member 1: ") and "3 more failed members" in str(err)
+    ok = [0, 2]
+    np.testing.assert_allclose(err.values[ok], singles(dc.convergence_scale,
+                                                       [spaces[i] for i in ok]), rtol=AGREE)
+    assert np.all(np.isnan(err.values[[1, 3, 4, 5]]))
+    # errors="nan": the same values, and one warning naming the failures.
+    with pytest.warns(MagnitudeWarning, match="4 member"):
+        values = mg.convergence_scales(spaces, errors="nan")
+    np.testing.assert_array_equal(values, err.values)
+    # A space of one distinct point has a MagArea (Mag = 1 everywhere); invalid ones do not.
+    with pytest.raises(MagnitudeBatchError) as caught:
+        mg.mag_areas(spaces, 2.0)
+    assert set(caught.value.failures) == {3, 4}
+    assert caught.value.values[1] == pytest.approx(2.0, rel=1e-12)
+    assert caught.value.values[5] == pytest.approx(2.0, rel=1e-12)
+    with pytest.raises(ValueError, match="errors must be"):
+        mg.convergence_scales(spaces, errors="ignore")
+
+
+def test_a_member_that_is_not_positive_definite_takes_the_fallback_alone(mixed):
+    """K_{3,2}'s Z_t is indefinite at t = 0.2: that member's scale goes to the single-space
+    fallback (LDLᵀ), with a warning naming the member and a record in its space; the others
+    stay in the batch."""
+    graph = dc.MagnitudeSpace(k32())
+    spaces = [mixed[0], graph, mixed[1]]
+    ts = np.array([0.2, 1.0])
+    with pytest.warns(MagnitudeWarning, match=r"member 1: similarity matrix .* not positive "):
+        batch = mg.magnitude_functions(spaces, ts)
+    exact = np.linalg.solve(np.exp(-0.2 * k32()), np.ones(5)).sum()
+    assert batch[1, 0] == pytest.approx(exact, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MagnitudeWarning)
+        expected = singles(dc.magnitude_function, [mixed[0], k32(), mixed[1]], ts)
+    np.testing.assert_allclose(batch, expected, rtol=AGREE)
+    assert [r["solver"] for r in graph.fallbacks] == ["ldl"]
+    assert graph.fallbacks[0]["t"] == 0.2
+
+
+def test_given_spaces_remember_what_the_batch_evaluated(mixed):
+    spaces = [dc.MagnitudeSpace(D) for D in mixed[:5]]
+    t_conv = mg.convergence_scales(spaces)
+    for space, t in zip(spaces, t_conv, strict=True):
+        assert space.magnitude(t) == pytest.approx(0.95 * space.n_unique, rel=1e-9)
+        assert len(space._cache) > 2  # the search's scales
+
+
+def test_settings_batch_methods_follow_their_conventions(mixed):
+    settings = dc.MagnitudeSettings(target=0.8, integration="trapezoid", n_ts=9)
+    t = settings.convergence_scales(mixed[:6])
+    np.testing.assert_allclose(t, [settings.convergence_scale(D) for D in mixed[:6]], rtol=AGREE)
+    np.testing.assert_allclose(settings.mag_areas(mixed[:6], 3.0),
+                               [settings.mag_area(D, 3.0) for D in mixed[:6]], rtol=AGREE)
+    functions, ts = settings.magnitude_functions(mixed[:6], 3.0)
+    np.testing.assert_array_equal(ts, np.linspace(0.0, 3.0, 9))
+    np.testing.assert_allclose(functions, [dc.magnitude_function(D, ts) for D in mixed[:6]],
+                               rtol=AGREE)
+
+
+def test_gil_free_lapack_is_bitwise_scipys():
+    """The ctypes route to SciPy's dpotrf/dtrtrs (used on threads) gives SciPy's bits."""
+    rng = np.random.default_rng(5)
+    D = dc.pairwise_distances(rng.normal(size=(80, 3)))
+    Z = np.exp(-2.0 * D)
+    gil_free = _batch._gil_free_lapack()
+    if gil_free is None:
+        pytest.skip("SciPy's Cython LAPACK table is not readable here")
+    results = []
+    for potrf, trtrs in (gil_free, _batch._scipy_lapack()):
+        A = Z.copy()
+        assert potrf(A)
+        v = trtrs(A, np.ones(80), False)
+        results.append((np.triu(A), v, trtrs(A, v, True)))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)

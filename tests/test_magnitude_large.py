@@ -1,0 +1,120 @@
+"""The large-n path (diversity_core.magnitude._large) against the exact dense path, and the memory
+estimate that refuses what does not fit."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import diversity_core as dc
+from diversity_core import magnitude as mg
+from diversity_core.magnitude import LargeMagnitudeSpace, _large
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Panels of 64 rows and blocks of 100 columns: several of each at test sizes."""
+    monkeypatch.setattr(_large, "_PANEL_ROWS", 64)
+    monkeypatch.setattr(_large, "_CHUNK_COLUMNS", 100)
+
+
+def clustered(n, d, seed):
+    rng = np.random.default_rng(seed)
+    centres = 4 * rng.normal(size=(5, d))
+    return centres[rng.integers(5, size=n)] + rng.normal(size=(n, d))
+
+
+def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks):
+    X = clustered(333, 5, 1)  # 333: the last panel is short
+    space = LargeMagnitudeSpace(X, threads=2)
+    D = dc.pairwise_distances(X)
+    D32 = np.zeros_like(D)
+    for k, panel in enumerate(space._panels):
+        p = k * _large._PANEL_ROWS
+        D32[p:p + len(panel), p:] = panel
+    D32 = np.triu(D32) + np.triu(D32, 1).T
+    np.testing.assert_allclose(D32, D, rtol=2**-23, atol=1e-12)
+    x = np.random.default_rng(2).normal(size=len(X))
+    t = 0.7
+    Z = np.exp(-t * D32)
+    Zx, dZx, dZax = space._product64(t, x, derivative=True, absolute=True)
+    np.testing.assert_allclose(Zx, Z @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dZx, (D32 * Z) @ x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dZax, (D32 * Z) @ np.abs(x), rtol=1e-12, atol=1e-12)
+    y32 = space._product32(t, x.astype(np.float32))
+    np.testing.assert_allclose(y32, Z @ x, rtol=1e-4, atol=1e-4 * np.abs(Z @ x).max())
+    np.testing.assert_allclose(space._nn, np.sort(D + np.diag(np.full(len(X), np.inf)),
+                                                  axis=1)[:, 0], rtol=1e-7)
+
+
+@pytest.mark.parametrize(("metric", "X"), [
+    ("euclidean", clustered(500, 6, 3)),
+    ("cosine", np.random.default_rng(4).normal(size=(400, 48)) + 0.3),
+])
+def test_large_path_matches_the_exact_path_within_its_budget(metric, X):
+    """At n <= 10,000 the exact float64 path is the yardstick: the convergence scale agrees to
+    the large path's accuracy, and MagArea's true error is within the budget it reports."""
+    large = LargeMagnitudeSpace(X, metric)
+    exact = dc.MagnitudeSpace(dc.pairwise_distances(X, metric))
+    t_large, t_exact = large.convergence_scale(), exact.convergence_scale()
+    assert t_large == pytest.approx(t_exact, rel=1e-6)
+    for rtol in (1e-4, 1e-5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", mg.MagnitudeWarning)
+            area = large.mag_area(t_large, rtol=rtol)
+        budget = large.area_error
+        assert budget["relative"] <= rtol
+        truth = exact.mag_area(t_large, rtol=1e-11)
+        assert abs(area / truth - 1) <= budget["relative"]
+    # Every evaluated scale: the value is within its recorded error of the exact one.
+    for record in large.records[-5:]:
+        error = abs(record["mag"] - exact.magnitude(record["t"]))
+        assert error <= record["solver_error"] + record["distance_error"] + 1e-9 * record["mag"]
+
+
+def test_duplicates_are_merged_in_input_order(small_blocks):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 3))
+    near = X[7] + 1e-14  # within 1e-12 of the largest distance: the same point
+    Xd = np.vstack([X, X[[3, 3]], near[None]])
+    large = LargeMagnitudeSpace(Xd)
+    assert (large.n_points, large.n_unique) == (153, 150)
+    dense = dc.MagnitudeSpace(dc.pairwise_distances(Xd))
+    assert dense.n_unique == 150
+    t = 2.0
+    assert large.magnitude(t) == pytest.approx(dense.magnitude(t), rel=1e-7)
+    w = large.weights(t)
+    assert w.shape == (153,)
+    np.testing.assert_allclose(w[[3, 150, 151]], w[3])  # three copies share the weight
+    assert w[7] == pytest.approx(w[152])
+    # The large path's contract is on Mag (to solver_rtol · n); its weights come along.
+    np.testing.assert_allclose(w, dense.weights(t), rtol=1e-3, atol=1e-5)
+
+
+def test_memory_estimate_and_refusal():
+    dense = mg.magnitude_memory(10_000, 16)
+    large = mg.magnitude_memory(50_000, 512)
+    assert mg.magnitude_memory(10_000, 16, path="dense") == dense
+    assert 2.0e9 < dense < 2.5e9  # 21 bytes per pair
+    assert 5.0e9 < large < 7.5e9  # 2 bytes per pair, plus points and per-thread blocks
+    assert mg.magnitude_memory(100_000, 512) > 3.3 * large  # quadratic
+    X = np.zeros((20_001, 2))  # never looked at: refused before any work
+    with pytest.raises(MemoryError) as caught:
+        mg.magnitude_space(X, memory_limit=2**30)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("magnitude of 20,001 points in 2 dimensions needs about 1.")
+    assert "large path" in message and "1.0 GiB allowed" in message
+    with pytest.raises(ValueError, match="path must be"):
+        mg.magnitude_memory(10, 2, path="gpu")
+
+
+def test_magnitude_space_picks_the_path():
+    X = clustered(300, 4, 6)
+    space = mg.magnitude_space(X)
+    assert isinstance(space, dc.MagnitudeSpace)
+    large = mg.magnitude_space(X, path="large")
+    assert isinstance(large, LargeMagnitudeSpace)
+    assert mg.convergence_scale(large) == pytest.approx(mg.convergence_scale(space), rel=1e-6)
+    with pytest.raises(ValueError, match="euclidean and cosine"):
+        LargeMagnitudeSpace(X, "cityblock")
