@@ -194,6 +194,17 @@ def test_an_asset_carries_its_pinned_digest_and_a_folder_its_listing(tmp_path):
     assert single["sha256"] == digests["sub/b.txt"] and single["manifest"] == "corpus/.pins.json"
 
 
+def test_an_asset_named_by_a_relative_path_is_found_in_its_manifest(tmp_path, monkeypatch):
+    # Snakemake hands rules relative paths; the manifest's folder is resolved absolutely.
+    folder = tmp_path / "resources" / "corpus"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("a")
+    _manifest(folder, {"a.txt": file_sha256(folder / "a.txt")})
+    monkeypatch.chdir(tmp_path)
+    entry = pinned_entry(Path("resources/corpus"), Path("resources"), Hasher())
+    assert entry["pinned"] and entry["files"] == {"a.txt": file_sha256(folder / "a.txt")}
+
+
 def test_an_asset_without_a_manifest_is_hashed_and_unpinned(tmp_path):
     (tmp_path / "model.pt").write_bytes(b"weights")
     entry = pinned_entry(tmp_path / "model.pt", tmp_path, Hasher())

@@ -180,7 +180,9 @@ def pinned_entry(path, resources_root, hasher: Hasher) -> dict:
     if path.is_dir():
         files, pinned, total = {}, True, 0
         for name in listed_files(path):
-            key = (path / name).relative_to(base).as_posix() if base else None
+            # relpath, not Path.relative_to: Snakemake hands relative paths, the manifest's
+            # folder is absolute
+            key = os.path.relpath(path / name, base).replace(os.sep, "/") if base else None
             size = (path / name).stat().st_size
             if key in pins:
                 files[name] = pins[key]["sha256"].lower()
