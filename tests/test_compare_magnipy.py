@@ -12,10 +12,10 @@ What is comparable, and to what tolerance:
   relative 1e-10 (1.3e-13 measured: both solve the same linear systems);
 * MagArea. magnipy integrates its 30-point function with the trapezoid rule (and ``Diversipy``
   divides by t_cut), which is 1e-5 to 1e-3 off the integral; our MagArea is the integral to the
-  default rtol, 1e-6. So ours is compared with an accurate integral of *magnipy's* function: magnipy evaluates
-  its magnitude at the 64 Gauss–Legendre nodes of [0, t_cut] (exact for polynomials of degree
-  127; the function is smooth), relative 2e-6, twice our integration tolerance (1.7e-7 measured);
-  and magnipy's own numbers are compared with ours under its convention
+  default rtol, 1e-6. So ours is compared with an accurate integral of *magnipy's* function:
+  magnipy evaluates its magnitude at the 64 Gauss–Legendre nodes of [0, t_cut] (exact for
+  polynomials of degree 127; the function is smooth), relative 2e-6, twice our integration
+  tolerance (1.7e-7 measured); and magnipy's own numbers are compared with ours under its convention
   (``integration="trapezoid"``, 30 scales, divided by t_cut): relative 1e-7. magnipy's
   trapezoid was 7e-6 to 6e-4 off the accurate integral here.
 """
