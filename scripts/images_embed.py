@@ -15,9 +15,10 @@ from diversity_core.embed.inception import embed_with_cache
 
 
 def main(folder: Input, selection: Input, model: Input, embeddings: Output, dataset: str,
-         split: str, cls: int, batch_size: int, device: str, cache: str):
+         split: str, cls: int, batch_size: int, device: str, threads: int, cache: str):
     """Write ``embeddings`` (.npz): ``reference`` (n_ref, 2048) and ``pool`` (n_pool, 2048)
-    float32 features of class ``cls`` and their data-set indices."""
+    float32 features of class ``cls`` and their data-set indices, computed with ``threads`` CPU
+    threads (the features depend on it: part of the cache key)."""
     images, labels = load_dataset(dataset, folder, split)
     chosen = np.load(selection)
     ref_idx, pool_idx = chosen["reference"][cls], chosen["pool"][cls]
@@ -28,8 +29,8 @@ def main(folder: Input, selection: Input, model: Input, embeddings: Output, data
     model_sha256 = input_sha256(model)  # hashed once, for the record and the cache key
     start = time.perf_counter()
     feats, n_new = embed_with_cache(images, idx, model, cache, batch_size=batch_size,
-                                    device=device, model_sha256=model_sha256, checkpoint_every=200,
-                                    desc=f"class {cls}")
+                                    device=device, model_sha256=model_sha256, threads=threads,
+                                    checkpoint_every=200, desc=f"class {cls}")
     seconds = time.perf_counter() - start
     if n_new:
         log.info("class %d: embedded %d images in %.1f s on %s (%.2f images/s)", cls, n_new,
@@ -37,7 +38,7 @@ def main(folder: Input, selection: Input, model: Input, embeddings: Output, data
     with open(embeddings, "wb") as out:
         np.savez(out, reference=feats[:len(ref_idx)], pool=feats[len(ref_idx):],
                  reference_indices=ref_idx, pool_indices=pool_idx)
-    return {"device": str(device), "n_images": len(idx), "image_size": 299,
+    return {"device": str(device), "threads": threads, "n_images": len(idx), "image_size": 299,
             "preprocessing": "grey->RGB, TF-1.x bilinear resize, x/128 - 1"}
 
 

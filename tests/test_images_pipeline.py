@@ -68,14 +68,24 @@ def test_embed_with_cache_reuses_and_extends(tmp_path, fake_network, caplog):
     np.testing.assert_array_equal(more[1], alone[0])
     # No temporary left, only the cache and its lock.
     assert sorted(p.name for p in cache.parent.iterdir()) == [".class0.npz.lock", "class0.npz"]
-    # Another network's or input size's cache is never used: rebuilt, its path in the log.
-    for other in ({"size": 80, "model_sha256": "b"}, {"size": 96, "model_sha256": "a"}):
-        with caplog.at_level("WARNING"):
-            _, n_other = inception.embed_with_cache(images, [1, 4], fake_network, cache,
-                                                    progress=False, **other)
-        assert n_other == 2 and "another network or input size" in caplog.text
-        assert str(cache) in caplog.text
-        caplog.clear()
+    # Another network's, input size's or thread count's cache is never used: rebuilt, its path
+    # in the log (the thread count changes the features: see embed_with_cache).
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    try:
+        for other in ({"size": 80, "model_sha256": "b"}, {"size": 96, "model_sha256": "a"},
+                      {"size": 96, "model_sha256": "a", "threads": threads + 1}):
+            with caplog.at_level("WARNING"):
+                _, n_other = inception.embed_with_cache(images, [1, 4], fake_network, cache,
+                                                        progress=False, **other)
+            assert n_other == 2 and "another network, input size or computation" in caplog.text
+            assert str(cache) in caplog.text
+            caplog.clear()
+        assert torch.get_num_threads() == threads + 1
+        with np.load(cache) as stored:
+            assert str(stored["compute"]) == f"cpu, {threads + 1} thread(s)"
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_embed_images_rejects_wrong_network(tmp_path):

@@ -200,25 +200,35 @@ def embed_images(images, model_path, *, batch_size: int = 50, device: str = "aut
     return out
 
 
-def _read_image_cache(path: Path) -> tuple[str, int, dict[int, np.ndarray]]:
+def _read_image_cache(path: Path) -> tuple[str, int, str, dict[int, np.ndarray]]:
     with np.load(path, allow_pickle=False) as stored:
         indices, features = stored["indices"], stored["features"]
         if len(indices) != len(features) or features.ndim != 2:
             raise ValueError(f"indices {indices.shape} do not match features {features.shape}")
-        return (str(stored["model_sha256"]), int(stored["size"]),
+        # A cache from before the computation was part of the key has none: rebuilt.
+        compute = str(stored["compute"]) if "compute" in stored.files else ""
+        return (str(stored["model_sha256"]), int(stored["size"]), compute,
                 dict(zip(indices.tolist(), features, strict=True)))
 
 
 def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int = 50,
                      device: str = "auto", size: int = 299, checkpoint_every: int = 500,
-                     model_sha256: str | None = None, progress: bool = True,
-                     desc: str = "inception") -> tuple[np.ndarray, int]:
+                     model_sha256: str | None = None, threads: int | None = None,
+                     progress: bool = True, desc: str = "inception") -> tuple[np.ndarray, int]:
     """:func:`embed_images` of ``images[indices]``, memoised per data-set index in ``cache_path``.
 
-    The cache (.npz: ``indices``, ``features``, ``model_sha256``, ``size``) holds features of the
-    same data set, split, network and input size; indices already there are not embedded again.
-    A cache made with another network or input size, or one that cannot be read, is logged with
-    its path and rebuilt, never used. New features are added every ``checkpoint_every`` images:
+    The cache (.npz: ``indices``, ``features``, ``model_sha256``, ``size``, ``compute``) holds
+    features of the same data set, split, network, input size and computation (device kind and
+    torch's CPU thread count); indices already there are not embedded again. A cache made with
+    another network, input size or computation, or one that cannot be read, is logged with its
+    path and rebuilt, never used.
+
+    ``threads`` (None: torch's current setting) is set with ``torch.set_num_threads`` before
+    embedding. It is part of the key because it changes the features: oneDNN splits its
+    reductions by thread, and 1 and 2 threads differ by 4e-7 (relative, measured on the FID
+    network), while the batch composition does not change them (bit-identical). A cache filled by
+    runs with different thread counts would make the tables depend on which run saw an image
+    first. New features are added every ``checkpoint_every`` images:
     under the cache's lock, what is on disk is read again and merged (another process may share
     the cache), written to a temporary file of this process's own and renamed over the cache.
 
@@ -227,16 +237,25 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
     features : (len(indices), 2048) float32, in the order of ``indices``
     n_embedded : how many images were embedded now (the rest came from the cache)
     """
+    import torch
+
     indices = np.asarray(indices, dtype=np.int64)
     cache_path = Path(cache_path)
     key = model_sha256 or ""
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1; got {threads}.")
+        torch.set_num_threads(int(threads))
+    device_kind = str(resolve_device(device)).split(":")[0]
+    compute = f"{device_kind}, {torch.get_num_threads()} thread(s)"
     what = f"Inception feature cache ({desc})"
 
     def read(path):
-        stored_sha256, stored_size, entries = _read_image_cache(path)
-        if stored_sha256 != key or stored_size != size:
-            log.warning("the feature cache %s was made with another network or input size "
-                        "(%s, %d): it is rebuilt.", path, stored_sha256 or "?", stored_size)
+        stored_sha256, stored_size, stored_compute, entries = _read_image_cache(path)
+        if stored_sha256 != key or stored_size != size or stored_compute != compute:
+            log.warning("the feature cache %s was made with another network, input size or "
+                        "computation (%s, %d, %s; now %s): it is rebuilt.", path,
+                        stored_sha256 or "?", stored_size, stored_compute or "?", compute)
             return None
         return entries
 
@@ -248,7 +267,8 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
     def write(tmp, entries):
         keys = np.fromiter(sorted(entries), dtype=np.int64, count=len(entries))
         np.savez(tmp, indices=keys, features=np.stack([entries[k] for k in keys.tolist()]),
-                 model_sha256=np.asarray(key), size=np.asarray(size))
+                 model_sha256=np.asarray(key), size=np.asarray(size),
+                 compute=np.asarray(compute))
 
     cached: dict[int, np.ndarray] = read_cache(cache_path, read, what=what) or {}
     missing = [i for i in dict.fromkeys(indices.tolist()) if i not in cached]

@@ -124,6 +124,8 @@ rule images_embed:
         cls=lambda wildcards: int(wildcards.cls),
         batch_size=IMG_CFG["batch_size"],
         device=IMG_CFG["device"],
+        # set on torch and part of the feature cache's key: the features depend on it
+        threads=IMG_CFG["embed_threads"],
         cache=lambda wildcards: str(
             RESOURCES / "embedding_cache" / IMG_CFG["dataset"] / f"{IMG_CFG['split']}_class{wildcards.cls}.npz"
         ),
