@@ -48,10 +48,25 @@ import numpy as np
 from . import __version__
 from ._validation import named_reason
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-from .comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES, compare
+from .comparison import (
+    FREE_MEASURES,
+    LABELS,
+    REFERENCE_MEASURES,
+    _fallback_note,
+    _fallback_records,
+    check_memory,
+    compare,
+)
 from .distances import pairwise_distances
 from .embedding_files import EmbeddingFile, InputError, read_embeddings
-from .magnitude import DEFAULT_N_TS, DEFAULT_TARGET, convergence_scale, mag_area, mag_diff
+from .magnitude import (
+    DEFAULT_N_TS,
+    DEFAULT_TARGET,
+    MagnitudeSpace,
+    convergence_scale,
+    mag_area,
+    mag_diff,
+)
 from .provenance import command as audit_command
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .reporting.text import aligned
@@ -134,14 +149,17 @@ class _Results:
 
 def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: int = 5,
           tau: float = 1.0, magdiff_normalise: str | None = None,
-          labels: dict[str, str] | None = None) -> dict:
+          labels: dict[str, str] | None = None, memory_limit: int | None = None) -> dict:
     """Compute the requested metrics; returns ``{"scores": ..., "undefined": ..., "notes": ...,
     "t_cut": ...}``.
 
     ``scores["embeddings"]`` / ``scores["reference"]`` hold the reference-free metrics of each set,
     ``scores["comparison"]`` the reference-based ones. A metric undefined for its input has the
     value ``None``, and its reason in ``undefined[<set>][<metric>]`` and in its note; ``labels``
-    names the sets in those reasons (default: "embeddings", "reference").
+    names the sets in those reasons (default: "embeddings", "reference"). Before anything is
+    computed the memory it needs is checked (``MemoryError``, one line, beyond
+    ``memory_limit``, default the memory available); ``fallbacks`` lists, per set, the scales
+    where magnitude needed a fallback solver, with error bounds (also in the MagArea note).
     """
     metrics = list(metrics or (DEFAULT_FREE + (DEFAULT_BASED if reference is not None else ())))
     sets = {"embeddings": X} if reference is None else {"embeddings": X, "reference": reference}
@@ -150,6 +168,14 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     both = {"real": labels.get("reference"), "fake": labels["embeddings"],
             "X": labels["embeddings"], "Y": labels.get("reference")}
     out = _Results(sets)
+    if any(m in ("magarea", "magdiff") for m in metrics) or reference is not None:
+        keys = {name: labels[name] for name in sets}
+        if len(set(keys.values())) < len(keys):
+            keys = {name: name for name in sets}
+        check_memory({keys[name]: len(A) for name, A in sets.items()}, np.shape(X)[1],
+                     metric=metric_space,
+                     reference=keys["reference"] if reference is not None else None,
+                     memory_limit=memory_limit, large_path=False)
     notes = {
         "avgsim": "mean cosine similarity of pairs i != j: higher = LESS diverse",
         "dcscore": f"tau = {tau}",
@@ -162,7 +188,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     if any(m in ("magarea", "magdiff") for m in metrics):
         for name, A in sets.items():
             try:
-                D[name] = pairwise_distances(A, metric_space)
+                D[name] = MagnitudeSpace(pairwise_distances(A, metric_space))
             except ValueError as err:
                 no_distances[name] = named_reason(err, own[name])
         if limit_set in no_distances:
@@ -236,6 +262,13 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
         if "mmd_linear" in metrics:
             out.attempt("comparison", "mmd_linear", lambda: mmd_linear(X, reference), both)
             notes["mmd_linear"] = "‖mean X − mean ref‖²"
+    fallbacks = {labels[name]: records for name, space in D.items()
+                 if (records := _fallback_records(space, t_cut))}
+    said = [_fallback_note(r) + f" ({where})" for where, records in fallbacks.items()
+            for r in records]
+    for m in ("magarea", "magdiff"):
+        if said and m in notes:
+            notes[m] += "; " + "; ".join(said)
     # A row's note is its reason wherever it is undefined, else what the number means.
     for m in metrics:
         reasons = list(dict.fromkeys(why for where in out.undefined.values()
@@ -247,7 +280,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     return {"scores": out.scores,
             "undefined": {where: why for where, why in out.undefined.items() if why},
             "notes": {m: notes[m] for m in metrics if m in notes},
-            "t_cut": t_cut, "metric_space": metric_space}
+            "t_cut": t_cut, "metric_space": metric_space, "fallbacks": fallbacks}
 
 
 def _format_value(v) -> str:
@@ -673,8 +706,10 @@ def main(argv=None) -> int:
         except ValueError as err:  # InputError and the measures' own input checks
             print(f"error: {err}", file=sys.stderr)
             return 2
-        except MemoryError:
-            print("error: not enough memory for these sets; use --subsample N to measure a "
+        except MemoryError as err:
+            why = str(err) if "subsample" in str(err) else ""
+            print(f"error: {why}." if why else
+                  "error: not enough memory for these sets; use --subsample N to measure a "
                   "random subset of N points of each.", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
