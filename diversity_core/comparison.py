@@ -749,10 +749,10 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
     Every dense set's distance matrix is held until the end (8 bytes a pair, and as much again
     for the batch's copies); on top of that the largest single need: the engine's
     :func:`~diversity_core.magnitude.magnitude_memory` of a set (its similarity buffers; the
-    large-n path for sets beyond 10,000 points), a baseline's n × n similarity matrix (8 bytes
-    a pair), and with a ``reference`` PRDC's and MMD's distances between a set and the
-    reference, ``8 (n + n_ref)²``. ``large_path=False``: every set is measured dense (the
-    ``score`` command).
+    large-n path for sets beyond 10,000 points, plus a copy of the points for the baselines,
+    which work in blocks or on the d × d covariance), and with a ``reference`` PRDC's and MMD's
+    distances between a set and the reference, ``8 (n + n_ref)²``. ``large_path=False``:
+    every set is measured dense (the ``score`` command).
     """
     held, peak, worst = 0, 0, None
     n_ref = sizes[reference] if reference is not None else 0
@@ -761,7 +761,7 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
         if n < 1:
             continue
         if large_path and _large_path(n, n_features, metric):
-            need = magnitude_memory(n, n_features) + 8 * n * n
+            need = magnitude_memory(n, n_features) + 16 * n * n_features
         else:
             held += 16 * n * n
             need = magnitude_memory(n, n_features, path="dense")
