@@ -98,3 +98,28 @@ def test_fallback_solver_is_reported_by_score(tmp_path, capsys):
     assert "fell back" in out["notes"]["magarea"]
     assert main(["score", str(tmp_path / "x.npy"), "--metrics", "magarea"]) == 0
     assert "fell back" in capsys.readouterr().out
+
+
+def test_a_large_set_takes_the_engines_large_n_path(monkeypatch):
+    """Sets beyond 10,000 points go through magnitude_space's large-n path (here, with the
+    threshold lowered, a set of 300 points), with the dense numbers to its tolerance."""
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    rng = np.random.default_rng(5)
+    sets = {"small": rng.normal(size=(40, 8)), "large": rng.normal(size=(300, 8))}
+    dense = dc.compare(sets, metric="euclidean", t_cut=1.5)
+    seen = []
+    seam = comparison._magnitude_of_sets
+
+    def spy(matrices, *args, **kwargs):
+        seen.extend(type(D) for D in matrices)
+        return seam(matrices, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "_large_path", lambda n, d, metric: n >= 100)
+    monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
+    large = dc.compare(sets, metric="euclidean", t_cut=1.5)
+    assert seen == [np.ndarray, LargeMagnitudeSpace]
+    np.testing.assert_allclose(large.table["magarea"], dense.table["magarea"], rtol=1e-5)
+    np.testing.assert_allclose(large.table["t_conv"], dense.table["t_conv"], rtol=1e-5)
+    np.testing.assert_allclose(large.functions.to_numpy(), dense.functions.to_numpy(),
+                               rtol=1e-5)

@@ -246,3 +246,16 @@ def test_an_image_folder_end_to_end_through_inception(tmp_path, capsys):
     assert rc == 0, err
     assert json.loads(out)["files"][str(folders[0])]["n_features"] == 2048
     raw._LOADED.clear()
+
+
+def test_a_corrupt_cache_is_named_and_rebuilt(tmp_path, text_model, caplog):
+    cache = tmp_path / "cache"
+    texts = ["one text", "another text"]
+    raw.embed_texts(texts, "all-MiniLM-L6-v2", cache=cache)
+    (path,) = (cache / "texts").glob("*.npz")
+    path.write_bytes(b"not a zip archive")
+    text_model.calls.clear()
+    with caplog.at_level("WARNING"):
+        X = raw.embed_texts(texts, "all-MiniLM-L6-v2", cache=cache)
+    assert str(path) in caplog.text
+    assert text_model.calls == [texts] and X.shape == (2, 16)
