@@ -259,3 +259,28 @@ def test_a_corrupt_cache_is_named_and_rebuilt(tmp_path, text_model, caplog):
         X = raw.embed_texts(texts, "all-MiniLM-L6-v2", cache=cache)
     assert str(path) in caplog.text
     assert text_model.calls == [texts] and X.shape == (2, 16)
+
+
+def _embed_in_a_process(cache, texts, barrier):
+    barrier.wait()
+    raw.embed_texts(texts, "all-MiniLM-L6-v2", cache=cache)
+
+
+def test_two_concurrent_runs_share_the_cache(tmp_path, text_model):
+    """Two processes embedding different texts into one cache at once lose no entry."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")  # the stand-in model goes with the fork
+    cache = tmp_path / "cache"
+    halves = [[f"text {k} of run {r}" for k in range(30)] for r in range(2)]
+    barrier = context.Barrier(2)
+    runs = [context.Process(target=_embed_in_a_process, args=(cache, texts, barrier))
+            for texts in halves]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(60)
+        assert run.exitcode == 0
+    text_model.calls.clear()
+    X = raw.embed_texts(halves[0] + halves[1], "all-MiniLM-L6-v2", cache=cache)
+    assert text_model.calls == [] and X.shape == (60, 16)  # everything came from the cache
