@@ -48,10 +48,25 @@ import numpy as np
 from . import __version__
 from ._validation import named_reason
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-from .comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES, compare
+from .comparison import (
+    FREE_MEASURES,
+    LABELS,
+    REFERENCE_MEASURES,
+    _fallback_note,
+    _fallback_records,
+    check_memory,
+    compare,
+)
 from .distances import pairwise_distances
 from .embedding_files import EmbeddingFile, InputError, read_embeddings
-from .magnitude import DEFAULT_N_TS, DEFAULT_TARGET, convergence_scale, mag_area, mag_diff
+from .magnitude import (
+    DEFAULT_N_TS,
+    DEFAULT_TARGET,
+    MagnitudeSpace,
+    convergence_scale,
+    mag_area,
+    mag_diff,
+)
 from .provenance import command as audit_command
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .reporting.text import aligned
@@ -134,14 +149,17 @@ class _Results:
 
 def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: int = 5,
           tau: float = 1.0, magdiff_normalise: str | None = None,
-          labels: dict[str, str] | None = None) -> dict:
+          labels: dict[str, str] | None = None, memory_limit: int | None = None) -> dict:
     """Compute the requested metrics; returns ``{"scores": ..., "undefined": ..., "notes": ...,
     "t_cut": ...}``.
 
     ``scores["embeddings"]`` / ``scores["reference"]`` hold the reference-free metrics of each set,
     ``scores["comparison"]`` the reference-based ones. A metric undefined for its input has the
     value ``None``, and its reason in ``undefined[<set>][<metric>]`` and in its note; ``labels``
-    names the sets in those reasons (default: "embeddings", "reference").
+    names the sets in those reasons (default: "embeddings", "reference"). Before anything is
+    computed the memory it needs is checked (``MemoryError``, one line, beyond
+    ``memory_limit``, default the memory available); ``fallbacks`` lists, per set, the scales
+    where magnitude needed a fallback solver, with error bounds (also in the MagArea note).
     """
     metrics = list(metrics or (DEFAULT_FREE + (DEFAULT_BASED if reference is not None else ())))
     sets = {"embeddings": X} if reference is None else {"embeddings": X, "reference": reference}
@@ -150,6 +168,14 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     both = {"real": labels.get("reference"), "fake": labels["embeddings"],
             "X": labels["embeddings"], "Y": labels.get("reference")}
     out = _Results(sets)
+    if any(m in ("magarea", "magdiff") for m in metrics) or reference is not None:
+        keys = {name: labels[name] for name in sets}
+        if len(set(keys.values())) < len(keys):
+            keys = {name: name for name in sets}
+        check_memory({keys[name]: len(A) for name, A in sets.items()}, np.shape(X)[1],
+                     metric=metric_space,
+                     reference=keys["reference"] if reference is not None else None,
+                     memory_limit=memory_limit, large_path=False)
     notes = {
         "avgsim": "mean cosine similarity of pairs i != j: higher = LESS diverse",
         "dcscore": f"tau = {tau}",
@@ -162,7 +188,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     if any(m in ("magarea", "magdiff") for m in metrics):
         for name, A in sets.items():
             try:
-                D[name] = pairwise_distances(A, metric_space)
+                D[name] = MagnitudeSpace(pairwise_distances(A, metric_space))
             except ValueError as err:
                 no_distances[name] = named_reason(err, own[name])
         if limit_set in no_distances:
@@ -236,6 +262,13 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
         if "mmd_linear" in metrics:
             out.attempt("comparison", "mmd_linear", lambda: mmd_linear(X, reference), both)
             notes["mmd_linear"] = "‖mean X − mean ref‖²"
+    fallbacks = {labels[name]: records for name, space in D.items()
+                 if (records := _fallback_records(space, t_cut))}
+    said = [_fallback_note(r) + f" ({where})" for where, records in fallbacks.items()
+            for r in records]
+    for m in ("magarea", "magdiff"):
+        if said and m in notes:
+            notes[m] += "; " + "; ".join(said)
     # A row's note is its reason wherever it is undefined, else what the number means.
     for m in metrics:
         reasons = list(dict.fromkeys(why for where in out.undefined.values()
@@ -247,7 +280,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     return {"scores": out.scores,
             "undefined": {where: why for where, why in out.undefined.items() if why},
             "notes": {m: notes[m] for m in metrics if m in notes},
-            "t_cut": t_cut, "metric_space": metric_space}
+            "t_cut": t_cut, "metric_space": metric_space, "fallbacks": fallbacks}
 
 
 def _format_value(v) -> str:
@@ -467,6 +500,25 @@ def _add_compare(sub) -> None:
                         f"{DEFAULT_N_TS})")
     _add_measure_options(p)
     _add_reading_options(p)
+    raw = p.add_argument_group(
+        "raw data (--embed)",
+        "With --embed MODEL each SET (and --reference) is raw data, embedded first by the "
+        "pipeline's own encoders: a text model for .txt files (one text per line) and .jsonl "
+        "files (--field: a string, or a list of strings, per line), 'inception' (the FID "
+        "Inception V3 network) for folders of PNG/JPEG images. Models are fetched pinned and "
+        "verified into --models (default: CACHE/models, or ~/.cache/diversity_core/models).")
+    raw.add_argument("--embed", metavar="MODEL",
+                     help="embed raw sets with MODEL: " + ", ".join(_text_models())
+                          + "; or inception")
+    raw.add_argument("--field", help="the field of each .jsonl line that holds its text(s)")
+    raw.add_argument("--cache", metavar="DIR",
+                     help="cache the embeddings in DIR (per text / image file content and "
+                          "model; safe for concurrent runs)")
+    raw.add_argument("--models", metavar="DIR",
+                     help="folder of the fetched models, one subfolder each (the pipeline's "
+                          "resources/text/models, resources for inception)")
+    raw.add_argument("--device", default="cpu",
+                     help="device of the encoder: cpu (default), auto, cuda")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON instead of a table")
     out.add_argument("--csv", action="store_true",
@@ -519,6 +571,9 @@ def _compare_options(args) -> str:
         parts.append(f"--magdiff-normalise {args.magdiff_normalise}")
     if args.subsample is not None:
         parts.append(f"--subsample {args.subsample} --seed {args.seed}")
+    if args.embed is not None:
+        parts.append(f"--embed {args.embed}" + (f" --field {args.field}" if args.field else "")
+                     + (f" --device {args.device}" if args.device != "cpu" else ""))
     for name, value in (("--key", args.key), ("--index-column", args.index_column)):
         if value is not None:
             parts.append(f"{name} {value}")
@@ -527,11 +582,127 @@ def _compare_options(args) -> str:
     return " ".join(parts)
 
 
+def _text_models() -> list[str]:
+    from .embed.raw import text_model_names
+
+    return text_model_names()
+
+
+def _read_texts(path: str, field: str | None) -> list[str]:
+    """The texts of a .txt file (one per non-blank line) or a .jsonl file (``field`` of every
+    line: a string or a list of strings); InputError naming the file (and line)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".txt", ".jsonl"):
+        raise InputError(f"{path}: --embed reads texts from .txt or .jsonl files; got "
+                         f"{suffix or 'no extension'!r}.")
+    if not p.is_file():
+        raise InputError(f"{path}: no such file.")
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}).") from None
+    texts: list[str] = []
+    if suffix == ".txt":
+        texts = [line for line in lines if line.strip()]
+    else:
+        if field is None:
+            raise InputError(f"{path}: a .jsonl file needs --field, the key of its texts.")
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{path}, line {number}: not JSON ({err.msg}).") from None
+            if not isinstance(record, dict) or field not in record:
+                raise InputError(f"{path}, line {number}: no field {field!r}.")
+            value = record[field]
+            values = value if isinstance(value, list) else [value]
+            if not values or not all(isinstance(v, str) for v in values):
+                raise InputError(f"{path}, line {number}: field {field!r} is not a string or "
+                                 "a list of strings.")
+            texts.extend(values)
+    if not texts:
+        how = "one per line" if suffix == ".txt" else f"field {field!r}"
+        raise InputError(f"{path}: no text in it ({how}).")
+    return texts
+
+
+def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
+    """Raw sets embedded with --embed: data, JSON records and descriptions by path."""
+    from tqdm.auto import tqdm
+
+    from .embed.raw import IMAGE_MODEL, embed_images, embed_texts, image_files
+
+    model = args.embed
+    images = model == IMAGE_MODEL
+    if not images and model not in _text_models():
+        raise InputError(f"--embed {model}: unknown model; known: {', '.join(_text_models())}, "
+                         f"{IMAGE_MODEL}.")
+    if images and args.field is not None:
+        raise InputError("--field applies to texts; --embed inception reads image folders.")
+    if args.field is not None and not any(Path(p).suffix.lower() == ".jsonl" for p in paths):
+        raise InputError("--field applies to .jsonl files, and none is given.")
+    items = {}
+    for path in paths:  # every input read (and checked) before any model is loaded
+        if images:
+            if not Path(path).is_dir():
+                raise InputError(f"{path}: --embed inception reads folders of PNG/JPEG images.")
+            items[path] = [str(f) for f in image_files(path)]
+        elif Path(path).is_dir():
+            raise InputError(f"{path}: a folder; --embed {model} reads .txt or .jsonl files "
+                             "(folders of images: --embed inception).")
+        else:
+            items[path] = _read_texts(path, args.field)
+    if images:
+        from .embed.raw import read_image
+
+        for files in items.values():
+            for f in files:
+                read_image(f)
+    data, records, described = {}, {}, []
+    bar = tqdm(paths, desc=f"embedding sets ({model})", unit="set", leave=False, file=sys.stderr,
+               disable=None if len(paths) >= 2 else True)
+    for path in bar:
+        rng = np.random.default_rng([args.seed, zlib.crc32(os.fsencode(path))])
+        everything = items[path]
+        keep = _subsample(np.arange(len(everything))[:, None], args.subsample, rng)[:, 0]
+        chosen = [everything[i] for i in keep]
+        if images:
+            A = embed_images(chosen, cache=args.cache, models=args.models, device=args.device)
+        else:
+            A = embed_texts(chosen, model, cache=args.cache, models=args.models,
+                            device=args.device)
+        A = np.asarray(A, dtype=np.float64)
+        data[path] = A
+        unit = "images" if images else "texts"
+        records[path] = {"path": path, "n_points": A.shape[0], "n_features": A.shape[1],
+                         "n_points_in_file": len(everything),
+                         "read": {"format": "image folder" if images else Path(path).suffix[1:],
+                                  "field": args.field, "embedded_with": model}}
+        text = f"{path} ({A.shape[0]} {unit} embedded with {model}: {A.shape[1]} dims"
+        if args.subsample is not None and len(chosen) < len(everything):
+            text += (f"; random subset of {len(chosen)} of {len(everything)}, --subsample "
+                     f"{args.subsample} --seed {args.seed}")
+        described.append(("reference: " if path == args.reference else "") + text + ")")
+    return data, records, described
+
+
 def _run_compare(args, argv) -> int:
     _check_compare_options(args)
     paths = args.sets + ([args.reference] if args.reference else [])
-    reads = _read_files(paths, args)
-    data, records, described = {}, {}, []
+    if args.embed is None:
+        unused = [o for o, v in (("--field", args.field), ("--cache", args.cache),
+                                 ("--models", args.models)) if v is not None]
+        if unused:
+            raise InputError(f"{', '.join(unused)} appl{'y' if len(unused) > 1 else 'ies'} to "
+                             "raw sets; give --embed MODEL.")
+        reads = _read_files(paths, args)
+        data, records, described = {}, {}, []
+    else:
+        reads = []
+        data, records, described = _embed_sets(paths, args)
     for read in reads:
         # Each file's subset depends only on --seed and the file's name: adding a set, or
         # giving them in another order, draws the same points from every other file.
@@ -673,8 +844,10 @@ def main(argv=None) -> int:
         except ValueError as err:  # InputError and the measures' own input checks
             print(f"error: {err}", file=sys.stderr)
             return 2
-        except MemoryError:
-            print("error: not enough memory for these sets; use --subsample N to measure a "
+        except MemoryError as err:
+            why = str(err) if "subsample" in str(err) else ""
+            print(f"error: {why}." if why else
+                  "error: not enough memory for these sets; use --subsample N to measure a "
                   "random subset of N points of each.", file=sys.stderr)
             return 2
         except KeyboardInterrupt:

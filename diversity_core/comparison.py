@@ -36,8 +36,17 @@ sets, an empty or non-finite set, sets of different dimensions, unknown options)
 ``ValueError`` naming the set.
 
 All magnitude work goes through one function, :func:`_magnitude_of_sets` (convergence scales,
-the integration limit, the functions on the grid and the areas of all sets), so that a batched
-engine can take it over as a whole.
+the integration limit, the functions on the grid and the areas of all sets), which runs on the
+engine's batch path (many small sets solved as stacks; a set beyond 10,000 points on
+:func:`~diversity_core.magnitude.magnitude_space`'s large-n path).
+
+**Scale.** Before anything is computed, :func:`check_memory` compares the memory the sets will
+need (:func:`required_memory`: the engine's ``magnitude_memory``, the distance matrices held,
+PRDC's and MMD's distances against a reference) with the memory available, and refuses in one
+line naming the figure and ``--subsample``. Where a fallback solver answered (a similarity
+matrix not numerically positive definite: near-collinear data, the cosine distance at small
+scales), :attr:`Comparison.fallbacks` and the set's notes say at which scales and with which
+error bound.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ import contextlib
 import dataclasses
 import functools
 import math
+import os
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -57,11 +68,20 @@ from tqdm.auto import tqdm
 from ._validation import check_embeddings, named_reason
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from .distances import METRICS, pairwise_distances
-from .magnitude import DIFF_NORMALISATIONS, MagnitudeSpace
+from .magnitude import (
+    DIFF_NORMALISATIONS,
+    MagnitudeBatchError,
+    MagnitudeSpace,
+    mag_areas,
+    magnitude_functions,
+    magnitude_memory,
+    magnitude_space,
+)
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .settings import MagnitudeSettings
 
-__all__ = ["Comparison", "compare", "LABELS", "FREE_MEASURES", "REFERENCE_MEASURES"]
+__all__ = ["Comparison", "compare", "required_memory", "check_memory", "LABELS", "FREE_MEASURES",
+           "REFERENCE_MEASURES"]
 
 FREE_MEASURES = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
 REFERENCE_MEASURES = ("magdiff", "precision", "recall", "density", "coverage", "mmd_rbf",
@@ -133,6 +153,13 @@ class Comparison:
     notes : dict
         ``{set: [message, ...]}``: warnings raised while measuring a set (a magnitude fallback
         solver, IsoScore on fewer points than dimensions, ...).
+    fallbacks : dict
+        ``{set: [record, ...]}`` for every set whose magnitude needed a fallback solver (its
+        similarity matrix not numerically positive definite at some scales: near-collinear or
+        duplicate-heavy data, cosine distance at small t): per solver (``"ldl"``, ``"pinv"``)
+        the scale range ``t_min``, ``t_max``, ``count``, the largest ``relative_residual`` and
+        ``mag_error_bound`` (on Mag(t)), and ``area_error_bound`` (on MagArea, on top of the
+        integration tolerance). Also said in the set's notes.
     """
 
     table: pd.DataFrame
@@ -145,6 +172,7 @@ class Comparison:
     options: dict
     undefined: dict
     notes: dict
+    fallbacks: dict = dataclasses.field(default_factory=dict)
 
     @property
     def sets(self) -> list[str]:
@@ -194,6 +222,7 @@ class Comparison:
                                      for name in names}},
             "undefined": {k: v for k, v in self.undefined.items() if v},
             "notes": {k: v for k, v in self.notes.items() if v},
+            "fallbacks": self.fallbacks,
         }
 
     def plot(self, path, *, normalise: str | None = None, title: str | None = None):
@@ -220,7 +249,7 @@ def _plain_matrix(M: pd.DataFrame) -> list[list]:
 
 
 # --------------------------------------------------------------------------------------------
-# The magnitude of many sets: the seam a batched engine replaces
+# The magnitude of many sets: the one seam, on the engine's batch path
 # --------------------------------------------------------------------------------------------
 
 
@@ -273,78 +302,161 @@ class _SetMagnitudes:
     areas: np.ndarray  # MagArea on [0, t_cut]; NaN where undefined
     area_reason: list  # None or why the area could not be computed
     warnings: list  # per set: the warnings' messages
+    fallbacks: list  # per set: _fallback_records (empty: none)
 
 
-def _magnitude_of_sets(distance_matrices: Sequence[np.ndarray | None],
-                       choose_t_cut: Callable, *, settings: MagnitudeSettings,
+def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: Callable, *,
+                       settings: MagnitudeSettings,
                        progress: bool | None = False) -> _SetMagnitudes:
     """Convergence scales, the integration limit, the magnitude functions on one grid and the
     MagAreas of many sets: the one place where :func:`compare` evaluates magnitude.
 
     Parameters
     ----------
-    distance_matrices : sequence of (n_i, n_i) arrays, or None for a set without distances
+    distance_matrices : sequence of (n_i, n_i) arrays, prepared spaces (a
+        :class:`~diversity_core.magnitude.LargeMagnitudeSpace` from
+        :func:`~diversity_core.magnitude.magnitude_space`'s large-n path), or None for a set
+        without distances
     choose_t_cut : callable ``(t_conv (m,), reasons) -> (t_cut or None, rule in words)`` with
         an attribute ``needs``: the indices of the sets whose convergence scale it reads
     settings : convergence target and tolerance, integration rule and tolerance, ``n_ts``
 
-    Each set is one :class:`MagnitudeSpace`, so that its convergence-scale search, its area and
-    its function on the grid share every evaluated scale. The spaces ``choose_t_cut`` needs stay
-    in memory until their areas are done; the others are made, used and released one at a time.
-    BLAS runs single-threaded here (see ``_threadpools``). (Written over the public single-space
-    functions; a batched engine, many small spaces at once, can replace this function as a
-    whole.)
+    The distance matrices go through the engine's batch path together
+    (:func:`~diversity_core.magnitude.convergence_scales`,
+    :func:`~diversity_core.magnitude.magnitude_functions`,
+    :func:`~diversity_core.magnitude.mag_areas`): many small sets are solved as stacks, sets of
+    500 distinct points or more each on its own, and a member without a result (a single
+    distinct point, say) keeps its reason in its own row (:class:`MagnitudeBatchError`). Each
+    member is a :class:`MagnitudeSpace`, so that its convergence-scale search, its area and its
+    function share every evaluated scale, and its ``fallbacks`` (scales where a fallback solver
+    answered) are reported. Prepared large spaces are measured one by one. BLAS runs
+    single-threaded here (see ``_threadpools``).
     """
     with _single_threaded_blas():
-        return _magnitude_of_sets_one_by_one(distance_matrices, choose_t_cut,
-                                             settings=settings, progress=progress)
+        return _magnitude_of_sets_batched(distance_matrices, choose_t_cut, settings=settings,
+                                          progress=progress)
 
 
-def _magnitude_of_sets_one_by_one(distance_matrices, choose_t_cut, *, settings, progress):
+def _magnitude_of_sets_batched(distance_matrices, choose_t_cut, *, settings, progress):
     m = len(distance_matrices)
     n_distinct = np.zeros(m, dtype=np.int64)
     t_conv = np.full(m, np.nan)
     reasons: list = [None] * m
+    area_reasons: list = [None] * m
     caught: list = [[] for _ in range(m)]
-    spaces: dict[int, MagnitudeSpace] = {}
+    spaces: dict[int, object] = {}
+    for i in _bar(range(m), "preparing sets", progress):
+        D = distance_matrices[i]
+        if D is None:
+            continue
+        if isinstance(D, np.ndarray):
+            with _recorded(caught[i]):
+                try:
+                    spaces[i] = MagnitudeSpace(D)
+                except ValueError as err:
+                    reasons[i] = area_reasons[i] = str(err)
+                    continue
+        else:
+            spaces[i] = D
+        n_distinct[i] = spaces[i].n_unique
+    dense = [i for i in spaces if isinstance(spaces[i], MagnitudeSpace)]
+    large = [i for i in spaces if i not in set(dense)]
 
-    def space_of(i: int) -> MagnitudeSpace:
-        if i not in spaces:
-            spaces[i] = MagnitudeSpace(distance_matrices[i])
-            n_distinct[i] = spaces[i].n_unique
-        return spaces[i]
-
-    def convergence(i: int) -> None:
-        with _recorded(caught[i]):
+    def batched(members, compute, reasons_out, out=None):
+        """``compute(spaces)`` over ``members`` (global indices); results, with each failed
+        member's reason in ``reasons_out`` and each member's warnings in its notes."""
+        if not members:
+            return np.empty((0,))
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
             try:
-                t_conv[i] = settings.convergence_scale(space_of(i))
-            except (ValueError, RuntimeError) as err:  # a single distinct point; no convergence
-                reasons[i] = str(err)
+                values = compute([spaces[i] for i in members])
+            except MagnitudeBatchError as err:
+                values = err.values
+                for k, why in err.failures.items():
+                    reasons_out[members[k]] = why
+        for w in log:
+            text = str(w.message)
+            match = re.match(r"member (\d+): (.*)", text, re.S)
+            if match and int(match.group(1)) < len(members):
+                caught[members[int(match.group(1))]].append(match.group(2))
+            elif len(members) == 1:
+                caught[members[0]].append(text)
+        return values
 
-    needs = [i for i in choose_t_cut.needs if distance_matrices[i] is not None]
-    for i in _bar(needs, "convergence scales", progress):
-        convergence(i)
+    def one_by_one(members, compute, reasons_out):
+        values = np.full(len(members), np.nan)
+        for k, i in enumerate(_bar(members, "large sets", progress)):
+            with _recorded(caught[i]):
+                try:
+                    values[k] = compute(spaces[i])
+                except (ValueError, RuntimeError) as err:
+                    reasons_out[i] = str(err)
+        return values
+
+    def convergence(members) -> None:
+        members = [i for i in members if i in spaces and math.isnan(t_conv[i])
+                   and reasons[i] is None]
+        batch = [i for i in members if i in set(dense)]
+        if batch:
+            with _stage("convergence scales", len(batch), progress):
+                t_conv[batch] = batched(batch, lambda S: settings.convergence_scales(S),
+                                        reasons)
+        rest = [i for i in members if i not in set(dense)]
+        if rest:
+            t_conv[rest] = one_by_one(rest, lambda S: S.convergence_scale(
+                settings.target, rtol=settings.t_conv_rtol), reasons)
+
+    convergence(list(choose_t_cut.needs))
     t_cut, rule = choose_t_cut(t_conv, reasons)
+    convergence(list(range(m)))
     ts = _grid(t_cut, settings.n_ts) if t_cut is not None else np.empty(0)
     functions = np.full((m, len(ts)), np.nan)
     areas = np.full(m, np.nan)
-    area_reasons: list = [None] * m
-    for i in _bar(range(m), "magnitude functions", progress):
-        if distance_matrices[i] is None:
-            continue
-        if i not in needs:
-            convergence(i)
-        if t_cut is not None:
-            with _recorded(caught[i]):
-                space = space_of(i)
-                try:
-                    functions[i] = space.magnitude_function(ts)
-                    areas[i] = settings.mag_area(space, t_cut)
-                except (ValueError, RuntimeError) as err:  # e.g. quad on a non-smooth function
-                    area_reasons[i] = str(err)
-        spaces.pop(i, None)  # its work is done: release its n × n buffers
+    if t_cut is not None:
+        ok = [i for i in dense if area_reasons[i] is None]
+        if ok:
+            with _stage("magnitude functions", len(ok), progress):
+                areas[ok] = batched(ok, lambda S: mag_areas(S, t_cut, **settings.area_options),
+                                    area_reasons)
+                functions[ok] = batched(ok, lambda S: magnitude_functions(S, ts),
+                                        area_reasons)
+        if large:
+            areas[large] = one_by_one(large, lambda S: S.mag_area(
+                t_cut, **settings.area_options), area_reasons)
+            for i in large:
+                if area_reasons[i] is None:
+                    functions[i] = spaces[i].magnitude_function(ts)
+    fallbacks: list = [[] for _ in range(m)]
+    for i in dense:
+        fallbacks[i] = _fallback_records(spaces[i], t_cut)
     return _SetMagnitudes(n_distinct, t_conv, reasons, t_cut, rule, ts, functions, areas,
-                          area_reasons, [list(dict.fromkeys(c)) for c in caught])
+                          area_reasons, [list(dict.fromkeys(c)) for c in caught], fallbacks)
+
+
+def _fallback_records(space: MagnitudeSpace, t_cut: float | None) -> list[dict]:
+    """The space's fallback solves by solver (:meth:`MagnitudeSpace.fallback_summary`), each
+    with ``area_error_bound``: ``t_cut`` times the largest ``mag_error_bound`` of its scales
+    inside ``[0, t_cut]`` (the quadrature weights are positive and sum to ``t_cut``; on top of
+    the integration tolerance), 0 where none lies inside."""
+    records = []
+    for summary in space.fallback_summary():
+        inside = [r["mag_error_bound"] for r in space.fallbacks
+                  if r["solver"] == summary["solver"] and t_cut is not None and r["t"] <= t_cut]
+        records.append({**{k: _plain(v) for k, v in summary.items()},
+                        "area_error_bound": (float(t_cut * max(inside)) if inside else 0.0)})
+    return records
+
+
+def _fallback_note(record: dict) -> str:
+    solver = {"ldl": "a symmetric-indefinite LDLᵀ solve",
+              "pinv": "a pseudo-inverse"}.get(record["solver"], record["solver"])
+    count = record["count"]
+    return (f"magnitude fell back to {solver} at {count} scale{'s' if count != 1 else ''} "
+            f"t in [{record['t_min']:.4g}, {record['t_max']:.4g}] (similarity matrix not "
+            f"numerically positive definite): |ΔMag(t)| ≤ {record['mag_error_bound']:.2g}, "
+            f"|ΔMagArea| ≤ {record['area_error_bound']:.2g} on top of the integration "
+            "tolerance")
 
 
 def _grid(t_cut: float, n_ts: int) -> np.ndarray:
@@ -369,6 +481,18 @@ def _bar(items, desc: str, progress: bool | None):
 
 
 @contextlib.contextmanager
+def _stage(desc: str, n: int, progress: bool | None):
+    """A progress bar for one batched stage of ``n`` sets (done all at once)."""
+    if progress is False:
+        yield
+        return
+    with tqdm(total=n, desc=desc, unit="set", leave=False,
+              disable=None if progress is None else not progress) as bar:
+        yield
+        bar.update(n)
+
+
+@contextlib.contextmanager
 def _recorded(into: list):
     """Record the messages of the warnings raised inside into ``into`` instead of printing."""
     with warnings.catch_warnings(record=True) as log:
@@ -387,7 +511,7 @@ def _recorded(into: list):
 def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             reference_name: str = "reference", metric: str = "cosine", k: int = 5,
             tau: float = 1.0, settings: MagnitudeSettings | None = None,
-            progress: bool | None = None) -> Comparison:
+            progress: bool | None = None, memory_limit: int | None = None) -> Comparison:
     """Compare embedding sets on one integration limit: MagArea, MagDiff between every pair,
     every baseline, and with a reference the reference-based measures.
 
@@ -416,6 +540,10 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
         the scales on ``[0, t_cut]`` of the grid of :attr:`Comparison.functions` (30).
     progress : bool, optional
         Progress bars on stderr; default: from ``PROGRESS_MIN_SETS`` sets on, on a terminal.
+    memory_limit : int, optional
+        Bytes the comparison may use (default: the memory available now). Before anything is
+        computed, :func:`required_memory` is checked against it; beyond it, ``MemoryError``
+        with one line saying how much is needed.
 
     Returns
     -------
@@ -453,12 +581,21 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     undefined: dict[str, dict[str, str]] = {name: {} for name in all_names}
     notes: dict[str, list[str]] = {name: [] for name in all_names}
 
-    # Magnitude: distances, then every set on one integration limit.
+    # Before anything is computed: does it fit in memory?
+    check_memory({name: X.shape[0] for name, X in zip(all_names, arrays, strict=True)},
+                 arrays[0].shape[1], metric=metric,
+                 reference=all_names[ref_index] if reference is not None else None,
+                 memory_limit=memory_limit)
+    # Magnitude: distances (or, for a large set, the engine's large-n path), then every set on
+    # one integration limit.
     distances = []
     with _single_threaded_blas():
         for name, X in zip(all_names, arrays, strict=True):
             try:
-                distances.append(pairwise_distances(X, metric))
+                if _large_path(X.shape[0], X.shape[1], metric):
+                    distances.append(magnitude_space(X, metric, path="large"))
+                else:
+                    distances.append(pairwise_distances(X, metric))
             except ValueError as err:  # a zero vector under the cosine distance, say
                 distances.append(None)
                 undefined[name]["magarea"] = named_reason(err, {"X": name})
@@ -472,8 +609,10 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                    "n_features": arrays[i].shape[1], "t_conv": mag.t_conv[i],
                    "magarea": mag.areas[i]}
             for i, name in enumerate(all_names)}
+    fallbacks = {name: mag.fallbacks[i] for i, name in enumerate(all_names) if mag.fallbacks[i]}
     for i, name in enumerate(all_names):
         notes[name].extend(mag.warnings[i])
+        notes[name].extend(_fallback_note(record) for record in mag.fallbacks[i])
         no_distances = undefined[name].get("magarea")
         if no_distances:
             undefined[name]["t_conv"] = no_distances
@@ -542,7 +681,8 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                       t_cut_source=source, t_cut_rule=mag.t_cut_rule,
                       reference=all_names[ref_index] if reference is not None else None,
                       options=options, undefined=undefined,
-                      notes={k_: list(dict.fromkeys(v)) for k_, v in notes.items()})
+                      notes={k_: list(dict.fromkeys(v)) for k_, v in notes.items()},
+                      fallbacks=fallbacks)
 
 
 def _note(undefined: dict) -> str:
@@ -586,3 +726,78 @@ def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list) -
         undefined[measure] = f"the value is {value} (outside the float64 range)"
         return np.nan
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# Memory, before anything is computed
+# --------------------------------------------------------------------------------------------
+
+
+def _large_path(n_points: int, n_features: int, metric: str) -> bool:
+    """Whether the engine's ``auto`` path measures this set on its large-n path (which knows
+    the Euclidean and cosine distances only)."""
+    return (metric in ("euclidean", "cosine")
+            and magnitude_memory(n_points, n_features)
+            != magnitude_memory(n_points, n_features, path="dense"))
+
+
+def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
+                    reference: str | None = None, large_path: bool = True) -> tuple[int, str]:
+    """Peak memory of :func:`compare` (and of ``score``) on sets of these sizes, in bytes, and
+    the set that needs the most.
+
+    Every dense set's distance matrix is held until the end (8 bytes a pair, and as much again
+    for the batch's copies); on top of that the largest single need: the engine's
+    :func:`~diversity_core.magnitude.magnitude_memory` of a set (its similarity buffers; the
+    large-n path for sets beyond 10,000 points, plus a copy of the points for the baselines,
+    which work in blocks or on the d × d covariance), and with a ``reference`` PRDC's and MMD's
+    distances between a set and the reference, ``8 (n + n_ref)²``. ``large_path=False``:
+    every set is measured dense (the ``score`` command).
+    """
+    held, peak, worst = 0, 0, None
+    n_ref = sizes[reference] if reference is not None else 0
+    for name, n in sizes.items():
+        n = int(n)
+        if n < 1:
+            continue
+        if large_path and _large_path(n, n_features, metric):
+            need = magnitude_memory(n, n_features) + 16 * n * n_features
+        else:
+            held += 16 * n * n
+            need = magnitude_memory(n, n_features, path="dense")
+        if reference is not None and name != reference:
+            need = max(need, 8 * (n + n_ref) ** 2)
+        if need > peak:
+            peak, worst = need, name
+    return held + peak, worst
+
+
+def available_memory() -> int:
+    """MemAvailable of /proc/meminfo (Linux), else the physical memory, in bytes."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
+                 reference: str | None = None, memory_limit: int | None = None,
+                 large_path: bool = True) -> int:
+    """Raise ``MemoryError`` (one line: the figure, the largest set, ``--subsample``) if
+    :func:`required_memory` exceeds ``memory_limit`` (default: the memory available now);
+    else return the bytes needed."""
+    need, worst = required_memory(sizes, n_features, metric=metric, reference=reference,
+                                  large_path=large_path)
+    limit = available_memory() if memory_limit is None else int(memory_limit)
+    if need > limit:
+        have = "are available" if memory_limit is None else "allowed"
+        raise MemoryError(
+            f"these {len(sizes)} set{'s' if len(sizes) != 1 else ''} need about "
+            f"{need / 2**30:.1f} GiB (the largest, {worst}: {sizes[worst]:,} points in "
+            f"{n_features} dimensions); {limit / 2**30:.1f} GiB {have}: use --subsample N to "
+            "measure a random subset of N points of each set")
+    return need

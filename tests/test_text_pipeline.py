@@ -108,3 +108,42 @@ def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
     for model in ("bert-large-nli-stsb-mean-tokens", "roberta-base-nli-mean-tokens",
                   "all-distilroberta-v1", "all-MiniLM-L12-v2"):
         assert f"models/{model}" in planned
+
+
+def compare_on_the_experiments_embeddings(text_dir: Path, model: str, task: str,
+                                          settings) -> tuple:
+    """``compare`` on the text experiment's cached embeddings of one (model, task), every set
+    as the experiment scores it; returns (the comparison, the experiment's scores table)."""
+    import numpy as np
+
+    import diversity_core as dc
+
+    records = generation.read_sets(text_dir / "data" / f"{task}.jsonl")
+    # The distinct responses in the order the experiment stored them, matched by position as
+    # scripts/text_scores.py does (NumPy's fixed-width strings drop trailing NULs).
+    texts = list(dict.fromkeys(t for r in records for t in r["responses"]))
+    with np.load(text_dir / "interim" / "embeddings" / model / f"{task}.npz") as stored:
+        assert len(stored["texts"]) == len(texts)
+        vectors = stored["embeddings"].astype(np.float64)
+    row = {text: i for i, text in enumerate(texts)}
+    sets = {f"{r['prompt_id']} T={r['temperature']}": vectors[[row[t] for t in r["responses"]]]
+            for r in records}
+    scores = pd.read_csv(text_dir / "interim" / "scores" / model / f"{task}.csv")
+    return dc.compare(sets, metric="cosine", settings=settings, progress=False), scores
+
+
+def test_compare_reproduces_the_experiments_mag_areas(two_runs):
+    """``compare`` on the experiment's own cached embeddings: the same t_cut (the median
+    protocol) and the same MagArea column (to the integration tolerance) for the same sets."""
+    import numpy as np
+
+    import diversity_core as dc
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    settings = dc.MagnitudeSettings.from_config(config["magnitude"])
+    out = two_runs[0] / "results" / "text"
+    for task in TASKS:
+        result, scores = compare_on_the_experiments_embeddings(
+            out, "paraphrase-MiniLM-L3-v2-onnx", task, settings)
+        assert result.t_cut == pytest.approx(scores["t_cut"].iloc[0], rel=1e-9)
+        np.testing.assert_allclose(result.table["magarea"], scores["mag_area"], rtol=1e-8)

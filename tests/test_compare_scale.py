@@ -1,0 +1,125 @@
+"""compare and score at scale: the batch path, the memory refusal, the fallback solvers said."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import diversity_core as dc
+from diversity_core import comparison
+from diversity_core.cli import main
+from diversity_core.magnitude import MagnitudeSpace
+
+
+def _many(m=60, n=10, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return {f"s{i}": rng.normal(size=(n + i % 3, d)) for i in range(m)}
+
+
+def test_many_small_sets_go_through_the_batch_path_in_one_call(monkeypatch):
+    calls = []
+    areas, functions = comparison.mag_areas, comparison.magnitude_functions
+    monkeypatch.setattr(comparison, "mag_areas",
+                        lambda S, *a, **k: calls.append(("areas", len(S))) or areas(S, *a, **k))
+    monkeypatch.setattr(comparison, "magnitude_functions",
+                        lambda S, *a, **k: calls.append(("functions", len(S)))
+                        or functions(S, *a, **k))
+    sets = _many()
+    result = dc.compare(sets, t_cut=2.0, metric="euclidean")
+    assert calls == [("areas", 60), ("functions", 60)]
+    # ... and gives the single-space numbers.
+    for name in ("s0", "s31", "s59"):
+        space = MagnitudeSpace(dc.pairwise_distances(sets[name], "euclidean"))
+        assert result.table.loc[name, "magarea"] == pytest.approx(
+            dc.MagnitudeSettings().mag_area(space, 2.0), rel=1e-6)
+        assert result.table.loc[name, "t_conv"] == pytest.approx(
+            dc.MagnitudeSettings().convergence_scale(space), rel=1e-8)
+
+
+def test_a_degenerate_member_of_the_batch_keeps_its_own_row():
+    sets = _many(m=8)
+    sets["one point"] = np.ones((4, 4))  # a single distinct point: no convergence scale
+    result = dc.compare(sets, metric="euclidean")
+    assert np.isnan(result.table.loc["one point", "t_conv"])
+    assert "t_conv" in result.undefined["one point"]
+    assert result.table.loc["one point", "magarea"] == pytest.approx(result.t_cut)
+    assert np.isfinite(result.table.drop(index="one point")["magarea"]).all()
+
+
+def test_memory_beyond_the_limit_is_refused_before_anything_is_computed(monkeypatch):
+    monkeypatch.setattr(comparison, "_magnitude_of_sets",
+                        lambda *a, **k: pytest.fail("computed despite the refusal"))
+    with pytest.raises(MemoryError, match=r"GiB .*--subsample"):
+        dc.compare(_many(m=3), memory_limit=1000)
+    need, worst = comparison.required_memory({"a": 100, "b": 20_000, "r": 50}, 384,
+                                             reference="r")
+    assert worst == "b" and need > 8 * 20_000**2
+
+
+@pytest.mark.parametrize("command", ["compare", "score"])
+def test_the_commands_refuse_in_one_line_with_exit_2(tmp_path, capsys, monkeypatch, command):
+    rng = np.random.default_rng(1)
+    for name in ("a", "b"):
+        np.save(tmp_path / f"{name}.npy", rng.normal(size=(30, 5)))
+    monkeypatch.setattr(comparison, "available_memory", lambda: 10_000)
+    argv = ([command, str(tmp_path / "a.npy"), str(tmp_path / "b.npy")] if command == "compare"
+            else [command, str(tmp_path / "a.npy"), "--reference", str(tmp_path / "b.npy")])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GiB" in err and "--subsample" in err, err
+
+
+def _collinear(seed):
+    """Many points in two dimensions under the cosine distance: Z_t is numerically singular at
+    the scales magnitude needs, and a fallback solver answers."""
+    return np.random.default_rng(seed).normal(size=(60, 2))
+
+
+def test_fallback_solver_is_reported_in_compare_notes_and_json():
+    result = dc.compare({"a": _collinear(0), "b": _collinear(1)}, metric="cosine")
+    assert result.fallbacks, "the data no longer triggers a fallback solver"
+    name, records = next(iter(result.fallbacks.items()))
+    record = records[0]
+    assert record["solver"] in ("ldl", "pinv")
+    assert 0 < record["t_min"] <= record["t_max"]
+    assert record["mag_error_bound"] > 0 and record["area_error_bound"] >= 0
+    assert any("fell back" in note for note in result.notes[name])
+    as_json = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert as_json["fallbacks"][name][0]["solver"] == record["solver"]
+
+
+def test_fallback_solver_is_reported_by_score(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", _collinear(0))
+    assert main(["score", str(tmp_path / "x.npy"), "--json", "--metrics", "magarea"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fallbacks"], "the data no longer triggers a fallback solver"
+    assert "fell back" in out["notes"]["magarea"]
+    assert main(["score", str(tmp_path / "x.npy"), "--metrics", "magarea"]) == 0
+    assert "fell back" in capsys.readouterr().out
+
+
+def test_a_large_set_takes_the_engines_large_n_path(monkeypatch):
+    """Sets beyond 10,000 points go through magnitude_space's large-n path (here, with the
+    threshold lowered, a set of 300 points), with the dense numbers to its tolerance."""
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    rng = np.random.default_rng(5)
+    sets = {"small": rng.normal(size=(40, 8)), "large": rng.normal(size=(300, 8))}
+    dense = dc.compare(sets, metric="euclidean", t_cut=1.5)
+    seen = []
+    seam = comparison._magnitude_of_sets
+
+    def spy(matrices, *args, **kwargs):
+        seen.extend(type(D) for D in matrices)
+        return seam(matrices, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "_large_path", lambda n, d, metric: n >= 100)
+    monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
+    large = dc.compare(sets, metric="euclidean", t_cut=1.5)
+    assert seen == [np.ndarray, LargeMagnitudeSpace]
+    np.testing.assert_allclose(large.table["magarea"], dense.table["magarea"], rtol=1e-5)
+    np.testing.assert_allclose(large.table["t_conv"], dense.table["t_conv"], rtol=1e-5)
+    np.testing.assert_allclose(large.functions.to_numpy(), dense.functions.to_numpy(),
+                               rtol=1e-5)
