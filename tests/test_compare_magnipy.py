@@ -11,11 +11,11 @@ What is comparable, and to what tolerance:
 * the magnitude functions on the shared grid linspace(0, t_cut, 30), at magnipy's own t_cut:
   relative 1e-10 (1.3e-13 measured: both solve the same linear systems);
 * MagArea. magnipy integrates its 30-point function with the trapezoid rule (and ``Diversipy``
-  divides by t_cut), which is 1e-5 to 1e-3 off the integral; our MagArea is the integral to the
-  default rtol, 1e-6. So ours is compared with an accurate integral of *magnipy's* function:
+  divides by t_cut), which is 1e-5 to 1e-3 off the integral; ours is computed here to rtol 1e-8
+  (the default is 1e-6). So ours is compared with an accurate integral of *magnipy's* function:
   magnipy evaluates its magnitude at the 64 Gauss–Legendre nodes of [0, t_cut] (exact for
-  polynomials of degree 127; the function is smooth), relative 2e-6, twice our integration
-  tolerance (1.7e-7 measured); and magnipy's own numbers are compared with ours under its convention
+  polynomials of degree 127; the function is smooth), relative 2e-8, twice our integration
+  tolerance (3e-9 measured); and magnipy's own numbers are compared with ours under its convention
   (``integration="trapezoid"``, 30 scales, divided by t_cut): relative 1e-7. magnipy's
   trapezoid was 7e-6 to 6e-4 off the accurate integral here.
 """
@@ -89,8 +89,7 @@ def test_mag_area_is_the_integral_of_magnipys_function(ours, reference, metric):
     result = ours[metric]
     _, weights = _gauss(result.t_cut)
     accurate = np.array([weights @ reference[(metric, i)]["mag"] for i in range(len(SIZES))])
-    np.testing.assert_allclose(result.table["magarea"], accurate,
-                               rtol=2 * dc.MagnitudeSettings().integration_rtol)
+    np.testing.assert_allclose(result.table["magarea"], accurate, rtol=2e-8)
     # magnipy's own number: the trapezoid rule on 30 scales, divided by t_cut — coarser than
     # our tolerance by orders of magnitude; ours under its convention agrees with it.
     ref = reference[(metric, "protocol")]

@@ -283,7 +283,11 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
 
     if cache is None:
         return loaded().encode(digests, batch_size=batch_size, progress=show)
-    kind = "cuda" if device.startswith("cuda") else "cpu"
+    import torch
+
+    # torch's CPU thread count changes the features in their last bits (4e-7 between 1 and 2
+    # threads; docs/image_mode_dropping.md): features of other counts are not mixed.
+    kind = "cuda" if device.startswith("cuda") else f"cpu{torch.get_num_threads()}t"
     fingerprint = (f"inception@{INCEPTION_PINS['sha256'][:16]}-{INCEPTION_SIZE}px-{kind}"
                    f"-v{_RAW_VERSION}")
     path = Path(cache) / "images" / f"{fingerprint}.npz"
