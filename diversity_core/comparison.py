@@ -55,7 +55,6 @@ import contextlib
 import dataclasses
 import functools
 import math
-import os
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -72,6 +71,7 @@ from .magnitude import (
     DIFF_NORMALISATIONS,
     MagnitudeBatchError,
     MagnitudeSpace,
+    available_memory,
     mag_areas,
     magnitude_functions,
     magnitude_memory,
@@ -770,18 +770,6 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
         if need > peak:
             peak, worst = need, name
     return held + peak, worst
-
-
-def available_memory() -> int:
-    """MemAvailable of /proc/meminfo (Linux), else the physical memory, in bytes."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def check_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",

@@ -76,6 +76,7 @@ from .api import DEFAULT_T_CONV_RTOL as DEFAULT_T_CONV_RTOL
 from .api import DEFAULT_TARGET as DEFAULT_TARGET
 from .api import DIFF_NORMALISATIONS as DIFF_NORMALISATIONS
 from .api import (
+    available_memory,
     convergence_scale,
     convergence_scales,
     mag_area,
@@ -109,6 +110,7 @@ __all__ = [
     "MagnitudeBatchError",
     "magnitude_memory",
     "magnitude_space",
+    "available_memory",
     "LargeMagnitudeSpace",
     "ScaleGrid",
     "clear_cache",

@@ -29,6 +29,7 @@ __all__ = [
     "mag_areas",
     "magnitude_memory",
     "magnitude_space",
+    "available_memory",
 ]
 
 # The package's defaults, each written once: every signature below uses these names, and the
@@ -384,7 +385,7 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     n, d = X.shape
     path = _path(n, path)
     need = magnitude_memory(n, d, path=path)
-    limit = _available_memory() if memory_limit is None else int(memory_limit)
+    limit = available_memory() if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "are available" if memory_limit is None else "allowed (memory_limit)"
         raise MemoryError(
@@ -405,8 +406,9 @@ def _path(n: int, path: str) -> str:
     return path
 
 
-def _available_memory() -> int:
-    """MemAvailable of /proc/meminfo (Linux), else the physical memory, in bytes."""
+def available_memory() -> int:
+    """MemAvailable of /proc/meminfo (Linux), else the physical memory, in bytes (what
+    :func:`magnitude_space` and ``compare`` measure a set's need against)."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
