@@ -3,7 +3,7 @@
 from _helpers import Output, log, run
 from tqdm import tqdm
 
-from diversity_core.axioms import AXIOMS, check_axioms, results_table, summary_table
+from diversity_core.experiments.axioms import AXIOMS, check_axioms, results_table, summary_table
 
 
 def main(table: Output, summary: Output, seed: int):

@@ -6,7 +6,7 @@ import pytest
 from workflow_runner import run_tiny
 
 from diversity_core import avg_sim, gm_stds, iso_score, mag_area, pairwise_distances, vendi_score
-from diversity_core import axioms as ax
+from diversity_core.experiments import axioms as ax
 
 
 def _measure(name):
