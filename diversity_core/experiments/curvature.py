@@ -12,16 +12,19 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+import pandas as pd
 from sklearn.linear_model import LinearRegression, QuantileRegressor
 from sklearn.model_selection import KFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import SplineTransformer, StandardScaler
 from sklearn.svm import SVR
 
+from ..data.curvature import hyperbolic_distance_factor, hyperbolic_distance_name
 from ..magnitude import ScaleGrid
 
 __all__ = ["distance_quantile_features", "regressors", "cross_validated_mse",
-           "max_piecewise_knots", "MIN_CLOUDS_PER_KNOT_INTERVAL"]
+           "max_piecewise_knots", "MIN_CLOUDS_PER_KNOT_INTERVAL", "check_scale_grid",
+           "scale_sensitivity", "fold_spread"]
 
 # Each linear piece of the piecewise-linear fit needs data of its own. On 33 clouds of the default
 # data (5 folds, 26 per training fold) the cross-validated MSE was 0.25 with 2 to 4 knots, 0.34
@@ -164,6 +167,136 @@ def subsample_designs(curvature: np.ndarray, split: np.ndarray, *, n_curvatures=
     if test.size:
         designs["test clouds"] = [test] * repeats
     return designs
+
+
+# -- the scale-sensitivity study (rule curvature_sensitivity) -----------------------------------
+
+SENSITIVITY_FEATURES = {"MagArea": False, "MagArea (log t)": True}  # name -> integrate in log t
+SENSITIVITY_MODELS = {"piecewise linear": "MagArea (piecewise linear)",
+                      "quantile": "MagArea (quantile)"}
+PAPER_PIECEWISE_MSE = 0.05  # Table 1; the fold-spread study also looks at the limit nearest it
+
+
+def check_scale_grid(grid: ScaleGrid, values: np.ndarray, n_distinct: np.ndarray, curvature,
+                     *, table1_t_cut: float, table1_mag_area: np.ndarray,
+                     table1_t_conv: np.ndarray, hyperbolic_distance, target: float,
+                     quadrature_rtol: float) -> dict:
+    """The scale grid's quadrature error: estimated for every cloud and integral, and checked
+    against Table 1's MagArea (an independent adaptive integral) and convergence scales.
+
+    ``values`` (n_clouds, n_scales): magnitude of each cloud on ``grid.nodes``. Raises
+    ``ValueError`` when the estimate or either check exceeds ``quadrature_rtol``; returns the
+    three figures (relative).
+    """
+    estimate = max(grid.relative_error_estimate(values).max(),
+                   grid.relative_error_estimate(values, log=True).max())
+    if estimate > quadrature_rtol:
+        raise ValueError(f"estimated relative quadrature error {estimate:.3g} exceeds "
+                         f"curvature.sensitivity.quadrature_rtol = {quadrature_rtol:g}: "
+                         "add nodes to curvature.sensitivity.grid.")
+    own = np.array([hyperbolic_distance_factor(K, hyperbolic_distance) for K in curvature])
+    area_check = np.abs(variant_areas(grid, values, [table1_t_cut], own)[:, 0]
+                        / table1_mag_area - 1).max()
+    t_conv_check = np.abs(variant_scales(grid, values, n_distinct, [target], own)[:, 0]
+                          / table1_t_conv - 1).max()
+    if max(area_check, t_conv_check) > quadrature_rtol:
+        raise ValueError(f"the scale grid misses Table 1's MagArea by {area_check:.3g} or its "
+                         f"convergence scales by {t_conv_check:.3g} (relative), more than "
+                         f"curvature.sensitivity.quadrature_rtol = {quadrature_rtol:g}.")
+    return {"estimate": estimate, "mag_area": area_check, "t_conv": t_conv_check}
+
+
+def scale_sensitivity(grid: ScaleGrid, values: np.ndarray, n_distinct: np.ndarray,
+                      curvature: np.ndarray, split: np.ndarray, *, opts: Mapping, target: float,
+                      hyperbolic_distance, cv_folds: int, piecewise_knots: int,
+                      quantile: float, seed: int, log=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cross-validated MSE of curvature on MagArea against the integration limit, per distance
+    variant (``opts["variants"]``), feature (MagArea in t or in log t) and regression, and the
+    fold spread per design (:func:`fold_spread`).
+
+    ``opts``: the configuration's ``curvature.sensitivity`` section; ``target``: the
+    convergence target (the default limit is the median convergence scale of the configured
+    ``hyperbolic_distance``). Returns (sensitivity table, fold-spread table).
+    """
+    train = split == "train"
+    models = regressors(piecewise_knots=piecewise_knots, quantile=quantile)
+    fixed = np.geomspace(opts["t_cut_min"], opts["t_cut_max"], opts["n_t_cuts"])
+    targets = np.array(sorted(set(opts["targets"]) | {target}))
+    rows, spread_rows = [], []
+    for variant in opts["variants"]:
+        factors = np.array([hyperbolic_distance_factor(K, variant) for K in curvature])
+        t_q = variant_scales(grid, values, n_distinct, targets, factors)
+        t_conv = t_q[:, np.flatnonzero(targets == target)[0]]
+        limits = pd.DataFrame({
+            "limit": ["t_cut"] * fixed.size + ["target"] * targets.size,
+            "target": np.concatenate([np.full(fixed.size, np.nan), targets]),
+            "t_cut": np.concatenate([fixed, np.median(t_q, axis=0)]),
+        })
+        limits["mag_fraction"] = np.median(
+            variant_magnitude(grid, values, limits["t_cut"], factors) / n_distinct[:, None],
+            axis=0)
+        # Today's default: the median convergence scale of the configured distance.
+        limits["default"] = (limits["target"] == target) & (
+            hyperbolic_distance_name(variant) == hyperbolic_distance_name(hyperbolic_distance))
+        for feature, in_log in SENSITIVITY_FEATURES.items():
+            areas = variant_areas(grid, values, limits["t_cut"], factors, log=in_log)
+            for k, limit in limits.iterrows():
+                X = areas[:, [k]]
+                for regression, name in SENSITIVITY_MODELS.items():
+                    mse = cross_validated_mse(models[name], X[train], curvature[train],
+                                              n_folds=cv_folds, seed=seed)
+                    # In-sample residuals against each cloud's own convergence scale: how much
+                    # of what is left is sampling (how close the drawn points lie).
+                    fitted = models[name].fit(X[train], curvature[train]).predict(X[train])
+                    corr = np.corrcoef(curvature[train] - fitted, t_conv[train])[0, 1]
+                    rows.append({"variant": hyperbolic_distance_name(variant), **limit.to_dict(),
+                                 "feature": feature, "regression": regression,
+                                 "mse_mean": mse.mean(), "mse_std": mse.std(ddof=1),
+                                 "resid_corr_t_conv": corr})
+            if log is not None:
+                log.info("%s, %s: %d limits done", hyperbolic_distance_name(variant), feature,
+                         len(limits))
+        median_t_conv = limits.loc[limits["target"] == target, "t_cut"].iloc[0]
+        spread_rows += fold_spread(rows, variant, median_t_conv, grid, values, factors,
+                                   curvature, split, models, n_curvatures=opts["spread_curvatures"],
+                                   repeats=opts["spread_repeats"], cv_folds=cv_folds, seed=seed)
+    table = pd.DataFrame(rows)
+    table = table[["variant", "feature", "regression", "limit", "target", "t_cut",
+                   "mag_fraction", "default", "mse_mean", "mse_std", "resid_corr_t_conv"]]
+    return table, pd.DataFrame(spread_rows)
+
+
+def fold_spread(rows: list[dict], variant, median_t_conv: float, grid: ScaleGrid,
+                values: np.ndarray, factors: np.ndarray, curvature: np.ndarray, split: np.ndarray,
+                models: dict, *, n_curvatures, repeats: int, cv_folds: int,
+                seed: int) -> list[dict]:
+    """Fold spread of both regressions on MagArea, per design (:func:`subsample_designs`), at
+    the median convergence scale (the paper's rule) and at the fixed t_cut whose
+    piecewise-linear MSE in ``rows`` is nearest the paper's. Repeat r of a design uses fold seed
+    ``seed + r``."""
+    label = hyperbolic_distance_name(variant)
+    fixed = pd.DataFrame([r for r in rows if r["variant"] == label and r["limit"] == "t_cut"
+                          and r["feature"] == "MagArea" and r["regression"] == "piecewise linear"])
+    nearest = fixed.iloc[int(np.argmin(np.abs(fixed["mse_mean"] - PAPER_PIECEWISE_MSE)))]
+    at = {"median t_conv": median_t_conv,
+          "t_cut nearest the paper's piecewise MSE": nearest["t_cut"]}
+    designs = subsample_designs(curvature, split, n_curvatures=n_curvatures, repeats=repeats)
+    out = []
+    for where, limit in at.items():
+        area = variant_areas(grid, values, [limit], factors)
+        for design, sets in designs.items():
+            for regression, name in SENSITIVITY_MODELS.items():
+                folds = np.array([
+                    cross_validated_mse(models[name], area[idx], curvature[idx], n_folds=cv_folds,
+                                        seed=seed + r)
+                    for r, idx in enumerate(sets)])  # (repeats, folds)
+                sd = folds.std(axis=1, ddof=1)
+                out.append({"variant": label, "at": where, "t_cut": limit, "design": design,
+                            "n_clouds": sets[0].size, "regression": regression,
+                            "repeats": len(sets), "mse_mean": folds.mean(),
+                            "fold_sd_median": np.median(sd), "fold_sd_min": sd.min(),
+                            "fold_sd_max": sd.max()})
+    return out
 
 
 def config_problems(section: Mapping) -> list[str]:
