@@ -317,7 +317,7 @@ def test_scores_fall_when_modes_drop():
     assert out["sequential"]["recall", 0.0] == out["simultaneous"]["recall", 0.0]
     with pytest.raises(ValueError, match="unknown metrics"):
         protocol.mode_dropping_scores(reference, pools, scenario="sequential", fractions=[0.0],
-                                 metrics=["fid"])
+                                 k=3, metrics=["fid"])
 
 
 def test_gram_distances_match_cdist():

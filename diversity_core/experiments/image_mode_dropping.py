@@ -156,7 +156,7 @@ def perturbed_indices(counts: Sequence[int], permutations: Sequence[np.ndarray],
 
 
 def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: str,
-                         fractions: Iterable[float], repeats_per_class: int = 2, k: int = 10,
+                         fractions: Iterable[float], k: int, repeats_per_class: int = 2,
                          seed: int = 0, settings: MagnitudeSettings | None = None,
                          metrics: Sequence[str] | None = None, progress: bool = True):
     """Score every perturbed set of one scenario against the reference.
@@ -167,7 +167,8 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     pools : n_classes arrays (n_pool_k, d): the features perturbed sets draw from
     scenario : ``sequential`` or ``simultaneous``
     fractions : shares of the set moved to the preferred class (see :func:`class_counts`)
-    k : nearest neighbours of precision/recall/density/coverage
+    k : nearest neighbours of precision/recall/density/coverage (no default here: the
+        configuration's ``images.k`` is the one place it is set; the paper's is 10)
     settings : magnitude conventions (convergence target, MagArea integration); the package
         defaults if None
     metrics : subset of :data:`METRICS` (all if None)
