@@ -76,6 +76,7 @@ from .magnitude import (
     magnitude_functions,
     magnitude_memory,
     magnitude_space,
+    space_path,
 )
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .settings import MagnitudeSettings
@@ -360,7 +361,8 @@ def _magnitude_of_sets_batched(distance_matrices, choose_t_cut, *, settings, pro
             spaces[i] = D
         n_distinct[i] = spaces[i].n_unique
     dense = [i for i in spaces if isinstance(spaces[i], MagnitudeSpace)]
-    large = [i for i in spaces if i not in set(dense)]
+    is_dense = set(dense)
+    large = [i for i in spaces if i not in is_dense]
 
     def batched(members, compute, reasons_out, out=None):
         """``compute(spaces)`` over ``members`` (global indices); results, with each failed
@@ -397,12 +399,12 @@ def _magnitude_of_sets_batched(distance_matrices, choose_t_cut, *, settings, pro
     def convergence(members) -> None:
         members = [i for i in members if i in spaces and math.isnan(t_conv[i])
                    and reasons[i] is None]
-        batch = [i for i in members if i in set(dense)]
+        batch = [i for i in members if i in is_dense]
         if batch:
             with _stage("convergence scales", len(batch), progress):
                 t_conv[batch] = batched(batch, lambda S: settings.convergence_scales(S),
                                         reasons)
-        rest = [i for i in members if i not in set(dense)]
+        rest = [i for i in members if i not in is_dense]
         if rest:
             t_conv[rest] = one_by_one(rest, lambda S: S.convergence_scale(
                 settings.target, rtol=settings.t_conv_rtol), reasons)
@@ -592,7 +594,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     with _single_threaded_blas():
         for name, X in zip(all_names, arrays, strict=True):
             try:
-                if _large_path(X.shape[0], X.shape[1], metric):
+                if _large_path(X.shape[0], metric):
                     distances.append(magnitude_space(X, metric, path="large"))
                 else:
                     distances.append(pairwise_distances(X, metric))
@@ -733,12 +735,10 @@ def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list) -
 # --------------------------------------------------------------------------------------------
 
 
-def _large_path(n_points: int, n_features: int, metric: str) -> bool:
+def _large_path(n_points: int, metric: str) -> bool:
     """Whether the engine's ``auto`` path measures this set on its large-n path (which knows
     the Euclidean and cosine distances only)."""
-    return (metric in ("euclidean", "cosine")
-            and magnitude_memory(n_points, n_features)
-            != magnitude_memory(n_points, n_features, path="dense"))
+    return metric in ("euclidean", "cosine") and space_path(n_points) == "large"
 
 
 def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
@@ -760,7 +760,7 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
         n = int(n)
         if n < 1:
             continue
-        if large_path and _large_path(n, n_features, metric):
+        if large_path and _large_path(n, metric):
             need = magnitude_memory(n, n_features) + 16 * n * n_features
         else:
             held += 16 * n * n

@@ -115,7 +115,7 @@ def test_a_large_set_takes_the_engines_large_n_path(monkeypatch):
         seen.extend(type(D) for D in matrices)
         return seam(matrices, *args, **kwargs)
 
-    monkeypatch.setattr(comparison, "_large_path", lambda n, d, metric: n >= 100)
+    monkeypatch.setattr(comparison, "_large_path", lambda n, metric: n >= 100)
     monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
     large = dc.compare(sets, metric="euclidean", t_cut=1.5)
     assert seen == [np.ndarray, LargeMagnitudeSpace]

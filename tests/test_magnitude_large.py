@@ -107,6 +107,9 @@ def test_memory_estimate_and_refusal():
     assert "large path" in message and "1.0 GiB allowed" in message
     with pytest.raises(ValueError, match="path must be"):
         mg.magnitude_memory(10, 2, path="gpu")
+    # The rule both use, public so that callers (compare) plan with the engine's own choice.
+    assert mg.space_path(10_000) == "dense" and mg.space_path(10_001) == "large"
+    assert mg.space_path(50, "large") == "large" and mg.space_path(50_000, "dense") == "dense"
 
 
 def test_magnitude_space_picks_the_path():

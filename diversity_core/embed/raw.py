@@ -37,13 +37,14 @@ FID graph; values to [-1, 1)). A file that is not an image is refused, naming it
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from ..assets.verify import file_digest
 
 __all__ = ["INCEPTION_PINS", "IMAGE_SUFFIXES", "IMAGE_MODEL", "default_models_dir",
            "embed_images", "embed_texts", "image_files", "read_image", "text_model_names"]
@@ -201,14 +202,6 @@ def read_image(path) -> np.ndarray:
     return array
 
 
-def _file_digest(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def inception_model(models=None, cache=None) -> Path:
     """The FID Inception V3 TorchScript in ``<models>/inception/``, fetched and verified as the
     pipeline does (:func:`~diversity_core.embed.inception.fetch_inception`)."""
@@ -268,7 +261,7 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
     for p in paths:
         if not p.is_file():
             raise ValueError(f"{p}: no such image file.")
-    digests = [_file_digest(p) for p in paths]
+    digests = [file_digest(p) for p in paths]
     files = dict(zip(digests, paths, strict=True))
     for p in files.values():  # every file is an image, before any model is loaded
         read_image(p)

@@ -90,6 +90,7 @@ from .api import (
     magnitude_weights,
     reference_based_t_cut,
     reference_free_t_cut,
+    space_path,
 )
 
 __all__ = [
@@ -110,6 +111,7 @@ __all__ = [
     "MagnitudeBatchError",
     "magnitude_memory",
     "magnitude_space",
+    "space_path",
     "available_memory",
     "LargeMagnitudeSpace",
     "ScaleGrid",

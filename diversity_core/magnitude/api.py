@@ -350,7 +350,7 @@ def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> i
     n, d = int(n_points), int(n_features)
     if n < 1 or d < 1:
         raise ValueError(f"need at least one point and one feature; got {n} x {d}.")
-    path = _path(n, path)
+    path = space_path(n, path)
     if path == "large":
         return large_memory(n, d)
     per_pair = 8 + 8 + 1 + (4 if n >= _FLOAT32_CG_FROM else 0)  # D, Z, duplicate mask, Z32
@@ -383,7 +383,7 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     if X.ndim != 2:
         check_embeddings(X)  # raises, naming the problem
     n, d = X.shape
-    path = _path(n, path)
+    path = space_path(n, path)
     need = magnitude_memory(n, d, path=path)
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if need > limit:
@@ -398,11 +398,13 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     return MagnitudeSpace(pairwise_distances(X, metric), **options)
 
 
-def _path(n: int, path: str) -> str:
+def space_path(n_points: int, path: str = "auto") -> str:
+    """The path :func:`magnitude_space` takes for ``n_points`` points: ``"dense"`` or
+    ``"large"`` (``auto``: dense up to 10,000 points, else large; any other value is kept)."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}; got {path!r}.")
     if path == "auto":
-        return "dense" if n <= _DENSE_MAX_POINTS else "large"
+        return "dense" if int(n_points) <= _DENSE_MAX_POINTS else "large"
     return path
 
 

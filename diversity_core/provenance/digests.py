@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
+from ..assets.verify import file_digest
+
 MANIFEST = ".pins.json"
 RECORD_SUFFIX = ".provenance.json"
 # Snakemake marks a finished directory output with this file, after the job wrote its record.
@@ -42,12 +44,8 @@ _BLOCK = 1 << 20
 
 def file_sha256(path) -> str:
     """SHA-256 (hex) of the file at ``path``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        # hashlib releases the GIL on large blocks: threads hash files side by side.
-        for block in iter(lambda: stream.read(_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    # hashlib releases the GIL on large blocks: threads hash files side by side.
+    return file_digest(path, "sha256", chunk_size=_BLOCK)
 
 
 def listed_files(folder) -> list[str]:
