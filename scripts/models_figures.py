@@ -16,6 +16,12 @@ SHORT = {"all-mpnet-base-v2": "mpnet-base", "all-MiniLM-L6-v2": "MiniLM-L6",
          "multi-qa-distilbert-cos-v1": "multi-qa DistilBERT"}
 
 
+# Panel titles of the preprocessings (model_distinguishing.preprocess).
+PREPROCESSING_LABELS = {"raw": "raw", "pca": "PCA + normalisation",
+                        "pca_uncentred": "uncentred projection + normalisation",
+                        "presto": "Presto: diameter + PCA"}
+
+
 def _label(model: str) -> str:
     info = TEXT_MODELS.get(model)
     return info.label if info else model
@@ -30,7 +36,7 @@ def main(scores: Inputs, confusion: Input, functions: Output, functions_pdf: Out
     for ax, path in zip(axes[0], scores, strict=True):
         with np.load(path) as stored:
             ts, F, labels = stored["ts"], stored["functions"], stored["labels"]
-            models, variant = stored["models"].tolist(), str(stored["variant"])
+            models, preprocessing = stored["models"].tolist(), str(stored["preprocessing"])
             metric = str(stored["metric"])
         for i, model in enumerate(models):
             mean, sd = F[labels == i].mean(axis=0), F[labels == i].std(axis=0)
@@ -38,22 +44,23 @@ def main(scores: Inputs, confusion: Input, functions: Output, functions_pdf: Out
             ax.fill_between(ts, mean - sd, mean + sd, color=line.get_color(), alpha=0.25, lw=0)
         ax.set_xlabel(f"scale t (1 / {metric} distance)")
         ax.set_ylabel("magnitude (effective number of documents)")
-        ax.set_title(f"{collection}, {'raw' if variant == 'raw' else 'PCA + normalisation'}: "
-                     f"{len(F) // len(models)} subsamples per model", fontsize=10)
+        ax.set_title(f"{collection}, {PREPROCESSING_LABELS.get(preprocessing, preprocessing)}, "
+                     f"{metric}: {len(F) // len(models)} subsamples per model", fontsize=10)
     axes[0][0].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     save_figure(fig, functions, pdf=functions_pdf)
 
     counts = pd.read_csv(confusion)
-    panels = counts[["dataset", "preprocessing"]].drop_duplicates().values.tolist()
+    panels = counts[["dataset", "preprocessing", "distance"]].drop_duplicates().values.tolist()
     n_cols = len(variants)
     n_rows = int(np.ceil(len(panels) / n_cols))
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(5.0 * n_cols, 4.6 * n_rows),
                              squeeze=False)
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
-    for ax, (dataset, variant) in zip(axes.ravel(), panels, strict=False):
-        part = counts[(counts.dataset == dataset) & (counts.preprocessing == variant)]
+    for ax, (dataset, preprocessing, distance) in zip(axes.ravel(), panels, strict=False):
+        part = counts[(counts.dataset == dataset) & (counts.preprocessing == preprocessing)
+                      & (counts.distance == distance)]
         order = list(dict.fromkeys(part.true_model))
         M = part.pivot(index="true_model", columns="predicted_model", values="count")
         M = M.loc[order, order].to_numpy(dtype=float)
@@ -68,7 +75,7 @@ def main(scores: Inputs, confusion: Input, functions: Output, functions_pdf: Out
         ax.set_yticks(range(len(order)), short, fontsize=7)
         ax.set_xlabel("predicted model")
         ax.set_ylabel("true model")
-        ax.set_title(f"{dataset}, {variant}: MagDiff {k}-NN", fontsize=9)
+        ax.set_title(f"{dataset}, {preprocessing}, {distance}: MagDiff {k}-NN", fontsize=9)
     fig.tight_layout()
     save_figure(fig, confusion_figure, pdf=confusion_figure_pdf)
 

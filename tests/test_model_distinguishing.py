@@ -80,8 +80,69 @@ def test_preprocess():
     np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0)
     assert md.preprocess(X, "pca", pca_dim=384).shape == (40, 40)  # rank-limited, never padded
     assert md.preprocess(X[:, :5], "pca", pca_dim=384).shape == (40, 5)
-    with pytest.raises(ValueError, match="variant"):
+    with pytest.raises(ValueError, match="preprocessing must be one of"):
         md.preprocess(X, "umap")
+
+
+def _mean_cosine(Z):
+    G = Z @ Z.T
+    return (G.sum() - np.trace(G)) / (len(Z) * (len(Z) - 1))
+
+
+def test_centring_is_what_erases_the_cone_of_a_model():
+    """The issue behind the uncentred variant: a centred PCA puts every model's mean cosine
+    similarity at about 0; projecting without centring keeps it (here about 0.9)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 30)) * 0.3 + 1.0     # a narrow cone around (1, ..., 1)
+    centred = md.preprocess(X, "pca", pca_dim=10)
+    uncentred = md.preprocess(X, "pca_uncentred", pca_dim=10)
+    assert abs(_mean_cosine(centred)) < 0.01
+    assert _mean_cosine(uncentred) > 0.85
+    np.testing.assert_allclose(np.linalg.norm(uncentred, axis=1), 1.0)
+    # With every component kept, the uncentred projection is a rotation: cosines unchanged.
+    full = md.preprocess(X, "pca_uncentred", pca_dim=30)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    np.testing.assert_allclose(full @ full.T, unit @ unit.T, atol=1e-12)
+
+
+def test_approximate_diameter_as_presto():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 5))
+    exact = pairwise_distances(X, "euclidean").max()
+    approx = md.approximate_diameter(X, rng=np.random.default_rng(0))
+    assert approx <= exact + 1e-12
+    assert approx >= 0.9 * exact          # the farthest-point walk: a good lower bound
+    # Points on a line: the walk finds the two ends from any start.
+    line = np.linspace(0, 7, 50)[:, None] * np.ones((1, 3))
+    for seed in range(5):
+        assert md.approximate_diameter(line, rng=np.random.default_rng(seed)) == \
+            pytest.approx(7 * np.sqrt(3))
+    with pytest.raises(ValueError, match="no diameter"):
+        md.approximate_diameter(np.ones((4, 2)), rng=np.random.default_rng(0))
+
+
+def test_presto_preprocessing_divides_by_the_diameter_then_projects():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(120, 20)) * 5.0
+    Z = md.preprocess(X, "presto", pca_dim=8, rng=np.random.default_rng(1))
+    assert Z.shape == (120, 8)
+    diameter = md.approximate_diameter(X, rng=np.random.default_rng(1))
+    np.testing.assert_allclose(Z, md.preprocess(X / diameter, "pca", pca_dim=8) *
+                               np.linalg.norm(Z, axis=1, keepdims=True), atol=1e-12)
+    assert pairwise_distances(Z, "euclidean").max() <= 1.0 + 1e-12   # a projection shrinks
+    with pytest.raises(ValueError, match="needs rng"):
+        md.preprocess(X, "presto", pca_dim=8)
+
+
+def test_presto_with_cosine_is_refused_with_the_reason():
+    section = {"figure_collection": "a", "collections": ["a"], "subsample_size": 2,
+               "n_documents": 10, "cv_folds": 2, "n_subsamples": 4, "models": ["m", "n"],
+               "k": 1, "ks": [1],
+               "variants": [{"preprocessing": "presto", "distance": "cosine"}]}
+    problems = md.config_problems(section)
+    assert len(problems) == 1 and "presto with the cosine distance" in problems[0]
+    section["variants"][0]["distance"] = "euclidean"
+    assert md.config_problems(section) == []
 
 
 def test_subsamples_depend_on_their_own_names_only():
@@ -144,9 +205,12 @@ def test_pipeline_tiny_twice(tmp_path, text_assets):
         outputs.append(tmp_path / run_name / "results" / "models")
     first, second = outputs
     table = pd.read_csv(first / "table2.csv")
-    assert list(table.columns) == ["dataset", "preprocessing", "measure", "accuracy_mean",
-                                   "accuracy_std"]
-    assert len(table) == 2 * 2 * len(md.MEASURES)
+    assert list(table.columns) == ["dataset", "preprocessing", "distance", "measure",
+                                   "accuracy_mean", "accuracy_std"]
+    variants = [{"preprocessing": p, "distance": d} for p, d in zip(
+        table.preprocessing, table.distance, strict=True)]
+    assert len({tuple(v.values()) for v in variants}) == 5     # config.yaml's five blocks
+    assert len(table) == 2 * 5 * len(md.MEASURES)
     assert set(table.measure) == set(md.MEASURE_LABELS.values())
     assert table.accuracy_mean.between(0, 1).all()
     s5 = pd.read_csv(first / "table_s5.csv")
@@ -176,7 +240,8 @@ def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
     planned = done.stdout
     for corpus in ("cnn_dailymail", "big_patent", "arxiv", "xsum"):
         assert f"text/corpora/{corpus}" in planned
-        assert f"interim/scores/{corpus}_pca.npz" in planned
+        assert f"interim/scores/{corpus}_pca_cosine.npz" in planned
+        assert f"interim/scores/{corpus}_presto_euclidean.npz" in planned
     for model in ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "all-distilroberta-v1",
                   "multi-qa-distilbert-cos-v1"):
         assert f"text/models/{model}" in planned

@@ -38,12 +38,15 @@ from ..settings import MagnitudeSettings
 __all__ = [
     "MEASURES",
     "MEASURE_LABELS",
+    "PREPROCESSINGS",
     "SCALAR_MEASURES",
     "knn_cross_validation",
     "magdiff_matrix",
     "magdiff_pairwise",
     "measure_distances",
+    "approximate_diameter",
     "preprocess",
+    "preprocessing_rng",
     "scalar_distance",
     "scalar_scores",
     "select_documents",
@@ -57,6 +60,9 @@ log = logging.getLogger(__name__)
 
 # Sets whose distance matrices are held at once (and batched): 64 of 300 points take 46 MB.
 _BATCH_SETS = 64
+
+# How an embedding space enters the comparison (models.variants[].preprocessing; preprocess).
+PREPROCESSINGS = ("raw", "pca", "pca_uncentred", "presto")
 
 # Single-number measures, in table order; MagDiff is the one distance between functions.
 SCALAR_MEASURES = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
@@ -101,32 +107,106 @@ def select_documents(documents: Sequence[str], n_documents: int, *, min_words: i
     return [candidates[j][1] for j in chosen], np.array([candidates[j][0] for j in chosen])
 
 
-def preprocess(X, variant: str, *, pca_dim: int | None = None) -> np.ndarray:
-    """An embedding space as it enters the comparison.
+def preprocess(X, preprocessing: str, *, pca_dim: int | None = None,
+               rng: np.random.Generator | None = None) -> np.ndarray:
+    """An embedding space as it enters the comparison (one of :data:`PREPROCESSINGS`).
 
-    ``raw``: unchanged. ``pca``: centred, projected on its first ``min(pca_dim, d)`` principal
-    components (fitted on all documents of the collection) and L2-normalised row by row (the
-    paper's "PCA and normalisation to 384 dimensions"). A model with fewer than ``pca_dim``
-    dimensions keeps all of its own (rotated): dimensions cannot be invented, and zero-padding
-    to ``pca_dim`` would change no distance but make GMStds zero and IsoScore meaningless.
+    * ``raw``: unchanged.
+    * ``pca``: centred, projected on its first ``min(pca_dim, d)`` principal components (fitted
+      on all documents of the collection) and L2-normalised row by row (our reading of the
+      paper's "PCA and normalisation to 384 dimensions"). Centring puts the mean of every model's
+      embeddings at the origin, so every model's mean cosine similarity becomes about 0.
+    * ``pca_uncentred``: projected on the first ``min(pca_dim, d)`` right singular vectors of
+      the *uncentred* matrix, then L2-normalised row by row: the same reduction without moving
+      the origin, so the cone in which a model's embeddings lie (its mean cosine similarity)
+      survives.
+    * ``presto``: Wayland et al.'s Presto, where the paper's protocol comes from: divided by the
+      space's approximate diameter (:func:`approximate_diameter`), then projected by a centred
+      PCA to ``min(pca_dim, d)`` dimensions, rows not normalised. Meant for the Euclidean
+      distance (a cosine distance would undo the division).
+
+    A model with fewer than ``pca_dim`` dimensions keeps all of its own (rotated): dimensions
+    cannot be invented, and zero-padding to ``pca_dim`` would change no distance but make GMStds
+    zero and IsoScore meaningless.
+
+    Parameters
+    ----------
+    X : (n, d) embeddings of all documents of a collection
+    rng : the start of ``presto``'s diameter search (needed for ``presto`` only)
 
     Returns
     -------
     X : (n, d') float64
     """
     X = np.asarray(X, dtype=np.float64)
-    if variant == "raw":
+    if preprocessing not in PREPROCESSINGS:
+        raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSINGS)}; "
+                         f"got {preprocessing!r}.")
+    if preprocessing == "raw":
         return X
-    if variant != "pca":
-        raise ValueError(f"variant must be 'raw' or 'pca'; got {variant!r}.")
-    from sklearn.decomposition import PCA
-
     n_components = min(int(pca_dim), X.shape[1], X.shape[0])
-    Z = PCA(n_components=n_components, svd_solver="full").fit_transform(X)
+    if preprocessing == "presto":
+        if rng is None:
+            raise ValueError("the presto preprocessing needs rng (the diameter search's start).")
+        return _centred_pca(X / approximate_diameter(X, rng=rng), n_components)
+    if preprocessing == "pca":
+        Z = _centred_pca(X, n_components)
+    else:
+        # NumPy's SVD, not scikit-learn's TruncatedSVD: that one cannot keep all d components
+        # (ARPACK needs k < d) and draws a random start vector; this is exact and seedless.
+        _, _, Vt = np.linalg.svd(X, full_matrices=False)
+        Z = X @ Vt[:n_components].T
     norms = np.linalg.norm(Z, axis=1, keepdims=True)
     if np.any(norms == 0):
-        raise ValueError("a document sits exactly at the centre of the PCA: it has no direction.")
+        raise ValueError(f"a document is projected onto the origin by {preprocessing}: it has "
+                         "no direction.")
     return Z / norms
+
+
+def _centred_pca(X, n_components: int) -> np.ndarray:
+    from sklearn.decomposition import PCA
+
+    return PCA(n_components=n_components, svd_solver="full").fit_transform(X)
+
+
+def approximate_diameter(X, *, rng: np.random.Generator, n_iterations: int = 1000) -> float:
+    """The approximate Euclidean diameter of a point cloud, as Presto's ``_normalize_space``.
+
+    From a random point, walk ``n_iterations`` times to the point farthest from the last one;
+    the diameter is the largest distance between the points visited (a lower bound of the true
+    diameter, usually equal to it).
+
+    Parameters
+    ----------
+    X : (n, d) points
+    rng : draws the starting point
+
+    Returns
+    -------
+    diameter : float, > 0
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if len(X) < 2:
+        raise ValueError("a diameter needs at least two points.")
+    visited = [int(rng.integers(len(X)))]
+    for _ in range(n_iterations - 1):
+        farthest = int(np.argmax(np.linalg.norm(X - X[visited[-1]], axis=1)))
+        if farthest in visited:
+            # The walk is deterministic in its last point: once a point comes back, it cycles
+            # through points already visited, so the remaining iterations add nothing.
+            break
+        visited.append(farthest)
+    diameter = float(pairwise_distances(X[visited], "euclidean").max())
+    if diameter == 0:
+        raise ValueError("every point is the same: the space has no diameter.")
+    return diameter
+
+
+def preprocessing_rng(seed: int, collection: str, model: str) -> np.random.Generator:
+    """The random generator of one (collection, model) pair's preprocessing (Presto's diameter
+    search), apart from :func:`subsample_rng` so that every block draws the same subsamples."""
+    return np.random.default_rng(
+        [int(seed), zlib.crc32(collection.encode()), zlib.crc32(model.encode()), 1])
 
 
 def subsample_rng(seed: int, collection: str, model: str) -> np.random.Generator:
@@ -327,6 +407,11 @@ def config_problems(section: Mapping) -> list[str]:
     before any job runs (workflow/rules/common.smk: check_config)."""
     mod = section
     problems = []
+    for variant in mod["variants"]:
+        if variant["preprocessing"] == "presto" and variant["distance"] == "cosine":
+            problems.append("models.variants: presto with the cosine distance is pca with the "
+                            "cosine distance again for magnitude (a cosine distance ignores the "
+                            "division by the diameter and the rows' lengths): use euclidean.")
     if mod["figure_collection"] not in mod["collections"]:
         problems.append(f"models.figure_collection ({mod['figure_collection']}) is not among "
                         f"models.collections {mod['collections']}.")

@@ -3,14 +3,16 @@
 #
 # fetch corpora + models (text_assets.smk) -> draw documents per collection -> embed (one job per
 # collection and model, cached per text) -> magnitude functions and scalar scores of the
-# subsamples (one job per collection and preprocessing) -> k-NN cross-validation -> tables,
-# figures.
+# subsamples (one job per collection and variant: a preprocessing and the distance of magnitude)
+# -> k-NN cross-validation -> tables, figures.
 
 MOD = "models"
 MOD_CFG = config[MOD]
 MOD_COLLECTIONS = MOD_CFG["collections"]
 MOD_MODELS = MOD_CFG["models"]
-MOD_VARIANTS = MOD_CFG["variants"]
+# One block of Table 2 per variant (a preprocessing and the distance of magnitude), named as
+# its interim files: raw_cosine, pca_cosine, presto_euclidean ...
+MOD_VARIANTS = {f"{v['preprocessing']}_{v['distance']}": v for v in MOD_CFG["variants"]}
 # What the final results depend on: recorded in their provenance files.
 MOD_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "text_assets", MOD)}
 
@@ -88,17 +90,17 @@ rule models_scores:
         scores=interim(MOD, "scores", "{collection}_{variant}.npz"),
     params:
         collection=lambda wildcards: wildcards.collection,
-        variant=lambda wildcards: wildcards.variant,
+        preprocessing=lambda wildcards: MOD_VARIANTS[wildcards.variant]["preprocessing"],
+        distance=lambda wildcards: MOD_VARIANTS[wildcards.variant]["distance"],
         models=MOD_MODELS,
         subsample_size=MOD_CFG["subsample_size"],
         n_subsamples=MOD_CFG["n_subsamples"],
         pca_dim=MOD_CFG["pca_dim"],
-        metric=MOD_CFG["metric"],
         dcscore_tau=MOD_CFG["dcscore_tau"],
         magnitude=config["magnitude"],
         seed=seed_for(MOD),
     wildcard_constraints:
-        variant="raw|pca",
+        variant="|".join(MOD_VARIANTS),
     conda:
         "../../envs/text.yaml"
     log:
@@ -112,10 +114,40 @@ rule models_scores:
 
 rule models_classify:
     input:
-        scores=expand(
-            interim(MOD, "scores", "{collection}_{variant}.npz"),
+        scores=interim(MOD, "scores", "{collection}_{variant}.npz"),
+    output:
+        accuracy=interim(MOD, "accuracy", "{collection}_{variant}.csv"),
+        confusion=interim(MOD, "confusion", "{collection}_{variant}.csv"),
+    params:
+        k=MOD_CFG["k"],
+        ks=MOD_CFG["ks"],
+        cv_folds=MOD_CFG["cv_folds"],
+        cv_repeats=MOD_CFG["cv_repeats"],
+        seed=seed_for(MOD),
+    wildcard_constraints:
+        variant="|".join(MOD_VARIANTS),
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(MOD, "classify_{collection}_{variant}"),
+    benchmark:
+        bench(MOD, "classify_{collection}_{variant}")
+    threads: 1
+    script:
+        "../../scripts/models_classify.py"
+
+
+rule models_tables:
+    input:
+        accuracy=expand(
+            interim(MOD, "accuracy", "{collection}_{variant}.csv"),
             collection=MOD_COLLECTIONS,
-            variant=MOD_VARIANTS,
+            variant=list(MOD_VARIANTS),
+        ),
+        confusion=expand(
+            interim(MOD, "confusion", "{collection}_{variant}.csv"),
+            collection=MOD_COLLECTIONS,
+            variant=list(MOD_VARIANTS),
         ),
     output:
         table2=report(
@@ -128,27 +160,21 @@ rule models_classify:
             caption="../report/models_table_s5.rst",
             category="Model distinguishing",
         ),
-        confusion=report(
+        confusion_table=report(
             results(MOD, "confusion_magdiff.csv"),
             caption="../report/models_confusion.rst",
             category="Model distinguishing",
         ),
     params:
         k=MOD_CFG["k"],
-        ks=MOD_CFG["ks"],
-        cv_folds=MOD_CFG["cv_folds"],
-        cv_repeats=MOD_CFG["cv_repeats"],
-        seed=seed_for(MOD),
         config=MOD_PROVENANCE,
     conda:
         "../../envs/text.yaml"
     log:
-        logs(MOD, "classify"),
-    benchmark:
-        bench(MOD, "classify")
+        logs(MOD, "tables"),
     threads: 1
     script:
-        "../../scripts/models_classify.py"
+        "../../scripts/models_tables.py"
 
 
 rule models_figures:
@@ -156,7 +182,7 @@ rule models_figures:
         scores=expand(
             interim(MOD, "scores", "{collection}_{variant}.npz"),
             collection=MOD_CFG["figure_collection"],
-            variant=MOD_VARIANTS,
+            variant=list(MOD_VARIANTS),
         ),
         confusion=results(MOD, "confusion_magdiff.csv"),
     output:
@@ -182,7 +208,7 @@ rule models_figures:
         ),
     params:
         collection=MOD_CFG["figure_collection"],
-        variants=MOD_VARIANTS,
+        variants=list(MOD_VARIANTS),
         k=MOD_CFG["k"],
         config=MOD_PROVENANCE,
     conda:

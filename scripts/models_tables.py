@@ -1,0 +1,31 @@
+"""Table 2, Table S.5 and the MagDiff confusion counts of every (collection, variant) block,
+gathered from the per-block classifications (scripts/models_classify.py) in the configuration's
+order: collections, then variants."""
+
+import pandas as pd
+from _helpers import Inputs, Output, run
+
+
+def _read(path) -> pd.DataFrame:
+    # round_trip: the accuracies were written at full precision, and rounding must see them
+    # exactly as computed (pandas' default parser can be one unit off in the last place).
+    return pd.read_csv(path, float_precision="round_trip")
+
+
+def main(accuracy: Inputs, confusion: Inputs, table2: Output, table_s5: Output,
+         confusion_table: Output, k: int):
+    """Write ``table2`` (K neighbours), ``table_s5`` (every k) and ``confusion_table``, the
+    accuracies rounded to 4 decimals."""
+    table = pd.concat([_read(path) for path in accuracy], ignore_index=True)
+    table = table.round({"accuracy_mean": 4, "accuracy_std": 4})
+    if k not in set(table.k):
+        raise ValueError(f"k = {k} is not among the classified k: {sorted(set(table.k))}.")
+    table[table.k == k].drop(columns="k").to_csv(table2, index=False)
+    table.to_csv(table_s5, index=False)
+    pd.concat([_read(path) for path in confusion], ignore_index=True).to_csv(
+        confusion_table, index=False)
+    return {"accuracy": "mean and population sd over the cv_folds x cv_repeats folds"}
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
