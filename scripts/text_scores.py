@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from _helpers import Input, Output, log, run
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
 from diversity_core.settings import MagnitudeSettings
 
@@ -19,7 +19,7 @@ def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: 
          measures: list, dc_tau: float, magnitude: dict):
     """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv)."""
     settings = MagnitudeSettings.from_config(magnitude)
-    records = generation.read_sets(data)
+    records = text_tasks.read_sets(data)
     # The distinct responses in the order text_embed.py stored them. They are matched by
     # position, not looked up by the stored strings: NumPy's fixed-width strings drop trailing
     # NUL characters, which SmolLM2 does generate now and then.

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from workflow_runner import run_tiny
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 from diversity_core.experiments.text_temperature import MEASURES
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def two_runs(tmp_path_factory):
 def test_data_tables_and_figures(two_runs):
     out = two_runs[0] / "results" / "text"
     for task in TASKS:
-        sets = generation.read_sets(out / "data" / f"{task}.jsonl")
+        sets = text_tasks.read_sets(out / "data" / f"{task}.jsonl")
         assert len(sets) == 3 * 3
         assert {s["temperature"] for s in sets} == {0.3, 0.9, 1.5}
         assert all(len(s["responses"]) == 4 and s["task"] == task for s in sets)
@@ -76,7 +76,7 @@ def test_reruns_are_identical(two_runs):
 def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
     out = two_runs[1]
     text = out / "results" / "text"
-    before = {task: generation.read_sets(text / "data" / f"{task}.jsonl") for task in TASKS}
+    before = {task: text_tasks.read_sets(text / "data" / f"{task}.jsonl") for task in TASKS}
     tiny = yaml.safe_load((REPO / ".test" / "config_text_temperature.yaml").read_text())
     tiny["text"]["generation"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
     overlay = tmp_path / "enlarged.yaml"
@@ -87,7 +87,7 @@ def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
                              f"chunk{k}.stats.json").read_text()) for k in range(2)]
         # Only the new temperature was sampled: one set per prompt.
         assert sum(s["sets_generated"] for s in stats) == 3
-        after = generation.read_sets(text / "data" / f"{task}.jsonl")
+        after = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
         assert len(after) == 12
         kept = [s for s in after if s["temperature"] != 1.2]
         assert kept == before[task]
@@ -118,7 +118,7 @@ def compare_on_the_experiments_embeddings(text_dir: Path, model: str, task: str,
 
     import diversity_core as dc
 
-    records = generation.read_sets(text_dir / "data" / f"{task}.jsonl")
+    records = text_tasks.read_sets(text_dir / "data" / f"{task}.jsonl")
     # The distinct responses in the order the experiment stored them, matched by position as
     # scripts/text_scores.py does (NumPy's fixed-width strings drop trailing NULs).
     texts = list(dict.fromkeys(t for r in records for t in r["responses"]))

@@ -123,7 +123,7 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     scoring script matches embeddings by position and still scores every set."""
     import sys
 
-    from diversity_core.data import generation
+    from diversity_core.data import text_tasks
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
     sys.modules.pop("text_scores", None)
@@ -134,7 +134,7 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
                 "responses": [f"answer {i} {t} {j}" + ("\x00" if j == 0 else "")
                               for j in range(4)]}
                for i in range(3) for t in (0.5, 1.0)]
-    data = generation.write_sets(tmp_path / "resp.jsonl", records)
+    data = text_tasks.write_sets(tmp_path / "resp.jsonl", records)
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
     assert np.asarray(texts)[0] != texts[0]  # the NUL is gone from the NumPy copy
     embeddings = tmp_path / "resp.npz"
@@ -146,7 +146,7 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     table = pd.read_csv(scores)
     assert len(table) == len(records) and table["vendi"].gt(1).all()
 
-    other = generation.write_sets(tmp_path / "other.jsonl", records[:-1])
+    other = text_tasks.write_sets(tmp_path / "other.jsonl", records[:-1])
     with pytest.raises(ValueError, match="does not hold the responses"):
         text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m",
                          **settings)
