@@ -17,7 +17,7 @@ Either way a task's sets end up in one file, a JSON line per set (:func:`write_s
 :func:`read_sets`); Tevet & Berant's release is read into the same records
 (:func:`fetch_tevet_berant`, :func:`tevet_berant_members`, :func:`load_tevet_berant`).
 
->>> prompts = reply_prompts(load_corpus("fortunes", folder), 24, seed=1)
+>>> prompts = reply_prompts(load_corpus("fortunes", folder), n_prompts=24, seed=1)
 >>> write_sets("results/text/data/resp.jsonl", records)
 >>> records = read_sets("results/text/data/resp.jsonl")
 """
@@ -66,37 +66,38 @@ def _words(text: str) -> int:
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"']?\s+(?=[\"'A-Z])")
 
 
-def story_prompts(documents: Sequence[str], n: int, seed: int, *, min_words: int = 8,
+def story_prompts(documents: Sequence[str], n_prompts: int, seed: int, *, min_words: int = 8,
                   max_words: int = 40) -> list[dict]:
-    """``n`` story openings: the first sentence of documents drawn by seed (distinct documents).
+    """``n_prompts`` story openings: the first sentence of documents drawn by seed (distinct
+    documents).
 
     Returns a list of ``{"prompt_id", "text"}`` (``prompt_id`` = ``story:<document index>``).
     Documents whose first sentence has fewer than ``min_words`` or more than ``max_words`` words
-    are skipped. Raises ``ValueError`` if fewer than ``n`` documents qualify.
+    are skipped. Raises ``ValueError`` if fewer than ``n_prompts`` documents qualify.
     """
     candidates = []
     for index, document in enumerate(documents):
         opening = _SENTENCE_END.split(document.strip(), maxsplit=1)[0].strip()
         if min_words <= _words(opening) <= max_words:
             candidates.append({"prompt_id": f"story:{index}", "text": opening})
-    return _draw(candidates, n, seed, "story")
+    return _draw(candidates, n_prompts, seed, "story")
 
 
-def reply_prompts(documents: Sequence[str], n: int, seed: int, *, min_words: int = 5,
+def reply_prompts(documents: Sequence[str], n_prompts: int, seed: int, *, min_words: int = 5,
                   max_words: int = 40) -> list[dict]:
-    """``n`` dialogue turns to reply to: documents (e.g. quotes) of ``min_words``..``max_words``
-    words, drawn by seed; ``prompt_id`` = ``resp:<document index>``."""
+    """``n_prompts`` dialogue turns to reply to: documents (e.g. quotes) of
+    ``min_words``..``max_words`` words, drawn by seed; ``prompt_id`` = ``resp:<document index>``."""
     candidates = [{"prompt_id": f"resp:{index}", "text": text.strip()}
                   for index, text in enumerate(documents)
                   if min_words <= _words(text) <= max_words]
-    return _draw(candidates, n, seed, "resp")
+    return _draw(candidates, n_prompts, seed, "resp")
 
 
-def word_prompts(entries: Sequence[tuple[str, str, str]], n: int, seed: int, *,
+def word_prompts(entries: Sequence[tuple[str, str, str]], n_prompts: int, seed: int, *,
                  pos: Sequence[str] = ("n", "v", "a"), min_length: int = 3,
                  max_length: int = 10, common_in: Sequence[str] | None = None,
                  min_count: int = 3) -> list[dict]:
-    """``n`` triples of distinct words from WordNet ``(lemma, pos, gloss)`` entries.
+    """``n_prompts`` triples of distinct words from WordNet ``(lemma, pos, gloss)`` entries.
 
     Words are single, lower-case, alphabetic lemmas of the parts of speech ``pos`` with
     ``min_length``..``max_length`` letters; with ``common_in`` (documents), only lemmas that occur
@@ -118,14 +119,14 @@ def word_prompts(entries: Sequence[tuple[str, str, str]], n: int, seed: int, *,
                         and lemma.isalpha() and lemma.islower()
                         and min_length <= len(lemma) <= max_length
                         and (counts is None or counts[lemma] >= min_count)})
-        if len(words) < n:
+        if len(words) < n_prompts:
             raise ValueError(f"only {len(words)} WordNet lemmas of part of speech {p!r} qualify "
-                             f"for {n} prompts.")
+                             f"for {n_prompts} prompts.")
         pools[p] = words
     rng = _rng(seed, "prompt")
     used: set[str] = set()
     triples = []
-    while len(triples) < n:
+    while len(triples) < n_prompts:
         triple = []
         for i in range(3):
             pool = pools[pos[(len(triples) + i) % len(pos)]]
@@ -138,11 +139,11 @@ def word_prompts(entries: Sequence[tuple[str, str, str]], n: int, seed: int, *,
     return triples
 
 
-def _draw(candidates: list[dict], n: int, seed: int, task: str) -> list[dict]:
-    if len(candidates) < n:
+def _draw(candidates: list[dict], n_prompts: int, seed: int, task: str) -> list[dict]:
+    if len(candidates) < n_prompts:
         raise ValueError(f"task {task!r}: only {len(candidates)} documents qualify as prompts, "
-                         f"{n} asked for.")
-    order = _rng(seed, task).permutation(len(candidates))[:n]
+                         f"{n_prompts} asked for.")
+    order = _rng(seed, task).permutation(len(candidates))[:n_prompts]
     return [candidates[i] for i in order]
 
 

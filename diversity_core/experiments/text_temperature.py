@@ -300,14 +300,13 @@ def config_problems(section: Mapping) -> list[str]:
                         f"text.measures {text['measures']}.")
     if text["data"] == "generated":
         gen = text["generation"]
-        if gen["n_chunks"] > gen["prompts_per_task"]:
+        if gen["n_chunks"] > gen["n_prompts"]:
             problems.append(
                 f"text.generation.n_chunks ({gen['n_chunks']}) exceeds "
-                f"text.generation.prompts_per_task ({gen['prompts_per_task']}): a job would get "
-                "no prompt.")
-        n_sets = gen["prompts_per_task"] * len(gen["temperatures"])
+                f"text.generation.n_prompts ({gen['n_prompts']}): a job would get no prompt.")
+        n_sets = gen["n_prompts"] * len(gen["temperatures"])
         if 2 * text["cv_folds"] > n_sets:
             problems.append(
                 f"text.cv_folds ({text['cv_folds']}) needs at least {2 * text['cv_folds']} sets "
-                f"per task; text.generation.prompts_per_task x temperatures gives {n_sets}.")
+                f"per task; text.generation.n_prompts x temperatures gives {n_sets}.")
     return problems

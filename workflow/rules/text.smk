@@ -72,7 +72,7 @@ if TEXT_CFG["data"] == "generated":
             corpus_name=lambda wildcards: TEXT_GEN["corpora"][wildcards.task],
             common_words_corpus=TEXT_GEN["common_words"]["corpus"],
             min_count=TEXT_GEN["common_words"]["min_count"],
-            n_prompts=TEXT_GEN["prompts_per_task"],
+            n_prompts=TEXT_GEN["n_prompts"],
             seed=seed_for(TEXT),
         wildcard_constraints:
             task="|".join(TEXT_TASKS),
