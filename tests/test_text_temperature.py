@@ -150,3 +150,20 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     with pytest.raises(ValueError, match="does not hold the responses"):
         text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m",
                          **settings)
+
+
+def test_gm_stds_unit_is_gm_stds_of_the_normalised_rows():
+    from diversity_core import gm_stds
+
+    rng = np.random.default_rng(2)
+    directions = rng.normal(size=(4, 10, 16))
+    unit = directions / np.linalg.norm(directions, axis=2, keepdims=True)
+    scaled = unit * rng.uniform(2.3, 7.5, size=(4, 10, 1))  # norms as an ONNX model's
+    scores, _ = protocol.score_sets(list(scaled), measures=["gm_stds", "gm_stds_unit"])
+    expected = [gm_stds(X) for X in unit]
+    np.testing.assert_allclose(scores["gm_stds_unit"], expected, rtol=1e-12)
+    assert not np.allclose(scores["gm_stds"], expected, rtol=1e-3)
+    # On rows of unit norm the two agree.
+    again, _ = protocol.score_sets(list(unit), measures=["gm_stds", "gm_stds_unit"])
+    np.testing.assert_allclose(again["gm_stds_unit"], again["gm_stds"], rtol=1e-12)
+    assert protocol.MEASURE_LABELS["gm_stds_unit"] == "GMStds (unit)"

@@ -10,7 +10,7 @@ well the measure tracks the ground-truth diversity.
 * :func:`score_sets`: MagArea (cosine distance, ``t_cut`` = the median convergence scale of all
   sets of the task and model, §3.4; all sets' convergence scales and MagAreas computed as one
   batch, :func:`diversity_core.magnitude.convergence_scales` and ``mag_areas``), Vendi Score,
-  AvgSim, GMStds, IsoScore and DCScore of each set;
+  AvgSim, GMStds, GMStds of the L2-normalised vectors, IsoScore and DCScore of each set;
 * :func:`isotonic_cv_r2`: R² of isotonic regression, repeated K-fold cross-validation (the paper:
   5 folds repeated 20 times, the caption of Figure 3 says 10);
 * :func:`rank_measures`: each measure's rank per (task, model, repeat), its median rank and its
@@ -24,12 +24,17 @@ Conventions, on purpose:
 
 * The same cross-validation splits serve every measure of a (task, model) (one ``random_state``),
   so that measures are compared on identical folds.
+* GMStds comes twice: ``gm_stds`` on the embedding model's own vectors (the paper's; in the units
+  of the vectors, so a model whose norms vary, as an ONNX model's 2.3-7.5 do, scores the norms as
+  much as the spread) and ``gm_stds_unit`` on the row-wise L2-normalised vectors (the geometry
+  the cosine measures see). :func:`diversity_core.baselines.gm_stds` itself does not normalise.
 * ``IsotonicRegression(increasing="auto")`` picks the direction on each training fold, so AvgSim,
   a similarity that *falls* as diversity rises, needs no sign flip.
 * A set whose responses are all identical has no IsoScore (its covariance is zero: 0/0; the
   reference package returns NaN). It is scored 0, the least isotropic value: such a set has no
   diversity at all. Every other measure is defined for it (MagArea = ``t_cut``, Vendi Score 1,
-  AvgSim 1, GMStds 0, DCScore 1), and it never enters the median convergence scale (it has none).
+  AvgSim 1, GMStds and its unit-norm variant 0, DCScore 1), and it never enters the median
+  convergence scale (it has none).
 """
 
 from __future__ import annotations
@@ -59,9 +64,10 @@ __all__ = [
     "spearman_bootstrap",
 ]
 
-MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "iso_score", "dc_score")
+MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "gm_stds_unit", "iso_score", "dc_score")
 MEASURE_LABELS = {"mag_area": "MagArea", "vendi": "VS", "avg_sim": "AvgSim", "gm_stds": "GMStds",
-                  "iso_score": "IsoScore", "dc_score": "DCScore"}
+                  "gm_stds_unit": "GMStds (unit)", "iso_score": "IsoScore",
+                  "dc_score": "DCScore"}
 # The measures of the paper's Figure 3 and of its ranking.
 PAPER_MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds")
 
@@ -81,6 +87,14 @@ def _iso_score_or_zero(X: np.ndarray) -> float:
         # 10 points in hundreds of dimensions: always rank-limited, said once in the docs.
         warnings.filterwarnings("ignore", message="IsoScore on", category=UserWarning)
         return iso_score(X)
+
+
+def _gm_stds_unit(X: np.ndarray) -> float:
+    """GMStds of the rows of ``X`` scaled to unit Euclidean norm."""
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("gm_stds_unit: an embedding of norm 0 has no direction.")
+    return gm_stds(X / norms)
 
 
 def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | None = None, *,
@@ -124,6 +138,7 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
         "vendi": lambda X: vendi_score(X, "cosine"),
         "avg_sim": avg_sim,
         "gm_stds": gm_stds,
+        "gm_stds_unit": _gm_stds_unit,
         "iso_score": _iso_score_or_zero,
         "dc_score": lambda X: dc_score(X, tau=dc_tau, kernel="cosine"),
     }
