@@ -59,6 +59,20 @@ def test_data_tables_and_figures(two_runs):
     for figure in ("figure3.png", "figure4.png"):
         assert (out / figure).stat().st_size > 20_000
         assert (out / f"{figure}.provenance.json").exists()
+    # The ranking per highest temperature: 3 prompts at 0.3, 0.9, 1.5 and 3-fold CV leave one cap
+    # (0.9 keeps 6 sets at 2 temperatures), where the R² are those of r2_scores.csv.
+    capped = pd.read_csv(out / "max_temperature.csv")
+    assert list(capped.columns) == ["max_temperature", "task", "model", "measure", "r2_mean",
+                                    "r2_std", "rank", "n_sets", "n_temperatures"]
+    assert set(capped["max_temperature"]) == {1.5} and (capped["n_sets"] == 9).all()
+    assert len(capped) == len(TASKS) * len(MEASURES)
+    ranked = capped["measure"].isin(["mag_area", "vendi", "avg_sim", "gm_stds"])
+    assert capped.loc[ranked, "rank"].between(1, 4).all()
+    assert capped.loc[~ranked, "rank"].isna().all()
+    merged = capped.merge(r2, on=["task", "model", "measure"], suffixes=("", "_all"))
+    assert (merged["r2_mean"] - merged["r2_mean_all"]).abs().max() <= 1e-4
+    assert (out / "max_temperature.png").stat().st_size > 10_000
+    assert (out / "max_temperature.pdf.provenance.json").exists()
     scores = pd.read_csv(out / "interim" / "scores" / "paraphrase-MiniLM-L3-v2-onnx" / "resp.csv")
     assert set(MEASURES) <= set(scores.columns) and scores["t_cut"].nunique() == 1
     assert (out / "benchmarks" / "generate_story_chunk0.tsv").exists()
@@ -67,7 +81,7 @@ def test_data_tables_and_figures(two_runs):
 
 def test_reruns_are_identical(two_runs):
     first, second = (out / "results" / "text" for out in two_runs)
-    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv"]
+    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv", "max_temperature.csv"]
     names += [f"data/{task}.jsonl" for task in TASKS]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name

@@ -18,7 +18,10 @@ well the measure tracks the ground-truth diversity.
 * :func:`gains_over`: the mean R² gain of one measure over another per task (the paper: MagArea
   over AvgSim +0.12 on story, +0.07 on resp and prompt);
 * :func:`spearman_bootstrap`: Spearman's ρ of a measure with the temperature and its percentile
-  bootstrap interval (Figure 4: 95%, 1,000 resamples).
+  bootstrap interval (Figure 4: 95%, 1,000 resamples);
+* :func:`ranking_by_max_temperature`: every measure's R² and rank when only the sets generated at
+  ``τ ≤ τ_max`` are kept, for every cap ``τ_max`` (issue 22: is a measure's lead made by the
+  hottest temperatures alone?).
 
 Conventions, on purpose:
 
@@ -62,6 +65,8 @@ __all__ = [
     "rank_measures",
     "gains_over",
     "spearman_bootstrap",
+    "ranking_by_max_temperature",
+    "eligible_caps",
 ]
 
 MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "gm_stds_unit", "iso_score", "dc_score")
@@ -299,6 +304,104 @@ def spearman_bootstrap(score, temperature, *, n_resamples: int = 1000, confidenc
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(draws, [alpha, 1.0 - alpha])
     return rho, float(low), float(high)
+
+
+def eligible_caps(temperatures: Mapping[tuple[str, str], np.ndarray], *, n_splits: int,
+                  min_temperatures: int = 3, caps: Sequence[float] | None = None) -> list[float]:
+    """The highest temperatures ``τ_max`` that :func:`ranking_by_max_temperature` can study.
+
+    A cap is eligible when, in every (task, model), the sets with ``τ ≤ τ_max`` number at least
+    ``2 * n_splits`` (so that each held-out fold has 2 sets or more) and span at least
+    ``min_temperatures`` distinct temperatures (fewer leave an isotonic fit of two steps).
+
+    ``caps`` None: every distinct temperature of the data that is eligible, in increasing order
+    (eligibility grows with the cap, so these run from the smallest eligible one to the largest
+    temperature). Given caps are all checked: one that is not eligible is an error that names it.
+    """
+    temps = {key: np.asarray(t, dtype=np.float64) for key, t in temperatures.items()}
+    if not temps:
+        raise ValueError("no (task, model) to study.")
+
+    def shortfall(cap: float) -> str | None:
+        for (task, model), t in temps.items():
+            kept = t[t <= cap]
+            n_distinct = len(np.unique(kept))
+            if len(kept) < 2 * n_splits or n_distinct < min_temperatures:
+                return (f"{task} / {model} keeps {len(kept)} sets at {n_distinct} temperatures "
+                        f"(needs >= {2 * n_splits} sets for {n_splits}-fold CV and >= "
+                        f"{min_temperatures} temperatures)")
+        return None
+
+    if caps is not None:
+        for cap in caps:
+            problem = shortfall(float(cap))
+            if problem:
+                raise ValueError(f"maximum temperature {cap}: {problem}.")
+        return sorted(float(c) for c in caps)
+    every = np.unique(np.concatenate(list(temps.values())))
+    chosen = [float(cap) for cap in every if shortfall(float(cap)) is None]
+    if not chosen:
+        raise ValueError(f"no maximum temperature is eligible: at the largest, {every[-1]}, "
+                         f"{shortfall(float(every[-1]))}.")
+    return chosen
+
+
+def ranking_by_max_temperature(scores: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
+                               temperatures: Mapping[tuple[str, str], np.ndarray], *,
+                               measures: Sequence[str], ranking_measures: Sequence[str],
+                               caps: Sequence[float] | None = None, n_splits: int = 5,
+                               n_repeats: int = 20, seed: int = 0, min_temperatures: int = 3,
+                               log=None):
+    """Every measure's cross-validated R² and rank when only the sets with ``τ ≤ τ_max`` count,
+    for every cap ``τ_max``.
+
+    Per cap and (task, model), the kept sets' temperatures are predicted from each measure by
+    :func:`isotonic_cv_r2` with the conventions of :func:`r2_table` (the same ``seed`` and so
+    the same folds for every measure; mean and sample sd over all held-out folds): at the
+    largest temperature of the data it reproduces ``r2_table``. Caps: :func:`eligible_caps`.
+
+    Parameters
+    ----------
+    scores : (task, model) -> measure -> (n_sets,) scores
+    temperatures : (task, model) -> (n_sets,) temperatures
+    measures : the measures whose R² is computed (every one reported)
+    ranking_measures : the measures ranked, among themselves, by mean R² per (cap, task, model)
+        (1 = best, ties share the best rank); the other measures get no rank (NaN)
+
+    Returns
+    -------
+    DataFrame ``max_temperature, task, model, measure, r2_mean, r2_std, rank, n_sets,
+    n_temperatures``, ordered by cap, then (task, model) and measure as given.
+    """
+    import pandas as pd
+
+    missing = sorted(set(ranking_measures) - set(measures))
+    if missing:
+        raise ValueError(f"ranking measures {missing} are not among the measures {list(measures)}.")
+    chosen = eligible_caps(temperatures, n_splits=n_splits, min_temperatures=min_temperatures,
+                           caps=caps)
+    rows = []
+    for cap in chosen:
+        for (task, model), by_measure in scores.items():
+            t = np.asarray(temperatures[(task, model)], dtype=np.float64)
+            keep = t <= cap
+            for measure in measures:
+                r2 = isotonic_cv_r2(np.asarray(by_measure[measure])[keep], t[keep],
+                                    n_splits=n_splits, n_repeats=n_repeats, seed=seed).ravel()
+                rows.append({"max_temperature": cap, "task": task, "model": model,
+                             "measure": measure, "r2_mean": float(r2.mean()),
+                             "r2_std": float(r2.std(ddof=1)) if r2.size > 1 else np.nan,
+                             "n_sets": int(keep.sum()),
+                             "n_temperatures": len(np.unique(t[keep]))})
+        if log is not None:
+            log.info("maximum temperature %g done", cap)
+    table = pd.DataFrame(rows)
+    ranked = table["measure"].isin(ranking_measures)
+    table["rank"] = (table[ranked].groupby(["max_temperature", "task", "model"])["r2_mean"]
+                     .rank(ascending=False, method="min"))
+    table["rank"] = table["rank"].astype("Int64")
+    return table[["max_temperature", "task", "model", "measure", "r2_mean", "r2_std", "rank",
+                  "n_sets", "n_temperatures"]]
 
 
 def config_problems(section: Mapping) -> list[str]:
