@@ -1,9 +1,10 @@
 """Every diversity measure of every response set of one (task, embedding model).
 
 MagArea uses cosine distances up to t_cut, the median convergence scale of all sets of the task
-and model (paper §3.4); Vendi Score, AvgSim, GMStds, IsoScore and DCScore are computed from the
-same embeddings. Writes SCORES (.csv): one row per set (task, model, prompt_id, temperature,
-n_distinct, t_conv, one column per measure) and the t_cut used.
+and model (paper §3.4); Vendi Score, AvgSim, GMStds (of the model's vectors and of the
+L2-normalised ones), IsoScore and DCScore are computed from the same embeddings. Writes SCORES
+(.csv): one row per set (task, model, prompt_id, temperature, n_distinct, t_conv, one column per
+measure) and the t_cut used.
 """
 
 import numpy as np
