@@ -179,7 +179,7 @@ def jobs(cfg: dict):
             {"folder": {f"resources:text/models/{name}": "asset"}})
     job("text_temperature", "text_fetch_language_model", "text_fetch_language_model", {},
         {"folder": {lm: "asset"}})
-    n_sets = gen["prompts_per_task"] * len(gen["temperatures"])
+    n_sets = gen["n_prompts"] * len(gen["temperatures"])
     for task in text["tasks"]:
         common = ([f"resources:text/corpora/{gen['common_words']['corpus']}"]
                   if task == "prompt" else [])

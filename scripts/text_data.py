@@ -9,13 +9,13 @@ import json
 
 from _helpers import Inputs, Output, log, run
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 
 
 def main(sets: Inputs, stats: Inputs, data: Output):
     """Concatenate the chunks SETS (.jsonl) into DATA; STATS are the chunks' statistics."""
-    records = [r for path in sets for r in generation.read_sets(path)]
-    generation.write_sets(data, records)
+    records = [r for path in sets for r in text_tasks.read_sets(path)]
+    text_tasks.write_sets(data, records)
     numbers = [json.loads(open(path).read()) for path in stats]
     totals = {key: sum(n[key] for n in numbers)
               for key in ("prompts_generated", "sets_generated", "tokens", "cpu_seconds")}

@@ -2,14 +2,14 @@
 
 from _helpers import Input, Output, log, run
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 
 
 def main(archive: Input, data: Output, task: str, members: dict):
     """Find TASK's CSV in ARCHIVE (or take MEMBERS[TASK]) and write its sets to DATA."""
-    member = generation.tevet_berant_members(archive, members)[task]
-    records = generation.load_tevet_berant(archive, task, member)
-    generation.write_sets(data, records)
+    member = text_tasks.tevet_berant_members(archive, members)[task]
+    records = text_tasks.load_tevet_berant(archive, task, member)
+    text_tasks.write_sets(data, records)
     log.info("%s: %d sets from %s", task, len(records), member)
     return {"n_sets": len(records), "source_member": member}
 

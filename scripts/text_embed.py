@@ -9,14 +9,14 @@ in order of first appearance) and ``embeddings`` (len(texts), d) float32.
 import numpy as np
 from _helpers import Input, Output, log, run
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 from diversity_core.embed import sentences
 
 
 def main(data: Input, model: Input, embeddings: Output, model_name: str, pins: dict | None,
          batch_size: int, device: str, cache: str, threads: int):
     """Embed the responses in DATA (.jsonl) with MODEL_NAME (weights in folder MODEL)."""
-    records = generation.read_sets(data)
+    records = text_tasks.read_sets(data)
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
     vectors, n_new = sentences.embed_with_cache(
         lambda: sentences.load_text_model(model_name, model, device, threads=threads, pins=pins),

@@ -5,15 +5,15 @@ dequantised once by transformers and saved as safetensors in FOLDER (reloads in 
 
 from _helpers import Output, log, run
 
-from diversity_core.data import generation
+from diversity_core import language_model
 
 
 def main(folder: Output, gguf_dir: str, pins: dict):
     """Write the dequantised model to FOLDER; the GGUF file stays in GGUF_DIR."""
     # A GGUF file already there (an earlier run, or placed by hand) is verified, not re-fetched.
-    gguf = generation.fetch_language_model(gguf_dir, **pins)
+    gguf = language_model.fetch_language_model(gguf_dir, **pins)
     log.info("%s: sha256 verified", gguf)
-    generation.dequantise_language_model(gguf, folder, sha256=pins["sha256"])
+    language_model.dequantise_language_model(gguf, folder, sha256=pins["sha256"])
     log.info("dequantised model saved in %s", folder)
 
 

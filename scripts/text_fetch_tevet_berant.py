@@ -2,12 +2,12 @@
 
 from _helpers import Output, log, run
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 
 
 def main(archive: Output, url: str, sha256: str | None):
     """Download URL to ARCHIVE, verified against SHA256 (None: logged, to be pinned)."""
-    generation.fetch_tevet_berant(url, archive, sha256=sha256)
+    text_tasks.fetch_tevet_berant(url, archive, sha256=sha256)
     log.info("downloaded %s", archive)
 
 

@@ -10,7 +10,8 @@ import json
 
 from _helpers import Input, Output, chunk_indices, log, run
 
-from diversity_core.data import generation
+from diversity_core import language_model
+from diversity_core.data import text_tasks
 
 
 def main(prompts: Input, model: Input, sets: Output, stats: Output, task: str, chunk: int,
@@ -21,10 +22,10 @@ def main(prompts: Input, model: Input, sets: Output, stats: Output, task: str, c
     with open(prompts, encoding="utf-8") as stream:
         all_prompts = json.load(stream)
     mine = [all_prompts[i] for i in chunk_indices(len(all_prompts), n_chunks, chunk)]
-    records, numbers = generation.generate_task(
+    records, numbers = language_model.generate_task(
         task, mine, temperatures, model_folder=model, n_responses=responses_per_set,
         max_new_tokens=max_new_tokens, seed=seed, cache_dir=cache_dir, device=device)
-    generation.write_sets(sets, records)
+    text_tasks.write_sets(sets, records)
     numbers.update({"task": task, "chunk": chunk, "n_prompts": len(mine),
                     "n_sets": len(records)})
     with open(stats, "w") as stream:

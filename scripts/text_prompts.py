@@ -10,8 +10,8 @@ import json
 
 from _helpers import Input, Inputs, Output, log, run
 
-from diversity_core.data import generation
 from diversity_core.data import text as corpora
+from diversity_core.data import text_tasks
 
 
 def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus_name: str,
@@ -23,12 +23,12 @@ def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus
         if len(common_words) != 1:
             raise ValueError(f"task prompt needs one COMMON_WORDS folder; got {common_words}.")
         corpora.check_corpus(corpus_name, corpus)  # against its .pins.json, before reading
-        chosen = generation.word_prompts(
+        chosen = text_tasks.word_prompts(
             corpora.load_wordnet(corpus), n_prompts, seed, min_count=min_count,
             common_in=corpora.load_corpus(common_words_corpus, common_words[0]))
     else:
         documents = corpora.load_corpus(corpus_name, corpus)
-        draw = generation.story_prompts if task == "story" else generation.reply_prompts
+        draw = text_tasks.story_prompts if task == "story" else text_tasks.reply_prompts
         chosen = draw(documents, n_prompts, seed)
     with open(prompts, "w", encoding="utf-8") as stream:
         json.dump(chosen, stream, indent=1, ensure_ascii=False)

@@ -1,16 +1,17 @@
 """Every diversity measure of every response set of one (task, embedding model).
 
 MagArea uses cosine distances up to t_cut, the median convergence scale of all sets of the task
-and model (paper §3.4); Vendi Score, AvgSim, GMStds, IsoScore and DCScore are computed from the
-same embeddings. Writes SCORES (.csv): one row per set (task, model, prompt_id, temperature,
-n_distinct, t_conv, one column per measure) and the t_cut used.
+and model (paper §3.4); Vendi Score, AvgSim, GMStds (of the model's vectors and of the
+L2-normalised ones), IsoScore and DCScore are computed from the same embeddings. Writes SCORES
+(.csv): one row per set (task, model, prompt_id, temperature, n_distinct, t_conv, one column per
+measure) and the t_cut used.
 """
 
 import numpy as np
 import pandas as pd
 from _helpers import Input, Output, log, run
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
 from diversity_core.settings import MagnitudeSettings
 
@@ -19,7 +20,7 @@ def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: 
          measures: list, dc_tau: float, magnitude: dict):
     """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv)."""
     settings = MagnitudeSettings.from_config(magnitude)
-    records = generation.read_sets(data)
+    records = text_tasks.read_sets(data)
     # The distinct responses in the order text_embed.py stored them. They are matched by
     # position, not looked up by the stored strings: NumPy's fixed-width strings drop trailing
     # NUL characters, which SmolLM2 does generate now and then.

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 import yaml
 
-from diversity_core import assets
+from diversity_core import assets, language_model
 from diversity_core.assets import fetch, pins
-from diversity_core.data import generation, text
 from diversity_core.data import images as data_images
+from diversity_core.data import text
 from diversity_core.embed import sentences
 
 REPO = Path(__file__).resolve().parents[1]
@@ -471,8 +471,8 @@ def test_generation_cache_key_changes_with_everything_that_changes_the_sets(tmp_
     options = dict(model_folder=folder, device="cpu", n_responses=4, max_new_tokens=8, seed=1)
 
     def key(**changes):
-        settings = generation.cache_settings(**{**options, **changes})
-        return generation.prompt_cache_file(tmp_path / "cache", "resp", prompt, settings)
+        settings = language_model.cache_settings(**{**options, **changes})
+        return language_model.prompt_cache_file(tmp_path / "cache", "resp", prompt, settings)
 
     base = key()
     assert key() == base
@@ -487,8 +487,8 @@ def test_generation_cache_key_changes_with_everything_that_changes_the_sets(tmp_
     variants.append(key())
     (folder / "source.json").write_text(json.dumps({"gguf_file": "m.gguf", "sha256": "a" * 64}))
     assert key() == base
-    chats = dict(generation._CHATS, resp=("Another system message.", "{text}"))
-    monkeypatch.setattr(generation, "_CHATS", chats)  # the prompt's wording
+    chats = dict(language_model.sampling._CHATS, resp=("Another system message.", "{text}"))
+    monkeypatch.setattr(language_model.sampling, "_CHATS", chats)  # the prompt's wording
     variants.append(key())
     assert base not in variants and len(set(variants)) == len(variants)
 

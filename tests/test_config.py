@@ -99,12 +99,12 @@ CASES = {
     "text": ("text_temperature", [
         'text={"figure_task": "story", "tasks": ["resp"], "ranking_measures": ["mag_area", '
         '"vendi"], "measures": ["mag_area", "avg_sim"], "cv_folds": 5, '
-        '"generation": {"prompts_per_task": 1, "n_chunks": 2, "temperatures": [0.5, 1.0]}}',
+        '"generation": {"n_prompts": 1, "n_chunks": 2, "temperatures": [0.5, 1.0]}}',
     ], [
         "text.figure_task (story) is not among text.tasks ['resp']",
         "text.ranking_measures ['mag_area', 'vendi'] must be among text.measures",
-        "text.generation.n_chunks (2) exceeds text.generation.prompts_per_task (1)",
-        "text.cv_folds (5) needs at least 10 sets per task; text.generation.prompts_per_task x "
+        "text.generation.n_chunks (2) exceeds text.generation.n_prompts (1)",
+        "text.cv_folds (5) needs at least 10 sets per task; text.generation.n_prompts x "
         "temperatures gives 2",
     ]),
     "models": ("model_distinguishing", [

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from workflow_runner import run_tiny
 
-from diversity_core.data import generation
+from diversity_core.data import text_tasks
 from diversity_core.experiments.text_temperature import MEASURES
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def two_runs(tmp_path_factory):
 def test_data_tables_and_figures(two_runs):
     out = two_runs[0] / "results" / "text"
     for task in TASKS:
-        sets = generation.read_sets(out / "data" / f"{task}.jsonl")
+        sets = text_tasks.read_sets(out / "data" / f"{task}.jsonl")
         assert len(sets) == 3 * 3
         assert {s["temperature"] for s in sets} == {0.3, 0.9, 1.5}
         assert all(len(s["responses"]) == 4 and s["task"] == task for s in sets)
@@ -59,6 +59,20 @@ def test_data_tables_and_figures(two_runs):
     for figure in ("figure3.png", "figure4.png"):
         assert (out / figure).stat().st_size > 20_000
         assert (out / f"{figure}.provenance.json").exists()
+    # The ranking per highest temperature: 3 prompts at 0.3, 0.9, 1.5 and 3-fold CV leave one cap
+    # (0.9 keeps 6 sets at 2 temperatures), where the R² are those of r2_scores.csv.
+    capped = pd.read_csv(out / "max_temperature.csv")
+    assert list(capped.columns) == ["max_temperature", "task", "model", "measure", "r2_mean",
+                                    "r2_std", "rank", "n_sets", "n_temperatures"]
+    assert set(capped["max_temperature"]) == {1.5} and (capped["n_sets"] == 9).all()
+    assert len(capped) == len(TASKS) * len(MEASURES)
+    ranked = capped["measure"].isin(["mag_area", "vendi", "avg_sim", "gm_stds"])
+    assert capped.loc[ranked, "rank"].between(1, 4).all()
+    assert capped.loc[~ranked, "rank"].isna().all()
+    merged = capped.merge(r2, on=["task", "model", "measure"], suffixes=("", "_all"))
+    assert (merged["r2_mean"] - merged["r2_mean_all"]).abs().max() <= 1e-4
+    assert (out / "max_temperature.png").stat().st_size > 10_000
+    assert (out / "max_temperature.pdf.provenance.json").exists()
     scores = pd.read_csv(out / "interim" / "scores" / "paraphrase-MiniLM-L3-v2-onnx" / "resp.csv")
     assert set(MEASURES) <= set(scores.columns) and scores["t_cut"].nunique() == 1
     assert (out / "benchmarks" / "generate_story_chunk0.tsv").exists()
@@ -67,7 +81,7 @@ def test_data_tables_and_figures(two_runs):
 
 def test_reruns_are_identical(two_runs):
     first, second = (out / "results" / "text" for out in two_runs)
-    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv"]
+    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv", "max_temperature.csv"]
     names += [f"data/{task}.jsonl" for task in TASKS]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
@@ -76,7 +90,7 @@ def test_reruns_are_identical(two_runs):
 def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
     out = two_runs[1]
     text = out / "results" / "text"
-    before = {task: generation.read_sets(text / "data" / f"{task}.jsonl") for task in TASKS}
+    before = {task: text_tasks.read_sets(text / "data" / f"{task}.jsonl") for task in TASKS}
     tiny = yaml.safe_load((REPO / ".test" / "config_text_temperature.yaml").read_text())
     tiny["text"]["generation"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
     overlay = tmp_path / "enlarged.yaml"
@@ -87,7 +101,7 @@ def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
                              f"chunk{k}.stats.json").read_text()) for k in range(2)]
         # Only the new temperature was sampled: one set per prompt.
         assert sum(s["sets_generated"] for s in stats) == 3
-        after = generation.read_sets(text / "data" / f"{task}.jsonl")
+        after = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
         assert len(after) == 12
         kept = [s for s in after if s["temperature"] != 1.2]
         assert kept == before[task]
@@ -118,7 +132,7 @@ def compare_on_the_experiments_embeddings(text_dir: Path, model: str, task: str,
 
     import diversity_core as dc
 
-    records = generation.read_sets(text_dir / "data" / f"{task}.jsonl")
+    records = text_tasks.read_sets(text_dir / "data" / f"{task}.jsonl")
     # The distinct responses in the order the experiment stored them, matched by position as
     # scripts/text_scores.py does (NumPy's fixed-width strings drop trailing NULs).
     texts = list(dict.fromkeys(t for r in records for t in r["responses"]))

@@ -1,5 +1,6 @@
 """The text-temperature protocol on synthetic scores: set scoring, isotonic cross-validation,
-ranking, gains and the bootstrap interval of Spearman's rho."""
+ranking, gains, the bootstrap interval of Spearman's rho and the ranking against the highest
+temperature included."""
 
 from pathlib import Path
 
@@ -123,7 +124,7 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     scoring script matches embeddings by position and still scores every set."""
     import sys
 
-    from diversity_core.data import generation
+    from diversity_core.data import text_tasks
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
     sys.modules.pop("text_scores", None)
@@ -134,7 +135,7 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
                 "responses": [f"answer {i} {t} {j}" + ("\x00" if j == 0 else "")
                               for j in range(4)]}
                for i in range(3) for t in (0.5, 1.0)]
-    data = generation.write_sets(tmp_path / "resp.jsonl", records)
+    data = text_tasks.write_sets(tmp_path / "resp.jsonl", records)
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
     assert np.asarray(texts)[0] != texts[0]  # the NUL is gone from the NumPy copy
     embeddings = tmp_path / "resp.npz"
@@ -146,7 +147,87 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     table = pd.read_csv(scores)
     assert len(table) == len(records) and table["vendi"].gt(1).all()
 
-    other = generation.write_sets(tmp_path / "other.jsonl", records[:-1])
+    other = text_tasks.write_sets(tmp_path / "other.jsonl", records[:-1])
     with pytest.raises(ValueError, match="does not hold the responses"):
         text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m",
                          **settings)
+
+
+def _saturating(n_prompts=6, seed=0):
+    """Temperatures 0.2, 0.3, ..., 1.5 (n_prompts sets each) and two scores: ``mag_area`` tracks
+    the temperature closely up to 0.8 and is flat noise above; ``vendi`` tracks it everywhere,
+    with more noise."""
+    rng = np.random.default_rng(seed)
+    t = np.repeat(np.round(np.linspace(0.2, 1.5, 14), 2), n_prompts)
+    early = np.minimum(t, 0.8) + rng.normal(0, 0.01, len(t))
+    early[t > 0.8] = 0.8 + rng.normal(0, 0.3, int((t > 0.8).sum()))
+    steady = t + rng.normal(0, 0.08, len(t))
+    return t, {"mag_area": early, "vendi": steady, "avg_sim": rng.normal(0, 1, len(t))}
+
+
+def test_ranking_by_max_temperature_flips_where_a_measure_stops_tracking():
+    t, s = _saturating()
+    scores, temps = {("story", "m1"): s}, {("story", "m1"): t}
+    table = protocol.ranking_by_max_temperature(
+        scores, temps, measures=["mag_area", "vendi", "avg_sim"],
+        ranking_measures=["mag_area", "vendi"], n_splits=5, n_repeats=2, seed=0)
+    assert list(table.columns) == ["max_temperature", "task", "model", "measure", "r2_mean",
+                                   "r2_std", "rank", "n_sets", "n_temperatures"]
+    # 6 sets a temperature: 0.4 is the first cap with >= 10 sets at >= 3 temperatures.
+    caps = sorted(table["max_temperature"].unique())
+    assert caps == pytest.approx(np.round(np.arange(0.4, 1.51, 0.1), 2))
+    assert (table["measure"] == "avg_sim").sum() == len(caps)
+    assert table.loc[table["measure"] == "avg_sim", "rank"].isna().all()
+    rank = table.pivot(index="max_temperature", columns="measure", values="rank")
+    below, above = rank.index <= 0.8, rank.index >= 1.1
+    assert (rank.loc[below, "mag_area"] == 1).all() and (rank.loc[below, "vendi"] == 2).all()
+    assert (rank.loc[above, "vendi"] == 1).all() and (rank.loc[above, "mag_area"] == 2).all()
+    n_sets = table.drop_duplicates("max_temperature").set_index("max_temperature")["n_sets"]
+    assert list(n_sets) == [6 * round((c - 0.1) * 10) for c in caps]
+
+
+def test_ranking_by_max_temperature_at_the_largest_cap_is_the_r2_table():
+    t, s = _saturating(seed=1)
+    scores = {("story", "m1"): s, ("resp", "m1"): {k: v[::-1] for k, v in s.items()}}
+    temps = {("story", "m1"): t, ("resp", "m1"): t[::-1]}
+    table = protocol.ranking_by_max_temperature(
+        scores, temps, measures=["mag_area", "vendi"], ranking_measures=["mag_area", "vendi"],
+        caps=[0.6, 1.5], n_splits=5, n_repeats=3, seed=4)
+    _, summary = protocol.r2_table(scores, temps, measures=["mag_area", "vendi"], n_splits=5,
+                                   n_repeats=3, seed=4)
+    last = table[table["max_temperature"] == 1.5].reset_index(drop=True)
+    for column in ("r2_mean", "r2_std"):
+        np.testing.assert_allclose(last[column], summary[column], rtol=1e-12)
+    assert sorted(table["max_temperature"].unique()) == [0.6, 1.5]
+
+
+def test_ranking_by_max_temperature_refuses_caps_with_too_few_sets():
+    t, s = _saturating()
+    scores, temps = {("story", "m1"): s}, {("story", "m1"): t}
+    kwargs = {"measures": ["mag_area", "vendi"], "ranking_measures": ["mag_area", "vendi"],
+              "n_splits": 5, "n_repeats": 1}
+    # 0.3 keeps 12 sets but only 2 temperatures; 0.2 keeps 6 sets.
+    with pytest.raises(ValueError, match=r"maximum temperature 0\.3: story / m1 keeps 12 sets "
+                                         r"at 2 temperatures"):
+        protocol.ranking_by_max_temperature(scores, temps, caps=[0.3, 1.0], **kwargs)
+    with pytest.raises(ValueError, match="no maximum temperature is eligible"):
+        protocol.ranking_by_max_temperature(scores, temps, **{**kwargs, "n_splits": 50})
+    with pytest.raises(ValueError, match="ranking measures"):
+        protocol.ranking_by_max_temperature(scores, temps, **{**kwargs, "measures": ["vendi"]})
+
+
+def test_gm_stds_unit_is_gm_stds_of_the_normalised_rows():
+    from diversity_core import gm_stds
+
+    rng = np.random.default_rng(2)
+    directions = rng.normal(size=(4, 10, 16))
+    unit = directions / np.linalg.norm(directions, axis=2, keepdims=True)
+    scaled = unit * rng.uniform(2.3, 7.5, size=(4, 10, 1))  # norms as an ONNX model's
+    scores, _ = protocol.score_sets(list(scaled), measures=["gm_stds", "gm_stds_unit"])
+    expected = [gm_stds(X) for X in unit]
+    np.testing.assert_allclose(scores["gm_stds_unit"], expected, rtol=1e-12)
+    assert not np.allclose(scores["gm_stds"], expected, rtol=1e-3)
+    # On rows of unit norm the two agree.
+    again, _ = protocol.score_sets(list(unit), measures=["gm_stds", "gm_stds_unit"])
+    np.testing.assert_allclose(again["gm_stds_unit"], again["gm_stds"], rtol=1e-12)
+    assert protocol.MEASURE_LABELS["gm_stds_unit"] == "GMStds (unit)"

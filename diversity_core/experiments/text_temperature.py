@@ -10,7 +10,7 @@ well the measure tracks the ground-truth diversity.
 * :func:`score_sets`: MagArea (cosine distance, ``t_cut`` = the median convergence scale of all
   sets of the task and model, §3.4; all sets' convergence scales and MagAreas computed as one
   batch, :func:`diversity_core.magnitude.convergence_scales` and ``mag_areas``), Vendi Score,
-  AvgSim, GMStds, IsoScore and DCScore of each set;
+  AvgSim, GMStds, GMStds of the L2-normalised vectors, IsoScore and DCScore of each set;
 * :func:`isotonic_cv_r2`: R² of isotonic regression, repeated K-fold cross-validation (the paper:
   5 folds repeated 20 times, the caption of Figure 3 says 10);
 * :func:`rank_measures`: each measure's rank per (task, model, repeat), its median rank and its
@@ -18,18 +18,26 @@ well the measure tracks the ground-truth diversity.
 * :func:`gains_over`: the mean R² gain of one measure over another per task (the paper: MagArea
   over AvgSim +0.12 on story, +0.07 on resp and prompt);
 * :func:`spearman_bootstrap`: Spearman's ρ of a measure with the temperature and its percentile
-  bootstrap interval (Figure 4: 95%, 1,000 resamples).
+  bootstrap interval (Figure 4: 95%, 1,000 resamples);
+* :func:`ranking_by_max_temperature`: every measure's R² and rank when only the sets generated at
+  ``τ ≤ τ_max`` are kept, for every cap ``τ_max`` (issue 22: is a measure's lead made by the
+  hottest temperatures alone?).
 
 Conventions, on purpose:
 
 * The same cross-validation splits serve every measure of a (task, model) (one ``random_state``),
   so that measures are compared on identical folds.
+* GMStds comes twice: ``gm_stds`` on the embedding model's own vectors (the paper's; in the units
+  of the vectors, so a model whose norms vary, as an ONNX model's 2.3-7.5 do, scores the norms as
+  much as the spread) and ``gm_stds_unit`` on the row-wise L2-normalised vectors (the geometry
+  the cosine measures see). :func:`diversity_core.baselines.gm_stds` itself does not normalise.
 * ``IsotonicRegression(increasing="auto")`` picks the direction on each training fold, so AvgSim,
   a similarity that *falls* as diversity rises, needs no sign flip.
 * A set whose responses are all identical has no IsoScore (its covariance is zero: 0/0; the
   reference package returns NaN). It is scored 0, the least isotropic value: such a set has no
   diversity at all. Every other measure is defined for it (MagArea = ``t_cut``, Vendi Score 1,
-  AvgSim 1, GMStds 0, DCScore 1), and it never enters the median convergence scale (it has none).
+  AvgSim 1, GMStds and its unit-norm variant 0, DCScore 1), and it never enters the median
+  convergence scale (it has none).
 """
 
 from __future__ import annotations
@@ -57,11 +65,14 @@ __all__ = [
     "rank_measures",
     "gains_over",
     "spearman_bootstrap",
+    "ranking_by_max_temperature",
+    "eligible_caps",
 ]
 
-MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "iso_score", "dc_score")
+MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "gm_stds_unit", "iso_score", "dc_score")
 MEASURE_LABELS = {"mag_area": "MagArea", "vendi": "VS", "avg_sim": "AvgSim", "gm_stds": "GMStds",
-                  "iso_score": "IsoScore", "dc_score": "DCScore"}
+                  "gm_stds_unit": "GMStds (unit)", "iso_score": "IsoScore",
+                  "dc_score": "DCScore"}
 # The measures of the paper's Figure 3 and of its ranking.
 PAPER_MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds")
 
@@ -81,6 +92,14 @@ def _iso_score_or_zero(X: np.ndarray) -> float:
         # 10 points in hundreds of dimensions: always rank-limited, said once in the docs.
         warnings.filterwarnings("ignore", message="IsoScore on", category=UserWarning)
         return iso_score(X)
+
+
+def _gm_stds_unit(X: np.ndarray) -> float:
+    """GMStds of the rows of ``X`` scaled to unit Euclidean norm."""
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("gm_stds_unit: an embedding of norm 0 has no direction.")
+    return gm_stds(X / norms)
 
 
 def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | None = None, *,
@@ -124,6 +143,7 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
         "vendi": lambda X: vendi_score(X, "cosine"),
         "avg_sim": avg_sim,
         "gm_stds": gm_stds,
+        "gm_stds_unit": _gm_stds_unit,
         "iso_score": _iso_score_or_zero,
         "dc_score": lambda X: dc_score(X, tau=dc_tau, kernel="cosine"),
     }
@@ -286,6 +306,104 @@ def spearman_bootstrap(score, temperature, *, n_resamples: int = 1000, confidenc
     return rho, float(low), float(high)
 
 
+def eligible_caps(temperatures: Mapping[tuple[str, str], np.ndarray], *, n_splits: int,
+                  min_temperatures: int = 3, caps: Sequence[float] | None = None) -> list[float]:
+    """The highest temperatures ``τ_max`` that :func:`ranking_by_max_temperature` can study.
+
+    A cap is eligible when, in every (task, model), the sets with ``τ ≤ τ_max`` number at least
+    ``2 * n_splits`` (so that each held-out fold has 2 sets or more) and span at least
+    ``min_temperatures`` distinct temperatures (fewer leave an isotonic fit of two steps).
+
+    ``caps`` None: every distinct temperature of the data that is eligible, in increasing order
+    (eligibility grows with the cap, so these run from the smallest eligible one to the largest
+    temperature). Given caps are all checked: one that is not eligible is an error that names it.
+    """
+    temps = {key: np.asarray(t, dtype=np.float64) for key, t in temperatures.items()}
+    if not temps:
+        raise ValueError("no (task, model) to study.")
+
+    def shortfall(cap: float) -> str | None:
+        for (task, model), t in temps.items():
+            kept = t[t <= cap]
+            n_distinct = len(np.unique(kept))
+            if len(kept) < 2 * n_splits or n_distinct < min_temperatures:
+                return (f"{task} / {model} keeps {len(kept)} sets at {n_distinct} temperatures "
+                        f"(needs >= {2 * n_splits} sets for {n_splits}-fold CV and >= "
+                        f"{min_temperatures} temperatures)")
+        return None
+
+    if caps is not None:
+        for cap in caps:
+            problem = shortfall(float(cap))
+            if problem:
+                raise ValueError(f"maximum temperature {cap}: {problem}.")
+        return sorted(float(c) for c in caps)
+    every = np.unique(np.concatenate(list(temps.values())))
+    chosen = [float(cap) for cap in every if shortfall(float(cap)) is None]
+    if not chosen:
+        raise ValueError(f"no maximum temperature is eligible: at the largest, {every[-1]}, "
+                         f"{shortfall(float(every[-1]))}.")
+    return chosen
+
+
+def ranking_by_max_temperature(scores: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
+                               temperatures: Mapping[tuple[str, str], np.ndarray], *,
+                               measures: Sequence[str], ranking_measures: Sequence[str],
+                               caps: Sequence[float] | None = None, n_splits: int = 5,
+                               n_repeats: int = 20, seed: int = 0, min_temperatures: int = 3,
+                               log=None):
+    """Every measure's cross-validated R² and rank when only the sets with ``τ ≤ τ_max`` count,
+    for every cap ``τ_max``.
+
+    Per cap and (task, model), the kept sets' temperatures are predicted from each measure by
+    :func:`isotonic_cv_r2` with the conventions of :func:`r2_table` (the same ``seed`` and so
+    the same folds for every measure; mean and sample sd over all held-out folds): at the
+    largest temperature of the data it reproduces ``r2_table``. Caps: :func:`eligible_caps`.
+
+    Parameters
+    ----------
+    scores : (task, model) -> measure -> (n_sets,) scores
+    temperatures : (task, model) -> (n_sets,) temperatures
+    measures : the measures whose R² is computed (every one reported)
+    ranking_measures : the measures ranked, among themselves, by mean R² per (cap, task, model)
+        (1 = best, ties share the best rank); the other measures get no rank (NaN)
+
+    Returns
+    -------
+    DataFrame ``max_temperature, task, model, measure, r2_mean, r2_std, rank, n_sets,
+    n_temperatures``, ordered by cap, then (task, model) and measure as given.
+    """
+    import pandas as pd
+
+    missing = sorted(set(ranking_measures) - set(measures))
+    if missing:
+        raise ValueError(f"ranking measures {missing} are not among the measures {list(measures)}.")
+    chosen = eligible_caps(temperatures, n_splits=n_splits, min_temperatures=min_temperatures,
+                           caps=caps)
+    rows = []
+    for cap in chosen:
+        for (task, model), by_measure in scores.items():
+            t = np.asarray(temperatures[(task, model)], dtype=np.float64)
+            keep = t <= cap
+            for measure in measures:
+                r2 = isotonic_cv_r2(np.asarray(by_measure[measure])[keep], t[keep],
+                                    n_splits=n_splits, n_repeats=n_repeats, seed=seed).ravel()
+                rows.append({"max_temperature": cap, "task": task, "model": model,
+                             "measure": measure, "r2_mean": float(r2.mean()),
+                             "r2_std": float(r2.std(ddof=1)) if r2.size > 1 else np.nan,
+                             "n_sets": int(keep.sum()),
+                             "n_temperatures": len(np.unique(t[keep]))})
+        if log is not None:
+            log.info("maximum temperature %g done", cap)
+    table = pd.DataFrame(rows)
+    ranked = table["measure"].isin(ranking_measures)
+    table["rank"] = (table[ranked].groupby(["max_temperature", "task", "model"])["r2_mean"]
+                     .rank(ascending=False, method="min"))
+    table["rank"] = table["rank"].astype("Int64")
+    return table[["max_temperature", "task", "model", "measure", "r2_mean", "r2_std", "rank",
+                  "n_sets", "n_temperatures"]]
+
+
 def config_problems(section: Mapping) -> list[str]:
     """The constraints between keys of the text section that the configuration schema cannot
     express, as sentences naming the keys (empty if there are none). The workflow checks them
@@ -300,14 +418,13 @@ def config_problems(section: Mapping) -> list[str]:
                         f"text.measures {text['measures']}.")
     if text["data"] == "generated":
         gen = text["generation"]
-        if gen["n_chunks"] > gen["prompts_per_task"]:
+        if gen["n_chunks"] > gen["n_prompts"]:
             problems.append(
                 f"text.generation.n_chunks ({gen['n_chunks']}) exceeds "
-                f"text.generation.prompts_per_task ({gen['prompts_per_task']}): a job would get "
-                "no prompt.")
-        n_sets = gen["prompts_per_task"] * len(gen["temperatures"])
+                f"text.generation.n_prompts ({gen['n_prompts']}): a job would get no prompt.")
+        n_sets = gen["n_prompts"] * len(gen["temperatures"])
         if 2 * text["cv_folds"] > n_sets:
             problems.append(
                 f"text.cv_folds ({text['cv_folds']}) needs at least {2 * text['cv_folds']} sets "
-                f"per task; text.generation.prompts_per_task x temperatures gives {n_sets}.")
+                f"per task; text.generation.n_prompts x temperatures gives {n_sets}.")
     return problems

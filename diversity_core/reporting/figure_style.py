@@ -51,6 +51,7 @@ MEASURE_COLOURS = {
     "mmd_linear": OKABE_ITO["grey"],
     "avgsim": OKABE_ITO["blue"],
     "gmstds": OKABE_ITO["bluish_green"],
+    "gmstdsunit": OKABE_ITO["reddish_purple"],  # GMStds of L2-normalised vectors
     "isoscore": OKABE_ITO["sky_blue"],
     "dcscore": OKABE_ITO["orange"],
 }

