@@ -44,8 +44,9 @@ def main(scores: Inputs, confusion: Input, functions: Output, functions_pdf: Out
             ax.fill_between(ts, mean - sd, mean + sd, color=line.get_color(), alpha=0.25, lw=0)
         ax.set_xlabel(f"scale t (1 / {metric} distance)")
         ax.set_ylabel("magnitude (effective number of documents)")
-        ax.set_title(f"{collection}, {PREPROCESSING_LABELS.get(preprocessing, preprocessing)}, "
-                     f"{metric}: {len(F) // len(models)} subsamples per model", fontsize=10)
+        ax.set_title(f"{collection}: {PREPROCESSING_LABELS.get(preprocessing, preprocessing)}\n"
+                     f"{metric} distance, {len(F) // len(models)} subsamples per model",
+                     fontsize=10)
     axes[0][0].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     save_figure(fig, functions, pdf=functions_pdf)
