@@ -9,7 +9,6 @@ with the R² table's cross-validation (same folds for every measure, same seed),
 empty for a measure that is reported but not ranked). At the largest cap it is ``r2_scores.csv``.
 """
 
-import pandas as pd
 from _helpers import Inputs, Output, log, run
 
 from diversity_core.experiments import text_temperature as protocol
@@ -18,12 +17,10 @@ from diversity_core.experiments import text_temperature as protocol
 def main(scores: Inputs, table: Output, measures: list, ranking_measures: list, cv_folds: int,
          cv_repeats: int, seed: int):
     """Read the per-(task, model) SCORES (.csv); write TABLE (.csv)."""
-    by_key = {(t["task"].iloc[0], t["model"].iloc[0]): t for t in map(pd.read_csv, scores)}
+    _, by_measure, temperatures = protocol.read_score_tables(scores, measures)
     result = protocol.ranking_by_max_temperature(
-        {key: {m: t[m].to_numpy() for m in measures} for key, t in by_key.items()},
-        {key: t["temperature"].to_numpy() for key, t in by_key.items()},
-        measures=measures, ranking_measures=ranking_measures, n_splits=cv_folds,
-        n_repeats=cv_repeats, seed=seed, log=log)
+        by_measure, temperatures, measures=measures, ranking_measures=ranking_measures,
+        n_splits=cv_folds, n_repeats=cv_repeats, seed=seed, log=log)
     result.to_csv(table, index=False, float_format="%.4f")
     caps = sorted(result["max_temperature"].unique())
     log.info("%d maximum temperatures, %g to %g", len(caps), caps[0], caps[-1])

@@ -24,12 +24,10 @@ def main(scores: Inputs, r2: Output, ranking: Output, gains: Output, spearman: O
          folds: Output, measures: list, ranking_measures: list, cv_folds: int, cv_repeats: int,
          bootstrap_resamples: int, seed: int):
     """Read the per-(task, model) SCORES (.csv) and write R2, RANKING, GAINS, SPEARMAN, FOLDS."""
-    tables = [pd.read_csv(path) for path in scores]
-    by_key = {(t["task"].iloc[0], t["model"].iloc[0]): t for t in tables}
+    by_key, by_measure, temperatures = protocol.read_score_tables(scores, measures)
     fold_table, summary = protocol.r2_table(
-        {key: {m: t[m].to_numpy() for m in measures} for key, t in by_key.items()},
-        {key: t["temperature"].to_numpy() for key, t in by_key.items()},
-        measures=measures, n_splits=cv_folds, n_repeats=cv_repeats, seed=seed)
+        by_measure, temperatures, measures=measures, n_splits=cv_folds, n_repeats=cv_repeats,
+        seed=seed)
     fold_table.to_csv(folds, index=False, float_format="%.6f")
     summary.to_csv(r2, index=False, float_format="%.4f")
 

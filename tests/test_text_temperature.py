@@ -231,3 +231,23 @@ def test_gm_stds_unit_is_gm_stds_of_the_normalised_rows():
     again, _ = protocol.score_sets(list(unit), measures=["gm_stds", "gm_stds_unit"])
     np.testing.assert_allclose(again["gm_stds_unit"], again["gm_stds"], rtol=1e-12)
     assert protocol.MEASURE_LABELS["gm_stds_unit"] == "GMStds (unit)"
+
+
+def test_score_tables_are_checked_before_use(tmp_path):
+    good = pd.DataFrame({"task": "resp", "model": "m", "temperature": [0.2, 1.0],
+                         "mag_area": [3.0, 5.0], "vendi": [1.5, 2.5]})
+    good.to_csv(tmp_path / "a.csv", index=False)
+    tables, scores, temps = protocol.read_score_tables([tmp_path / "a.csv"], ["mag_area", "vendi"])
+    assert list(tables) == [("resp", "m")]
+    np.testing.assert_array_equal(scores[("resp", "m")]["vendi"], [1.5, 2.5])
+    np.testing.assert_array_equal(temps[("resp", "m")], [0.2, 1.0])
+    with pytest.raises(ValueError, match=r"no column\(s\) \['iso_score'\]"):
+        protocol.read_score_tables([tmp_path / "a.csv"], ["mag_area", "iso_score"])
+    with pytest.raises(ValueError, match="a second score table of resp / m"):
+        protocol.read_score_tables([tmp_path / "a.csv"] * 2, ["mag_area"])
+    good.assign(vendi=[1.5, float("nan")]).to_csv(tmp_path / "b.csv", index=False)
+    with pytest.raises(ValueError, match=r"non-finite values in \['vendi'\]"):
+        protocol.read_score_tables([tmp_path / "b.csv"], ["mag_area", "vendi"])
+    good.assign(model=["m", "n"]).to_csv(tmp_path / "c.csv", index=False)
+    with pytest.raises(ValueError, match="one task and model per file"):
+        protocol.read_score_tables([tmp_path / "c.csv"], ["mag_area"])

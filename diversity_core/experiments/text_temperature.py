@@ -67,6 +67,7 @@ __all__ = [
     "spearman_bootstrap",
     "ranking_by_max_temperature",
     "eligible_caps",
+    "read_score_tables",
 ]
 
 MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "gm_stds_unit", "iso_score", "dc_score")
@@ -194,6 +195,44 @@ def isotonic_cv_r2(score, temperature, *, n_splits: int = 5, n_repeats: int = 20
             model.fit(x[train], y[train])
         r2[k] = r2_score(y[test], model.predict(x[test]))
     return r2.reshape(n_repeats, n_splits)
+
+
+def read_score_tables(paths, measures: Sequence[str]):
+    """The score tables of ``scripts/text_scores.py`` (one CSV per task and embedding model),
+    checked before use: each names one (task, model), has a ``temperature`` column and one column
+    per measure, all finite, and no two files share a (task, model).
+
+    Returns
+    -------
+    tables : (task, model) -> DataFrame, in the order of ``paths``
+    scores : (task, model) -> measure -> (n_sets,) scores
+    temperatures : (task, model) -> (n_sets,) temperatures
+    """
+    import pandas as pd
+
+    tables = {}
+    for path in paths:
+        table = pd.read_csv(path)
+        missing = [c for c in ("task", "model", "temperature", *measures)
+                   if c not in table.columns]
+        if missing:
+            raise ValueError(f"{path}: no column(s) {missing}; it has {list(table.columns)}.")
+        if table.empty:
+            raise ValueError(f"{path}: no sets.")
+        keys = set(zip(table["task"], table["model"], strict=True))
+        if len(keys) != 1:
+            raise ValueError(f"{path}: one task and model per file; found {sorted(keys)}.")
+        key = keys.pop()
+        if key in tables:
+            raise ValueError(f"{path}: a second score table of {key[0]} / {key[1]}.")
+        values = table[["temperature", *measures]].to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            bad = [c for c in ("temperature", *measures) if not np.isfinite(table[c]).all()]
+            raise ValueError(f"{path}: non-finite values in {bad}.")
+        tables[key] = table
+    scores = {key: {m: t[m].to_numpy() for m in measures} for key, t in tables.items()}
+    temperatures = {key: t["temperature"].to_numpy() for key, t in tables.items()}
+    return tables, scores, temperatures
 
 
 def r2_table(scores: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
