@@ -5,24 +5,33 @@ order: collections, then variants."""
 import pandas as pd
 from _helpers import Inputs, Output, run
 
+_BLOCK = ["dataset", "preprocessing", "distance"]
+_ACCURACY = [*_BLOCK, "measure", "k", "accuracy_mean", "accuracy_std"]
+_CONFUSION = [*_BLOCK, "true_model", "predicted_model", "count"]
 
-def _read(path) -> pd.DataFrame:
+
+def _read(path, columns) -> pd.DataFrame:
     # round_trip: the accuracies were written at full precision, and rounding must see them
     # exactly as computed (pandas' default parser can be one unit off in the last place).
-    return pd.read_csv(path, float_precision="round_trip")
+    table = pd.read_csv(path, float_precision="round_trip")
+    missing = [c for c in columns if c not in table.columns]
+    if missing or table.empty:
+        raise ValueError(f"{path}: not a block's classification (missing columns {missing} or "
+                         "no rows); rerun models_classify.")
+    return table
 
 
 def main(accuracy: Inputs, confusion: Inputs, table2: Output, table_s5: Output,
          confusion_table: Output, k: int):
     """Write ``table2`` (K neighbours), ``table_s5`` (every k) and ``confusion_table``, the
     accuracies rounded to 4 decimals."""
-    table = pd.concat([_read(path) for path in accuracy], ignore_index=True)
+    table = pd.concat([_read(path, _ACCURACY) for path in accuracy], ignore_index=True)
     table = table.round({"accuracy_mean": 4, "accuracy_std": 4})
     if k not in set(table.k):
         raise ValueError(f"k = {k} is not among the classified k: {sorted(set(table.k))}.")
     table[table.k == k].drop(columns="k").to_csv(table2, index=False)
     table.to_csv(table_s5, index=False)
-    pd.concat([_read(path) for path in confusion], ignore_index=True).to_csv(
+    pd.concat([_read(path, _CONFUSION) for path in confusion], ignore_index=True).to_csv(
         confusion_table, index=False)
     return {"accuracy": "mean and population sd over the cv_folds x cv_repeats folds"}
 
