@@ -43,13 +43,24 @@ def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, pa
                  pdf=None) -> tuple:
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     temperatures = np.sort(scores["temperature"].unique())
+    # A grid of temperatures: medians per temperature, points jittered apart; continuous
+    # temperatures (decTest design, as many as sets): medians per 0.1-wide bin, no jitter.
+    on_grid = len(temperatures) <= 30
     step = np.min(np.diff(temperatures)) if len(temperatures) > 1 else 0.1
-    jitter = np.random.default_rng(0).uniform(-0.2, 0.2, len(scores)) * step
+    jitter = (np.random.default_rng(0).uniform(-0.2, 0.2, len(scores)) * step if on_grid
+              else np.zeros(len(scores)))
     ax.scatter(scores["temperature"] + jitter, scores["mag_area"], s=9, alpha=0.45,
                color=COLOURS["mag_area"], lw=0)
-    medians = scores.groupby("temperature")["mag_area"].median()
+    if on_grid:
+        medians = scores.groupby("temperature")["mag_area"].median()
+        label = "median per temperature"
+    else:
+        bins = np.floor(scores["temperature"] / 0.1 + 1e-9)
+        medians = scores.groupby(bins)["mag_area"].median()
+        medians.index = medians.index * 0.1 + 0.05
+        label = "median per 0.1 of τ"
     ax.plot(medians.index, medians.to_numpy(), color="black", lw=1.2, marker="o", ms=3,
-            label="median per temperature")
+            label=label)
     ax.set_xlabel("softmax temperature τ")
     ax.set_ylabel(f"MagArea (cosine, t_cut = {scores['t_cut'].iloc[0]:.3g})")
     ax.set_title(f"{task}, {model}: ρ = {rho['rho']:.2f} "

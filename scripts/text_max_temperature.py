@@ -1,7 +1,8 @@
 """The ranking of the measures as a function of the highest temperature included.
 
-For every cap τ_max among the data's temperatures (from the smallest that leaves every (task,
-model) at least 2 × ``cv_folds`` sets at 3 or more temperatures, up to the largest), only the sets
+For every cap τ_max among the multiples of CAP_STEP within the data's temperatures and the
+largest temperature (from the smallest that leaves every (task, model) at least 2 × ``cv_folds``
+sets at 3 or more temperatures), only the sets
 generated at τ ≤ τ_max are kept; each measure's temperature is predicted by isotonic regression
 with the R² table's cross-validation (same folds for every measure, same seed), and the
 ``ranking_measures`` are ranked by mean R² per (cap, task, model). Writes TABLE (.csv):
@@ -15,12 +16,12 @@ from diversity_core.experiments import text_temperature as protocol
 
 
 def main(scores: Inputs, table: Output, measures: list, ranking_measures: list, cv_folds: int,
-         cv_repeats: int, seed: int):
+         cv_repeats: int, seed: int, cap_step: float):
     """Read the per-(task, model) SCORES (.csv); write TABLE (.csv)."""
     _, by_measure, temperatures = protocol.read_score_tables(scores, measures)
     result = protocol.ranking_by_max_temperature(
         by_measure, temperatures, measures=measures, ranking_measures=ranking_measures,
-        n_splits=cv_folds, n_repeats=cv_repeats, seed=seed, log=log)
+        step=cap_step, n_splits=cv_folds, n_repeats=cv_repeats, seed=seed, log=log)
     result.to_csv(table, index=False, float_format="%.4f")
     caps = sorted(result["max_temperature"].unique())
     log.info("%d maximum temperatures, %g to %g", len(caps), caps[0], caps[-1])

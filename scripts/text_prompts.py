@@ -1,6 +1,7 @@
 """The prompts of one task of the text-temperature experiment, drawn by seed from its corpus.
 
-``story``: the first sentence of a document (news articles by default); ``resp``: a document (a
+``story``: the first sentence of a document (news articles by default), or with STORY_SENTENCES
+"any" any sentence of one (the decTest design needs a prompt per set); ``resp``: a document (a
 quote by default) as the message to reply to; ``prompt``: three WordNet words (noun, verb,
 adjective) common enough to occur MIN_COUNT times in a second corpus. Writes a JSON list of
 ``{"prompt_id", "text"}``.
@@ -15,7 +16,8 @@ from diversity_core.data import text_tasks
 
 
 def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus_name: str,
-         common_words_corpus: str, min_count: int, n_prompts: int, seed: int):
+         common_words_corpus: str, min_count: int, n_prompts: int, seed: int,
+         story_sentences: str):
     """Draw N_PROMPTS prompts of TASK from the corpus in folder CORPUS (for TASK prompt: WordNet
     words occurring MIN_COUNT times in corpus COMMON_WORDS_CORPUS, folder COMMON_WORDS; none for
     the other tasks); write PROMPTS (.json)."""
@@ -28,8 +30,11 @@ def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus
             common_in=corpora.load_corpus(common_words_corpus, common_words[0]))
     else:
         documents = corpora.load_corpus(corpus_name, corpus)
-        draw = text_tasks.story_prompts if task == "story" else text_tasks.reply_prompts
-        chosen = draw(documents, n_prompts, seed)
+        if task == "story":
+            chosen = text_tasks.story_prompts(documents, n_prompts, seed,
+                                              sentences=story_sentences)
+        else:
+            chosen = text_tasks.reply_prompts(documents, n_prompts, seed)
     with open(prompts, "w", encoding="utf-8") as stream:
         json.dump(chosen, stream, indent=1, ensure_ascii=False)
         stream.write("\n")

@@ -188,6 +188,8 @@ def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
                                   "text.generation.language_model.requirement")
             + ([] if model.get("sha256") else ["sha256 is empty"]))
         corpora |= set(generation["corpora"].values()) | {generation["common_words"]["corpus"]}
+        if text["design"] == "dectest":
+            corpora.add(generation["dectest"]["dictionary"])
     else:
         add("Tevet & Berant's release", "text.tevet_berant",
             _download_problems(text["tevet_berant"], ("sha256",)))

@@ -17,6 +17,8 @@ Corpora (:data:`CORPORA`), each a list of documents in a deterministic order, wh
 * ``jargon``: Debian ``dict-jargon``, the Jargon File 4.4.7 (about 2,300 entries of hacker slang);
 * ``gensim_lee``: gensim's Lee background corpus (300 news articles, Lee et al. 2005) and
   ``gensim_pang_lee``: its 200 movie-review sentences (Pang & Lee) from the gensim 4.4.0 wheel.
+* ``wamerican``: Debian ``wamerican``, an English word list (104,334 words, SCOWL size 50), one
+  "document" per word: the dictionary of the text experiment's fluency measure.
 
 No pinned package ships Debian's package descriptions (they live only in the live apt lists,
 which change), so the FOLDOC and Jargon dictionaries stand in for encyclopaedic text.
@@ -85,6 +87,7 @@ _FORTUNES = "usr/share/games/fortunes/"
 _WORDNET = "usr/share/wordnet/"
 _DICTD = "usr/share/dictd/"
 _GENSIM = "gensim/test/test_data/"
+_DICT = "usr/share/dict/"
 # gensim ships platform wheels; the test data are the same in each, so one wheel is pinned.
 _GENSIM_WHEEL = {
     "requirement": "gensim==4.4.0",
@@ -180,6 +183,17 @@ CORPUS_PINS: dict[str, dict] = {
          "prefix": _DICTD, "files": {
              "jargon.index": "ba834d4907f0f3eabc79644e2c3b85961e28b0fde92ae5ae24a44702bb5a98a9",
              "jargon.dict.dz": "856ced964d3a3cfd79a3dc251df04365eefd848966e3ae94e58f2671d6e79ca5",
+         }},
+    ]},
+    # An English word list (SCOWL size 50, American spelling: inflected forms, function words and
+    # common proper nouns, one per line), the dictionary of the text experiment's fluency check
+    # (diversity_core.experiments.text_temperature.dictionary_share).
+    "wamerican": {"sources": [
+        {"kind": "deb", "package": "wamerican", "version": "2020.12.07-2",
+         "sha256": "c8f8e2b2ad0d37bfdd41f0e40f1e4c8e5f907467d768a1d3698b164e9617f0b4",
+         "prefix": _DICT, "files": {
+             "american-english":
+                 "9f513f1ceadb6a01c5485b7dbdfd5118dc66cd70b59cae2851292112d4066a32",
          }},
     ]},
     "gensim_lee": {"sources": [
@@ -620,6 +634,8 @@ def load_corpus(name: str, folder, pins: Mapping | None = None, *, verify: bool 
         return [gloss for _, _, gloss in load_wordnet(folder)]
     if name in ("foldoc", "jargon"):
         return [body for _, body in load_dictd(folder, name)]
+    if name == "wamerican":
+        return _load_lines(folder / "american-english")  # one word per line
     if name == "gensim_lee":
         return _load_lines(folder / "lee_background.cor")
     if name == "gensim_pang_lee":

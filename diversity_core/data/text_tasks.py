@@ -41,6 +41,8 @@ __all__ = [
     "story_prompts",
     "reply_prompts",
     "word_prompts",
+    "decoding_temperatures",
+    "dectest_plan",
     "read_sets",
     "write_sets",
     "fetch_tevet_berant",
@@ -67,19 +69,29 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"']?\s+(?=[\"'A-Z])")
 
 
 def story_prompts(documents: Sequence[str], n_prompts: int, seed: int, *, min_words: int = 8,
-                  max_words: int = 40) -> list[dict]:
-    """``n_prompts`` story openings: the first sentence of documents drawn by seed (distinct
-    documents).
+                  max_words: int = 40, sentences: str = "first") -> list[dict]:
+    """``n_prompts`` story contexts drawn by seed: sentences of ``min_words``..``max_words`` words.
 
-    Returns a list of ``{"prompt_id", "text"}`` (``prompt_id`` = ``story:<document index>``).
-    Documents whose first sentence has fewer than ``min_words`` or more than ``max_words`` words
-    are skipped. Raises ``ValueError`` if fewer than ``n_prompts`` documents qualify.
+    ``sentences="first"``: a document's opening sentence (distinct documents; ``prompt_id`` =
+    ``story:<document index>``); ``"any"``: any sentence of any document (``prompt_id`` =
+    ``story:<document index>.<sentence index>``), for designs that need more prompts than the
+    corpus has documents (the decTest design: one prompt per set). Returns a list of
+    ``{"prompt_id", "text"}``. Raises ``ValueError`` if fewer than ``n_prompts`` sentences
+    qualify.
     """
+    if sentences not in ("first", "any"):
+        raise ValueError(f"sentences must be 'first' or 'any'; got {sentences!r}.")
     candidates = []
     for index, document in enumerate(documents):
-        opening = _SENTENCE_END.split(document.strip(), maxsplit=1)[0].strip()
-        if min_words <= _words(opening) <= max_words:
-            candidates.append({"prompt_id": f"story:{index}", "text": opening})
+        if sentences == "first":
+            opening = _SENTENCE_END.split(document.strip(), maxsplit=1)[0].strip()
+            if min_words <= _words(opening) <= max_words:
+                candidates.append({"prompt_id": f"story:{index}", "text": opening})
+            continue
+        for position, sentence in enumerate(_SENTENCE_END.split(document.strip())):
+            sentence = sentence.strip()
+            if min_words <= _words(sentence) <= max_words:
+                candidates.append({"prompt_id": f"story:{index}.{position}", "text": sentence})
     return _draw(candidates, n_prompts, seed, "story")
 
 
@@ -137,6 +149,44 @@ def word_prompts(entries: Sequence[tuple[str, str, str]], n_prompts: int, seed: 
         used.update(triple)
         triples.append({"prompt_id": "prompt:" + ",".join(triple), "text": ", ".join(triple)})
     return triples
+
+
+def decoding_temperatures(n_sets: int, low: float, high: float, seed: int, task: str,
+                          stage: str) -> np.ndarray:
+    """Temperatures of ``n_sets`` sets spread continuously over ``[low, high]`` (the decTest
+    design: one temperature per set).
+
+    Stratified: the interval is cut into ``n_sets`` equal strata, one temperature is drawn
+    uniformly in each, and the strata are shuffled over the sets, all by a random stream of
+    (``seed``, ``task``, ``stage``): every part of the range is covered as evenly as by a grid,
+    yet the temperatures are continuous. Rounded to 4 decimals (what the data files show).
+    Returns an ``(n_sets,)`` float array in set order.
+    """
+    if n_sets < 1:
+        raise ValueError(f"n_sets must be >= 1; got {n_sets}.")
+    if not 0 < low < high:
+        raise ValueError(f"temperatures need 0 < low < high; got low={low}, high={high}.")
+    rng = _rng(seed, f"{task}|{stage}")
+    within = rng.uniform(size=n_sets)
+    strata = rng.permutation(n_sets)
+    return np.round(low + (high - low) * (strata + within) / n_sets, 4)
+
+
+def dectest_plan(prompts: Sequence[Mapping], temperatures) -> list[dict]:
+    """The decTest design's plan: prompt ``i`` sampled once, at ``temperatures[i]``.
+
+    Returns ``{"prompt_id", "text", "temperature"}`` per set. Raises ``ValueError`` if the counts
+    differ or a prompt repeats (each set has its own prompt).
+    """
+    temperatures = np.asarray(temperatures, dtype=np.float64)
+    if len(prompts) != len(temperatures):
+        raise ValueError(f"{len(prompts)} prompts for {len(temperatures)} temperatures: the "
+                         "decTest design samples each prompt once.")
+    ids = [prompt["prompt_id"] for prompt in prompts]
+    if len(set(ids)) != len(ids):
+        raise ValueError("a prompt appears twice: the decTest design gives each set its own.")
+    return [{"prompt_id": prompt["prompt_id"], "text": prompt["text"], "temperature": float(t)}
+            for prompt, t in zip(prompts, temperatures, strict=True)]
 
 
 def _draw(candidates: list[dict], n_prompts: int, seed: int, task: str) -> list[dict]:

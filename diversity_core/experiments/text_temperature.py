@@ -21,7 +21,10 @@ well the measure tracks the ground-truth diversity.
   bootstrap interval (Figure 4: 95%, 1,000 resamples);
 * :func:`ranking_by_max_temperature`: every measure's R² and rank when only the sets generated at
   ``τ ≤ τ_max`` are kept, for every cap ``τ_max`` (issue 22: is a measure's lead made by the
-  hottest temperatures alone?).
+  hottest temperatures alone?);
+* :func:`dictionary_share` and :func:`temperature_cap`: the decTest design's measured cap, the
+  highest temperature at which the language model still writes words (the share of a set's
+  words that an English word list holds, against temperature, on pilot sets).
 
 Conventions, on purpose:
 
@@ -43,6 +46,7 @@ Conventions, on purpose:
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -68,6 +72,10 @@ __all__ = [
     "ranking_by_max_temperature",
     "eligible_caps",
     "read_score_tables",
+    "dictionary_share",
+    "temperature_cap",
+    "read_temperature_caps",
+    "CAP_COLUMNS",
 ]
 
 MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "gm_stds_unit", "iso_score", "dc_score")
@@ -346,7 +354,8 @@ def spearman_bootstrap(score, temperature, *, n_resamples: int = 1000, confidenc
 
 
 def eligible_caps(temperatures: Mapping[tuple[str, str], np.ndarray], *, n_splits: int,
-                  min_temperatures: int = 3, caps: Sequence[float] | None = None) -> list[float]:
+                  min_temperatures: int = 3, caps: Sequence[float] | None = None,
+                  step: float | None = None) -> list[float]:
     """The highest temperatures ``τ_max`` that :func:`ranking_by_max_temperature` can study.
 
     A cap is eligible when, in every (task, model), the sets with ``τ ≤ τ_max`` number at least
@@ -355,7 +364,10 @@ def eligible_caps(temperatures: Mapping[tuple[str, str], np.ndarray], *, n_split
 
     ``caps`` None: every distinct temperature of the data that is eligible, in increasing order
     (eligibility grows with the cap, so these run from the smallest eligible one to the largest
-    temperature). Given caps are all checked: one that is not eligible is an error that names it.
+    temperature); with ``step``, instead of every distinct temperature (continuous temperatures
+    have as many as sets), the multiples of ``step`` within the data's range (rounded to 6
+    decimals, so 0.1 steps fall on a grid's 0.3, 0.4, ...) and the largest temperature. Given
+    caps are all checked: one that is not eligible is an error that names it.
     """
     temps = {key: np.asarray(t, dtype=np.float64) for key, t in temperatures.items()}
     if not temps:
@@ -378,6 +390,12 @@ def eligible_caps(temperatures: Mapping[tuple[str, str], np.ndarray], *, n_split
                 raise ValueError(f"maximum temperature {cap}: {problem}.")
         return sorted(float(c) for c in caps)
     every = np.unique(np.concatenate(list(temps.values())))
+    if step is not None:
+        if not step > 0:
+            raise ValueError(f"step must be positive; got {step}.")
+        multiples = np.arange(np.ceil(every[0] / step - 1e-9), np.floor(every[-1] / step + 1e-9)
+                              + 1) * step
+        every = np.unique(np.round(np.append(multiples, every[-1]), 6))
     chosen = [float(cap) for cap in every if shortfall(float(cap)) is None]
     if not chosen:
         raise ValueError(f"no maximum temperature is eligible: at the largest, {every[-1]}, "
@@ -388,7 +406,8 @@ def eligible_caps(temperatures: Mapping[tuple[str, str], np.ndarray], *, n_split
 def ranking_by_max_temperature(scores: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
                                temperatures: Mapping[tuple[str, str], np.ndarray], *,
                                measures: Sequence[str], ranking_measures: Sequence[str],
-                               caps: Sequence[float] | None = None, n_splits: int = 5,
+                               caps: Sequence[float] | None = None,
+                               step: float | None = None, n_splits: int = 5,
                                n_repeats: int = 20, seed: int = 0, min_temperatures: int = 3,
                                log=None):
     """Every measure's cross-validated R² and rank when only the sets with ``τ ≤ τ_max`` count,
@@ -397,7 +416,8 @@ def ranking_by_max_temperature(scores: Mapping[tuple[str, str], Mapping[str, np.
     Per cap and (task, model), the kept sets' temperatures are predicted from each measure by
     :func:`isotonic_cv_r2` with the conventions of :func:`r2_table` (the same ``seed`` and so
     the same folds for every measure; mean and sample sd over all held-out folds): at the
-    largest temperature of the data it reproduces ``r2_table``. Caps: :func:`eligible_caps`.
+    largest temperature of the data it reproduces ``r2_table``. Caps: :func:`eligible_caps`
+    (``caps``, ``step``).
 
     Parameters
     ----------
@@ -418,7 +438,7 @@ def ranking_by_max_temperature(scores: Mapping[tuple[str, str], Mapping[str, np.
     if missing:
         raise ValueError(f"ranking measures {missing} are not among the measures {list(measures)}.")
     chosen = eligible_caps(temperatures, n_splits=n_splits, min_temperatures=min_temperatures,
-                           caps=caps)
+                           caps=caps, step=step)
     rows = []
     for cap in chosen:
         for (task, model), by_measure in scores.items():
@@ -443,6 +463,80 @@ def ranking_by_max_temperature(scores: Mapping[tuple[str, str], Mapping[str, np.
                   "n_sets", "n_temperatures"]]
 
 
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+
+
+def dictionary_share(responses: Sequence[str], dictionary: set[str]) -> float:
+    """The share of the words of ``responses`` that ``dictionary`` holds (NaN if none has a word).
+
+    A word is a run of letters (any script), apostrophes inside allowed ("don't", "Rome's");
+    digits and punctuation are not words. ``dictionary`` holds lower-case words; a word counts
+    if its lower-case form is in it. Word salad made of real words ("Look her pebbly soaked
+    bristled") passes this test, so it measures the onset of non-words, not fluency: a floor
+    that the temperature range must keep, not a quality score.
+    """
+    words = [word.lower().replace("’", "'") for text in responses for word in _WORD.findall(text)]
+    if not words:
+        return float("nan")
+    return float(np.mean([word in dictionary for word in words]))
+
+
+def temperature_cap(temperatures, shares, *, max_drop: float) -> dict:
+    """The highest temperature at which the words of a set are still dictionary words.
+
+    A decreasing isotonic regression of the sets' dictionary shares (:func:`dictionary_share`)
+    on their temperatures gives the share's level at every temperature; ``level`` is its value at
+    the lowest temperature, and the cap is the highest temperature of the data at which the fitted
+    share is at least ``level - max_drop`` (``max_drop`` 0.02: at most two words in a hundred
+    more than at the lowest temperature are missing from the word list). Sets without a word
+    (NaN share) are left out.
+
+    Returns ``{"cap", "level", "share_at_cap", "n_sets", "fitted"}``, ``fitted`` the
+    ``(n_sets,)`` fitted shares in the order given (NaN where the share was NaN).
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    t = np.asarray(temperatures, dtype=np.float64)
+    y = np.asarray(shares, dtype=np.float64)
+    if t.shape != y.shape or t.ndim != 1:
+        raise ValueError(f"temperatures {t.shape} and shares {y.shape} must be equal 1-d arrays.")
+    if not 0 <= max_drop < 1:
+        raise ValueError(f"max_drop must be in [0, 1); got {max_drop}.")
+    ok = np.isfinite(y)
+    if ok.sum() < 3 or len(np.unique(t[ok])) < 3:
+        raise ValueError(f"a cap needs sets at 3 or more temperatures with words; got "
+                         f"{int(ok.sum())} sets at {len(np.unique(t[ok]))} temperatures.")
+    fitted = np.full_like(y, np.nan)
+    fitted[ok] = IsotonicRegression(increasing=False).fit(t[ok], y[ok]).predict(t[ok])
+    order = np.argsort(t[ok], kind="stable")
+    level = float(fitted[ok][order[0]])
+    within = t[ok][fitted[ok] >= level - max_drop - 1e-12]
+    cap = float(within.max())
+    return {"cap": cap, "level": level, "share_at_cap": float(fitted[ok][t[ok] == cap].min()),
+            "n_sets": int(ok.sum()), "fitted": fitted}
+
+
+CAP_COLUMNS = ("task", "cap", "level", "share_at_cap", "max_drop", "n_pilot_sets")
+
+
+def read_temperature_caps(path) -> dict[str, float]:
+    """Each task's cap from a table written by the ``text_temperature_cap`` rule (columns
+    :data:`CAP_COLUMNS`), checked: one row per task, every cap a positive finite number.
+    Returns ``{task: cap}``."""
+    import pandas as pd
+
+    table = pd.read_csv(path)
+    missing = [c for c in CAP_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: lacks the columns {missing}.")
+    if table["task"].duplicated().any() or table.empty:
+        raise ValueError(f"{path}: needs exactly one row per task; got {list(table['task'])}.")
+    caps = pd.to_numeric(table["cap"], errors="coerce")
+    if not (np.isfinite(caps) & (caps > 0)).all():
+        raise ValueError(f"{path}: every cap must be a positive number; got {list(table['cap'])}.")
+    return dict(zip(table["task"], caps.astype(float), strict=True))
+
+
 def config_problems(section: Mapping) -> list[str]:
     """The constraints between keys of the text section that the configuration schema cannot
     express, as sentences naming the keys (empty if there are none). The workflow checks them
@@ -457,13 +551,24 @@ def config_problems(section: Mapping) -> list[str]:
                         f"text.measures {text['measures']}.")
     if text["data"] == "generated":
         gen = text["generation"]
-        if gen["n_chunks"] > gen["n_prompts"]:
-            problems.append(
-                f"text.generation.n_chunks ({gen['n_chunks']}) exceeds "
-                f"text.generation.n_prompts ({gen['n_prompts']}): a job would get no prompt.")
-        n_sets = gen["n_prompts"] * len(gen["temperatures"])
+        if text["design"] == "grid":
+            grid = gen["grid"]
+            n_prompts, what = grid["n_prompts"], "text.generation.grid.n_prompts"
+            n_sets = grid["n_prompts"] * len(grid["temperatures"])
+            sets_from = "text.generation.grid.n_prompts x temperatures"
+        else:
+            dectest = gen["dectest"]
+            n_prompts = n_sets = dectest["n_sets"]
+            what = sets_from = "text.generation.dectest.n_sets"
+            if dectest["temperature_min"] >= dectest["pilot_temperature_max"]:
+                problems.append(
+                    f"text.generation.dectest.temperature_min ({dectest['temperature_min']}) "
+                    f"must be below pilot_temperature_max ({dectest['pilot_temperature_max']}).")
+        if gen["n_chunks"] > n_prompts:
+            problems.append(f"text.generation.n_chunks ({gen['n_chunks']}) exceeds {what} "
+                            f"({n_prompts}): a job would get no prompt.")
         if 2 * text["cv_folds"] > n_sets:
             problems.append(
                 f"text.cv_folds ({text['cv_folds']}) needs at least {2 * text['cv_folds']} sets "
-                f"per task; text.generation.n_prompts x temperatures gives {n_sets}.")
+                f"per task; {sets_from} gives {n_sets}.")
     return problems

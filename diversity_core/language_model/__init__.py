@@ -10,9 +10,11 @@ the prompts and the files the sets go into are task data (:mod:`diversity_core.d
   offline (:func:`load_language_model`), fingerprinted (:func:`model_fingerprint`,
   :func:`chat_template_digest`);
 * :mod:`.sampling`: a task's chat (:func:`chat_messages`) and per-row temperature sampling, every
-  response from a random stream of its own (:func:`generate_response_sets`);
-* :mod:`.cache`: one task's sets, cached per prompt (:func:`generate_task`), keyed on everything
-  that changes them (:func:`cache_settings`, :func:`prompt_cache_file`).
+  response from a random stream of its own (:func:`generate_response_sets` for one prompt at
+  many temperatures, :func:`generate_sets_batch` for many prompts at one temperature each);
+* :mod:`.cache`: one task's sets, cached per prompt (:func:`generate_task`: the grid design;
+  :func:`generate_plan`: the decTest design), keyed on everything that changes them
+  (:func:`cache_settings`, :func:`prompt_cache_file`).
 
 torch and transformers are imported inside the functions, so that importing this package stays
 light.
@@ -24,7 +26,7 @@ light.
 ...                                cache_dir="interim/generation_cache")
 """
 
-from .cache import cache_settings, generate_task, prompt_cache_file
+from .cache import cache_settings, generate_plan, generate_task, prompt_cache_file
 from .model import (
     chat_template_digest,
     dequantise_language_model,
@@ -32,7 +34,13 @@ from .model import (
     load_language_model,
     model_fingerprint,
 )
-from .sampling import chat_messages, generate_response_sets, gumbel_temperature_processor, row_seed
+from .sampling import (
+    chat_messages,
+    generate_response_sets,
+    generate_sets_batch,
+    gumbel_temperature_processor,
+    row_seed,
+)
 
 __all__ = [
     "cache_settings",
@@ -40,7 +48,9 @@ __all__ = [
     "chat_template_digest",
     "dequantise_language_model",
     "fetch_language_model",
+    "generate_plan",
     "generate_response_sets",
+    "generate_sets_batch",
     "generate_task",
     "gumbel_temperature_processor",
     "load_language_model",

@@ -1,4 +1,8 @@
-"""One task's response sets, generated prompt by prompt and cached on disk per prompt.
+"""One task's response sets, generated and cached on disk per prompt.
+
+:func:`generate_task` samples the grid design (every prompt at every temperature, one batch per
+prompt), :func:`generate_plan` the decTest design (each set its own prompt and temperature,
+several prompts per batch); both read and write the same per-prompt cache.
 
 :func:`generate_task` samples (:mod:`.sampling`) only the sets a prompt's cache file lacks, so an
 interrupted or enlarged run never regenerates what exists. A file's name
@@ -24,12 +28,13 @@ from pathlib import Path
 from ..assets.cache import read_cache, update_cache
 from ..data.text_tasks import TASKS
 from .model import chat_template_digest, load_language_model, model_fingerprint
-from .sampling import _SAMPLER_VERSION, chat_messages, generate_response_sets
+from .sampling import _SAMPLER_VERSION, chat_messages, generate_response_sets, generate_sets_batch
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "generate_task",
+    "generate_plan",
     "cache_settings",
     "prompt_cache_file",
 ]
@@ -163,6 +168,71 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
             records.append({"task": task, "prompt_id": prompt["prompt_id"],
                             "prompt": prompt["text"], "temperature": t,
                             "responses": cached[_temperature_key(t)], "seed": int(seed)})
+    cpu = stats["cpu_seconds"]
+    stats["tokens_per_cpu_second"] = stats["tokens"] / cpu if cpu > 0 else None
+    return records, stats
+
+
+def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=None,
+                  tokenizer=None, model_folder=None, n_responses: int, max_new_tokens: int,
+                  seed: int, cache_dir, device: str = "auto",
+                  progress: bool = True) -> tuple[list[dict], dict]:
+    """Response sets of the decTest design: one set per entry of ``plan`` (``prompt_id``,
+    ``text``, ``temperature``), each prompt at its own temperature.
+
+    Sets are looked up in the same per-prompt cache as :func:`generate_task` (a set is keyed by
+    its prompt, its temperature and the settings, whatever its batch); the missing ones are
+    sampled ``batch_sets`` prompts at a time in one left-padded batch
+    (:func:`~.sampling.generate_sets_batch`), and each batch's sets are written to their
+    prompts' cache files before the next batch starts. Returns ``records`` (in plan order, the
+    keys of :func:`generate_task`'s) and ``stats`` as :func:`generate_task` does.
+    """
+    from tqdm.auto import tqdm
+
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; known: {TASKS}.")
+    if n_responses < 2:
+        raise ValueError(f"n_responses must be >= 2; got {n_responses}.")
+    if batch_sets < 1:
+        raise ValueError(f"batch_sets must be >= 1; got {batch_sets}.")
+    ids = [entry["prompt_id"] for entry in plan]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"task {task!r}: a prompt appears twice in the plan; the decTest "
+                         "design gives every set its own prompt.")
+    settings = cache_settings(model_folder=model_folder, model=model, device=device,
+                              n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
+    cache_dir = Path(cache_dir)
+    stats = {"prompts_generated": 0, "sets_generated": 0, "tokens": 0, "cpu_seconds": 0.0,
+             "wall_seconds": 0.0}
+    prompts = [{"prompt_id": entry["prompt_id"], "text": entry["text"]} for entry in plan]
+    keys = [_temperature_key(entry["temperature"]) for entry in plan]
+    paths = [prompt_cache_file(cache_dir, task, prompt, settings) for prompt in prompts]
+    found = [_read_prompt_cache(path, prompt, settings, n_responses).get(key)
+             for path, prompt, key in zip(paths, prompts, keys, strict=True)]
+    missing = [i for i, responses in enumerate(found) if responses is None]
+    batches = [missing[start:start + batch_sets] for start in range(0, len(missing), batch_sets)]
+    bar = tqdm(batches, desc=f"generate {task}", unit="batch", file=sys.stderr,
+               disable=not progress, mininterval=10.0)
+    for batch in bar:
+        if model is None:
+            model, tokenizer = load_language_model(model_folder, device)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        sets, n_tokens = generate_sets_batch(
+            model, tokenizer, [chat_messages(task, prompts[i]["text"]) for i in batch],
+            [float(plan[i]["temperature"]) for i in batch], [ids[i] for i in batch],
+            n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
+        stats["cpu_seconds"] += time.process_time() - cpu0
+        stats["wall_seconds"] += time.perf_counter() - wall0
+        stats["tokens"] += n_tokens
+        stats["prompts_generated"] += len(batch)
+        stats["sets_generated"] += len(batch)
+        for i, responses in zip(batch, sets, strict=True):
+            _update_prompt_cache(paths[i], task, prompts[i], settings, n_responses,
+                                 {keys[i]: responses})
+            found[i] = responses
+    records = [{"task": task, "prompt_id": entry["prompt_id"], "prompt": entry["text"],
+                "temperature": float(entry["temperature"]), "responses": responses,
+                "seed": int(seed)} for entry, responses in zip(plan, found, strict=True)]
     cpu = stats["cpu_seconds"]
     stats["tokens_per_cpu_second"] = stats["tokens"] / cpu if cpu > 0 else None
     return records, stats

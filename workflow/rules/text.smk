@@ -1,7 +1,8 @@
 # Text temperature (paper §4.2, Figures 3 and 4): experiment `text_temperature`, files in results/text/.
 #
-# data (generated: fetch + dequantise SmolLM2 -> prompts per task -> sample in chunks -> merge;
-# tevet_berant: download the paper's release -> one file per task) -> embed each task with each
+# data (generated: fetch + dequantise SmolLM2 -> prompts per task -> [design dectest: pilot sets
+# -> each task's temperature cap] -> sample in chunks -> merge; tevet_berant: download the
+# paper's release -> one file per task) -> embed each task with each
 # sentence model -> score every set -> isotonic-regression R² table, ranking, gains -> figures;
 # the same R² and ranking per highest temperature included (max_temperature.csv and its figure).
 # Corpora and sentence models come from the shared text assets (workflow/rules/text_assets.smk).
@@ -11,6 +12,9 @@ import re
 TEXT = "text"
 TEXT_CFG = config[TEXT]
 TEXT_GEN = TEXT_CFG["generation"]
+# The decTest design (one temperature per set, each set its own prompt, a measured cap) needs
+# pilot sets and the caps; only generated data have a design.
+TEXT_DECTEST = TEXT_CFG["data"] == "generated" and TEXT_CFG["design"] == "dectest"
 TEXT_TASKS = list(TEXT_CFG["tasks"])
 TEXT_MODELS_USED = list(TEXT_CFG["models"])
 TEXT_CHUNKS = list(range(TEXT_GEN["n_chunks"]))
@@ -34,6 +38,13 @@ EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "max_temperature.png"),
     results(TEXT, "max_temperature.pdf"),
 ]
+if TEXT_DECTEST:
+    EXPERIMENT_TARGETS["text_temperature"] += [
+        results(TEXT, "temperature_cap.csv"),
+        results(TEXT, "fluency.csv"),
+        results(TEXT, "fluency.png"),
+        results(TEXT, "fluency.pdf"),
+    ]
 
 
 rule text_temperature:
@@ -62,7 +73,8 @@ if TEXT_CFG["data"] == "generated":
             "../../scripts/text_fetch_language_model.py"
 
     rule text_prompts:
-        """The prompts of one task, drawn by seed from its corpus."""
+        """The prompts of one task, drawn by seed from its corpus (design dectest: the pilot
+        sets' and then the sets', one each)."""
         input:
             corpus=lambda wildcards: text_corpus_dir(TEXT_GEN["corpora"][wildcards.task]),
             common_words=lambda wildcards: (
@@ -76,7 +88,9 @@ if TEXT_CFG["data"] == "generated":
             corpus_name=lambda wildcards: TEXT_GEN["corpora"][wildcards.task],
             common_words_corpus=TEXT_GEN["common_words"]["corpus"],
             min_count=TEXT_GEN["common_words"]["min_count"],
-            n_prompts=TEXT_GEN["n_prompts"],
+            n_prompts=(TEXT_GEN["dectest"]["pilot_sets"] + TEXT_GEN["dectest"]["n_sets"]
+                       if TEXT_DECTEST else TEXT_GEN["grid"]["n_prompts"]),
+            story_sentences="any" if TEXT_DECTEST else "first",
             seed=seed_for(TEXT),
         wildcard_constraints:
             task="|".join(TEXT_TASKS),
@@ -88,12 +102,97 @@ if TEXT_CFG["data"] == "generated":
         script:
             "../../scripts/text_prompts.py"
 
-    rule text_generate:
-        """Response sets of one chunk of a task's prompts at every temperature (cached per prompt
-        in interim/generation_cache/)."""
+    rule text_pilot:
+        """Design dectest: one task's pilot sets, temperatures spread up to the pilot maximum
+        (cached per prompt in interim/generation_cache/)."""
         input:
             prompts=interim(TEXT, "prompts", "{task}.json"),
             model=TEXT_LM_DIR,
+        output:
+            sets=interim(TEXT, "pilot", "{task}.jsonl"),
+            stats=interim(TEXT, "pilot", "{task}.stats.json"),
+        params:
+            task=lambda wildcards: wildcards.task,
+            pilot_sets=TEXT_GEN["dectest"]["pilot_sets"],
+            temperature_min=TEXT_GEN["dectest"]["temperature_min"],
+            pilot_temperature_max=TEXT_GEN["dectest"]["pilot_temperature_max"],
+            batch_sets=TEXT_GEN["dectest"]["batch_sets"],
+            responses_per_set=TEXT_GEN["responses_per_set"],
+            max_new_tokens=TEXT_GEN["max_new_tokens"],
+            seed=seed_for(TEXT),
+            device=TEXT_CFG["device"],
+            cache_dir=interim(TEXT, "generation_cache"),
+        wildcard_constraints:
+            task="|".join(TEXT_TASKS),
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "pilot_{task}"),
+        benchmark:
+            bench(TEXT, "pilot_{task}")
+        threads: TEXT_GEN["threads"]
+        script:
+            "../../scripts/text_pilot.py"
+
+    rule text_temperature_cap:
+        """Design dectest: each task's temperature cap, where the share of dictionary words in
+        its pilot sets falls max_dictionary_drop below its lowest-temperature level."""
+        input:
+            pilot=expand(interim(TEXT, "pilot", "{task}.jsonl"), task=TEXT_TASKS),
+            dictionary=text_corpus_dir(TEXT_GEN["dectest"]["dictionary"]),
+        output:
+            caps=report(
+                results(TEXT, "temperature_cap.csv"),
+                caption="../report/text_temperature_cap.rst",
+                category="Text temperature",
+            ),
+            fluency=results(TEXT, "fluency.csv"),
+        params:
+            dictionary_name=TEXT_GEN["dectest"]["dictionary"],
+            max_drop=TEXT_GEN["dectest"]["max_dictionary_drop"],
+            config=TEXT_PROVENANCE,
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "temperature_cap"),
+        threads: 1
+        script:
+            "../../scripts/text_temperature_cap.py"
+
+    rule text_fluency_figure:
+        """Design dectest: the pilot sets' dictionary share against temperature, and the caps."""
+        input:
+            fluency=results(TEXT, "fluency.csv"),
+            caps=results(TEXT, "temperature_cap.csv"),
+        output:
+            figure=report(
+                results(TEXT, "fluency.png"),
+                caption="../report/text_fluency.rst",
+                category="Text temperature",
+            ),
+            figure_pdf=report(
+                results(TEXT, "fluency.pdf"),
+                caption="../report/text_fluency.rst",
+                category="Text temperature",
+            ),
+        params:
+            config=TEXT_PROVENANCE,
+        conda:
+            "../../envs/text.yaml"
+        log:
+            logs(TEXT, "fluency_figure"),
+        threads: 1
+        script:
+            "../../scripts/text_fluency_figure.py"
+
+    rule text_generate:
+        """Response sets of one chunk of a task (design grid: its prompts at every temperature;
+        dectest: one set per prompt, temperatures up to the task's cap), cached per prompt in
+        interim/generation_cache/."""
+        input:
+            prompts=interim(TEXT, "prompts", "{task}.json"),
+            model=TEXT_LM_DIR,
+            caps=[results(TEXT, "temperature_cap.csv")] if TEXT_DECTEST else [],
         output:
             sets=interim(TEXT, "generation", "{task}", "chunk{chunk}.jsonl"),
             stats=interim(TEXT, "generation", "{task}", "chunk{chunk}.stats.json"),
@@ -101,7 +200,9 @@ if TEXT_CFG["data"] == "generated":
             task=lambda wildcards: wildcards.task,
             chunk=lambda wildcards: int(wildcards.chunk),
             n_chunks=TEXT_GEN["n_chunks"],
-            temperatures=TEXT_GEN["temperatures"],
+            design=TEXT_CFG["design"],
+            grid=TEXT_GEN["grid"],
+            dectest=TEXT_GEN["dectest"],
             responses_per_set=TEXT_GEN["responses_per_set"],
             max_new_tokens=TEXT_GEN["max_new_tokens"],
             seed=seed_for(TEXT),
@@ -297,6 +398,7 @@ rule text_max_temperature:
         ranking_measures=TEXT_CFG["ranking_measures"],
         cv_folds=TEXT_CFG["cv_folds"],
         cv_repeats=TEXT_CFG["cv_repeats"],
+        cap_step=TEXT_CFG["max_temperature_step"],
         config=TEXT_PROVENANCE,
         seed=seed_for(TEXT),
     conda:
