@@ -116,8 +116,9 @@ def word_prompts(entries: Sequence[tuple[str, str, str]], n_prompts: int, seed: 
     at least ``min_count`` times in them (as lower-case words) qualify: WordNet has no word
     frequencies, and a uniform draw from its 150,000 lemmas gives words like "astringe". Each
     triple draws one word per part of speech in turn (a noun, a verb and an adjective by
-    default), without repeats across triples. ``prompt_id`` = ``prompt:<w1>,<w2>,<w3>``,
-    ``text`` = ``"w1, w2, w3"``.
+    default), without repeats across triples until a part of speech's words are used up (then
+    its words may come again, in other triples; no triple repeats). ``prompt_id`` =
+    ``prompt:<w1>,<w2>,<w3>``, ``text`` = ``"w1, w2, w3"``.
     """
     counts = None
     if common_in is not None:
@@ -131,23 +132,28 @@ def word_prompts(entries: Sequence[tuple[str, str, str]], n_prompts: int, seed: 
                         and lemma.isalpha() and lemma.islower()
                         and min_length <= len(lemma) <= max_length
                         and (counts is None or counts[lemma] >= min_count)})
-        if len(words) < n_prompts:
-            raise ValueError(f"only {len(words)} WordNet lemmas of part of speech {p!r} qualify "
-                             f"for {n_prompts} prompts.")
+        if len(words) < 3:
+            raise ValueError(f"only {len(words)} WordNet lemmas of part of speech {p!r} "
+                             "qualify; a prompt needs 3.")
         pools[p] = words
     rng = _rng(seed, "prompt")
     used: set[str] = set()
-    triples = []
+    triples, ids = [], set()
     while len(triples) < n_prompts:
         triple = []
         for i in range(3):
             pool = pools[pos[(len(triples) + i) % len(pos)]]
+            if used.union(triple).issuperset(pool):  # this part of speech is used up: refill
+                used.difference_update(pool)
             word = pool[int(rng.integers(len(pool)))]
             while word in used or word in triple:
                 word = pool[int(rng.integers(len(pool)))]
             triple.append(word)
         used.update(triple)
-        triples.append({"prompt_id": "prompt:" + ",".join(triple), "text": ", ".join(triple)})
+        prompt_id = "prompt:" + ",".join(triple)
+        if prompt_id not in ids:
+            ids.add(prompt_id)
+            triples.append({"prompt_id": prompt_id, "text": ", ".join(triple)})
     return triples
 
 
