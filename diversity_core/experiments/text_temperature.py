@@ -481,15 +481,19 @@ def dictionary_share(responses: Sequence[str], dictionary: set[str]) -> float:
     return float(np.mean([word in dictionary for word in words]))
 
 
-def temperature_cap(temperatures, shares, *, max_drop: float) -> dict:
+def temperature_cap(temperatures, shares, *, max_drop: float,
+                    plateau: float = 1 / 3) -> dict:
     """The highest temperature at which the words of a set are still dictionary words.
 
-    A decreasing isotonic regression of the sets' dictionary shares (:func:`dictionary_share`)
-    on their temperatures gives the share's level at every temperature; ``level`` is its value at
-    the lowest temperature, and the cap is the highest temperature of the data at which the fitted
-    share is at least ``level - max_drop`` (``max_drop`` 0.02: at most two words in a hundred
-    more than at the lowest temperature are missing from the word list). Sets without a word
-    (NaN share) are left out.
+    ``level`` is the mean dictionary share (:func:`dictionary_share`) of the sets in the lowest
+    ``plateau`` of the temperature range (the lowest third by default: below where the small
+    model's words break down, and enough sets for a stable mean); a decreasing isotonic
+    regression of every set's share on its temperature gives the share's trend, and the cap is
+    the highest temperature of the data at which that fit is at least ``level - max_drop``
+    (``max_drop`` 0.02: at most two words in a hundred more than on the plateau are missing from
+    the word list). A mean, not the fit's own value at the lowest temperature: that value is
+    the largest mean of the first sets, biased upwards by their noise. Sets without a word (NaN
+    share) are left out.
 
     Returns ``{"cap", "level", "share_at_cap", "n_sets", "fitted"}``, ``fitted`` the
     ``(n_sets,)`` fitted shares in the order given (NaN where the share was NaN).
@@ -502,17 +506,22 @@ def temperature_cap(temperatures, shares, *, max_drop: float) -> dict:
         raise ValueError(f"temperatures {t.shape} and shares {y.shape} must be equal 1-d arrays.")
     if not 0 <= max_drop < 1:
         raise ValueError(f"max_drop must be in [0, 1); got {max_drop}.")
+    if not 0 < plateau <= 1:
+        raise ValueError(f"plateau must be in (0, 1]; got {plateau}.")
     ok = np.isfinite(y)
     if ok.sum() < 3 or len(np.unique(t[ok])) < 3:
         raise ValueError(f"a cap needs sets at 3 or more temperatures with words; got "
                          f"{int(ok.sum())} sets at {len(np.unique(t[ok]))} temperatures.")
+    t_ok, y_ok = t[ok], y[ok]
+    low = t_ok <= t_ok.min() + plateau * (t_ok.max() - t_ok.min())
+    level = float(y_ok[low].mean())
     fitted = np.full_like(y, np.nan)
-    fitted[ok] = IsotonicRegression(increasing=False).fit(t[ok], y[ok]).predict(t[ok])
-    order = np.argsort(t[ok], kind="stable")
-    level = float(fitted[ok][order[0]])
-    within = t[ok][fitted[ok] >= level - max_drop - 1e-12]
+    fitted[ok] = IsotonicRegression(increasing=False).fit(t_ok, y_ok).predict(t_ok)
+    within = t_ok[fitted[ok] >= level - max_drop - 1e-12]
+    if not len(within):  # the whole range is below the plateau's level less the drop
+        within = t_ok[[np.argmin(t_ok)]]
     cap = float(within.max())
-    return {"cap": cap, "level": level, "share_at_cap": float(fitted[ok][t[ok] == cap].min()),
+    return {"cap": cap, "level": level, "share_at_cap": float(fitted[ok][t_ok == cap].min()),
             "n_sets": int(ok.sum()), "fitted": fitted}
 
 
