@@ -1,6 +1,7 @@
 """The decTest design's temperature cap, drawn: every pilot set's dictionary share against its
-temperature, one panel per task, with the isotonic fit, the lowest-temperature level, the level
-less the allowed drop and the cap (a vertical line) that these give."""
+temperature, one panel per task, with the isotonic fit, the plateau's level (the mean share of the
+lowest third of the pilot range), the level less the allowed drop and the cap (a vertical line)
+that these give."""
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ def draw(fluency: pd.DataFrame, caps: pd.DataFrame, path, pdf=None) -> tuple:
                    color=PALETTE[0], label="pilot set")
         ax.step(sets["temperature"], sets["fitted_share"], where="mid", color=PALETTE[1], lw=1.4,
                 label="isotonic fit")
-        ax.axhline(cap["level"], color="grey", lw=0.7, ls=":", label="lowest-τ level")
+        ax.axhline(cap["level"], color="grey", lw=0.7, ls=":", label="plateau level")
         ax.axhline(cap["level"] - cap["max_drop"], color="grey", lw=0.7, ls="--",
                    label=f"level − {cap['max_drop']:g}")
         ax.axvline(cap["cap"], color=PALETTE[2], lw=1.2, label=f"cap τ = {cap['cap']:.2f}")

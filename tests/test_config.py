@@ -99,13 +99,22 @@ CASES = {
     "text": ("text_temperature", [
         'text={"figure_task": "story", "tasks": ["resp"], "ranking_measures": ["mag_area", '
         '"vendi"], "measures": ["mag_area", "avg_sim"], "cv_folds": 5, '
-        '"generation": {"n_prompts": 1, "n_chunks": 2, "temperatures": [0.5, 1.0]}}',
+        '"design": "grid", '
+        '"generation": {"n_chunks": 2, "grid": {"n_prompts": 1, "temperatures": [0.5, 1.0]}}}',
     ], [
         "text.figure_task (story) is not among text.tasks ['resp']",
         "text.ranking_measures ['mag_area', 'vendi'] must be among text.measures",
-        "text.generation.n_chunks (2) exceeds text.generation.n_prompts (1)",
-        "text.cv_folds (5) needs at least 10 sets per task; text.generation.n_prompts x "
+        "text.generation.n_chunks (2) exceeds text.generation.grid.n_prompts (1)",
+        "text.cv_folds (5) needs at least 10 sets per task; text.generation.grid.n_prompts x "
         "temperatures gives 2",
+    ]),
+    "text dectest": ("text_temperature", [
+        'text={"cv_folds": 4, "generation": {"n_chunks": 9, "dectest": {"n_sets": 7, '
+        '"temperature_min": 1.5, "pilot_temperature_max": 1.2}}}',
+    ], [
+        "text.generation.dectest.temperature_min (1.5) must be below pilot_temperature_max (1.2)",
+        "text.generation.n_chunks (9) exceeds text.generation.dectest.n_sets (7)",
+        "text.cv_folds (4) needs at least 8 sets per task; text.generation.dectest.n_sets gives 7",
     ]),
     "models": ("model_distinguishing", [
         'models={"figure_collection": "foldoc", "subsample_size": 61, "k": 40, "ks": [1, 50]}',

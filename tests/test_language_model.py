@@ -169,3 +169,59 @@ def test_generate_task_rejects_bad_settings(tmp_path):
     with pytest.raises(ValueError, match="repeat"):
         language_model.generate_task("resp", [], [1.0, 1.0], n_responses=3, max_new_tokens=4,
                                  seed=0, cache_dir=tmp_path)
+
+
+# --- the decTest design: many prompts, one temperature each, one batch ---------------------------
+
+# Prompts of 1 to 12 characters: chats of 2 to 13 tokens, so a batch is left-padded.
+_PLAN = [{"prompt_id": f"resp:{k}", "text": text, "temperature": t} for k, (text, t) in
+         enumerate([("Hi", 0.4), ("Good morning to", 1.3), ("Yes", 2.0), ("What is this?", 0.9),
+                     ("a", 1.6)])]
+
+
+def test_a_padded_batch_samples_what_each_prompt_samples_alone(tiny_lm):
+    """Each set of a left-padded batch of prompts (one temperature each) equals the set the same
+    prompt gets alone at that temperature: same streams, masked padding, positions counted from
+    each prompt's first token."""
+    model, tokenizer = tiny_lm
+    chats = [language_model.chat_messages("resp", entry["text"]) for entry in _PLAN]
+    sets, n_tokens = language_model.generate_sets_batch(
+        model, tokenizer, chats, [e["temperature"] for e in _PLAN],
+        [e["prompt_id"] for e in _PLAN], n_responses=4, max_new_tokens=6, seed=3)
+    assert len(sets) == len(_PLAN) and all(len(s) == 4 for s in sets)
+    assert 0 < n_tokens <= len(_PLAN) * 4 * 6
+    for entry, chat, together in zip(_PLAN, chats, sets, strict=True):
+        alone, _ = language_model.generate_response_sets(
+            model, tokenizer, chat, [entry["temperature"]], n_responses=4, max_new_tokens=6,
+            seed=3, prompt_id=entry["prompt_id"])
+        assert together == alone[entry["temperature"]], entry
+    with pytest.raises(ValueError, match="one each per set"):
+        language_model.generate_sets_batch(model, tokenizer, chats, [1.0], ["resp:0"],
+                                           n_responses=4, max_new_tokens=6, seed=3)
+
+
+def test_generate_plan_batches_and_caches_per_prompt(tiny_lm, tmp_path):
+    model, tokenizer = tiny_lm
+    options = dict(n_responses=3, max_new_tokens=5, seed=7, cache_dir=tmp_path, progress=False)
+    first, stats = language_model.generate_plan("resp", _PLAN, batch_sets=2, model=model,
+                                                tokenizer=tokenizer, **options)
+    assert stats["sets_generated"] == 5 and stats["prompts_generated"] == 5
+    assert [(r["prompt_id"], r["temperature"]) for r in first] == [
+        (e["prompt_id"], e["temperature"]) for e in _PLAN]
+    assert all(len(r["responses"]) == 3 and r["seed"] == 7 for r in first)
+    # Another batching of the same plan: every set from the cache, no model needed.
+    again, stats = language_model.generate_plan("resp", _PLAN, batch_sets=4, **options)
+    assert stats["sets_generated"] == 0 and again == first
+    # The grid design reads the same cache: resp:0 at its decTest temperature is there.
+    grid, stats = language_model.generate_task(
+        "resp", [{"prompt_id": "resp:0", "text": "Hi"}], [0.4], **options)
+    assert stats["sets_generated"] == 0 and grid[0]["responses"] == first[0]["responses"]
+    # One batch of all five gives the same sets as batches of two.
+    fresh, _ = language_model.generate_plan("resp", _PLAN, batch_sets=5, model=model,
+                                            tokenizer=tokenizer,
+                                            **{**options, "cache_dir": tmp_path / "other"})
+    assert fresh == first
+    with pytest.raises(ValueError, match="appears twice"):
+        language_model.generate_plan("resp", _PLAN + _PLAN[:1], batch_sets=2, **options)
+    with pytest.raises(ValueError, match="batch_sets"):
+        language_model.generate_plan("resp", _PLAN, batch_sets=0, **options)

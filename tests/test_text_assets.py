@@ -47,12 +47,14 @@ def test_registries_match_the_schema():
 
 
 def test_collections_of_the_experiment_are_the_corpora():
-    """models.collections and models.figure_collection offer every corpus, the paper's four
+    """models.collections and models.figure_collection offer every corpus but the word lists
+    (text.generation.dectest.dictionary: its "documents" are single words), the paper's four
     Hugging Face datasets included; models.models offers every packaged model and the paper's
     two hub-only ones of §4.3."""
     models = SCHEMA["properties"]["models"]["properties"]
-    assert models["collections"]["items"]["enum"] == list(text.CORPORA)
-    assert models["figure_collection"]["enum"] == list(text.CORPORA)
+    collections = [name for name in text.CORPORA if name not in text.WORD_LISTS]
+    assert models["collections"]["items"]["enum"] == collections
+    assert models["figure_collection"]["enum"] == collections
     assert {"cnn_dailymail", "big_patent", "arxiv", "xsum"} <= set(text.CORPORA)
     assert set(models["models"]["items"]["enum"]) == set(sentences.TEXT_MODELS) | {
         "all-distilroberta-v1", "multi-qa-distilbert-cos-v1"}
@@ -231,6 +233,23 @@ def test_load_gensim_corpora(tmp_path):
         "A first article.", "A second one."]
     assert text.load_corpus("gensim_pang_lee", tmp_path, verify=False) == [
         "simplistic , silly — tedious .", "fine ."]
+
+
+def test_load_word_list(tmp_path):
+    (tmp_path / "american-english").write_text("A\nAachen\naardvark's\n\nzygote\n")
+    assert text.load_corpus("wamerican", tmp_path, verify=False) == [
+        "A", "Aachen", "aardvark's", "zygote"]
+
+
+@pytest.mark.slow
+def test_fetch_the_word_list_from_debian(tmp_path):
+    """Debian wamerican (0.2 MB) fetched and verified against its pins: 104,334 words, function
+    words and inflected forms among them (what the fluency check needs)."""
+    folder = text.fetch_corpus("wamerican", tmp_path / "wamerican")
+    words = {word.lower() for word in text.load_corpus("wamerican", folder)}
+    assert len(text.load_corpus("wamerican", folder)) == 104_334
+    assert {"the", "and", "of", "running", "cities", "don't", "rome"} <= words
+    assert "pebbly" in words and "qzx" not in words
 
 
 def test_unknown_corpus_and_bad_pins():

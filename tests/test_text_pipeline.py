@@ -1,7 +1,8 @@
-"""End to end: the text-temperature experiment on its tiny configuration, twice from empty result
-folders (SmolLM2, corpora and the embedding model come from the repository's resources/, fetched
-by the pipeline's own rules when missing): the outputs exist with the promised columns, reruns
-agree byte for byte, and an enlarged run samples only the new sets."""
+"""End to end: the text-temperature experiment on its tiny configuration (the decTest design),
+twice from empty result folders (SmolLM2, corpora and the embedding model come from the
+repository's resources/, fetched by the pipeline's own rules when missing): the outputs exist with
+the promised columns, reruns agree byte for byte, another batching is served from the cache; and
+the grid design, whose enlarged run samples only the new sets."""
 
 import json
 from pathlib import Path
@@ -33,14 +34,32 @@ def two_runs(tmp_path_factory):
 
 def test_data_tables_and_figures(two_runs):
     out = two_runs[0] / "results" / "text"
+    caps = pd.read_csv(out / "temperature_cap.csv")
+    assert list(caps.columns) == ["task", "cap", "level", "share_at_cap", "max_drop",
+                                  "n_pilot_sets"]
+    assert list(caps["task"]) == list(TASKS) and (caps["n_pilot_sets"] <= 6).all()
+    assert (caps["share_at_cap"] >= caps["level"] - caps["max_drop"] - 1e-4).all()
+    fluency = pd.read_csv(out / "fluency.csv")
+    assert list(fluency.columns) == ["task", "prompt_id", "temperature", "dictionary_share",
+                                     "fitted_share"]
+    pilot_ids = set(fluency["prompt_id"])
+    assert len(fluency) == 3 * 6 and fluency["temperature"].between(0.2, 1.5).all()
     for task in TASKS:
         sets = text_tasks.read_sets(out / "data" / f"{task}.jsonl")
-        assert len(sets) == 3 * 3
-        assert {s["temperature"] for s in sets} == {0.3, 0.9, 1.5}
+        cap = float(caps.loc[caps["task"] == task, "cap"].iloc[0])
+        # decTest: 8 sets, each its own prompt (none a pilot's), one temperature each.
+        assert len(sets) == 8 and len({s["prompt_id"] for s in sets}) == 8
+        assert not {s["prompt_id"] for s in sets} & pilot_ids
+        temperatures = [s["temperature"] for s in sets]
+        assert len(set(temperatures)) == 8
+        assert min(temperatures) >= 0.2 and max(temperatures) <= cap
         assert all(len(s["responses"]) == 4 and s["task"] == task for s in sets)
         record = json.loads((out / "data" / f"{task}.jsonl.provenance.json").read_text())
-        assert record["extra"]["n_sets"] == 9
+        assert record["extra"]["n_sets"] == 8 and record["extra"]["n_prompts"] == 8
         assert record["config"]["text"]["generation"]["n_chunks"] == 2
+    for figure in ("fluency.png", "fluency.pdf"):
+        assert (out / figure).stat().st_size > 10_000
+        assert (out / f"{figure}.provenance.json").exists()
     r2 = pd.read_csv(out / "r2_scores.csv")
     assert list(r2.columns) == ["task", "model", "measure", "r2_mean", "r2_std", "n_sets"]
     assert len(r2) == len(TASKS) * len(MEASURES)
@@ -59,13 +78,16 @@ def test_data_tables_and_figures(two_runs):
     for figure in ("figure3.png", "figure4.png"):
         assert (out / figure).stat().st_size > 20_000
         assert (out / f"{figure}.provenance.json").exists()
-    # The ranking per highest temperature: 3 prompts at 0.3, 0.9, 1.5 and 3-fold CV leave one cap
-    # (0.9 keeps 6 sets at 2 temperatures), where the R² are those of r2_scores.csv.
+    # The ranking per highest temperature: caps at multiples of 0.5 and the largest temperature;
+    # at the largest the R² are those of r2_scores.csv.
     capped = pd.read_csv(out / "max_temperature.csv")
     assert list(capped.columns) == ["max_temperature", "task", "model", "measure", "r2_mean",
                                     "r2_std", "rank", "n_sets", "n_temperatures"]
-    assert set(capped["max_temperature"]) == {1.5} and (capped["n_sets"] == 9).all()
-    assert len(capped) == len(TASKS) * len(MEASURES)
+    largest = max(s["temperature"] for task in TASKS
+                  for s in text_tasks.read_sets(out / "data" / f"{task}.jsonl"))
+    assert capped["max_temperature"].max() == pytest.approx(largest, abs=1e-4)
+    capped = capped[capped["max_temperature"] == capped["max_temperature"].max()]
+    assert (capped["n_sets"] == 8).all() and len(capped) == len(TASKS) * len(MEASURES)
     ranked = capped["measure"].isin(["mag_area", "vendi", "avg_sim", "gm_stds"])
     assert capped.loc[ranked, "rank"].between(1, 4).all()
     assert capped.loc[~ranked, "rank"].isna().all()
@@ -81,30 +103,74 @@ def test_data_tables_and_figures(two_runs):
 
 def test_reruns_are_identical(two_runs):
     first, second = (out / "results" / "text" for out in two_runs)
-    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv", "max_temperature.csv"]
+    names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv", "max_temperature.csv",
+             "temperature_cap.csv", "fluency.csv"]
     names += [f"data/{task}.jsonl" for task in TASKS]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 
-def test_enlarged_run_samples_only_new_sets(two_runs, tmp_path):
-    out = two_runs[1]
-    text = out / "results" / "text"
-    before = {task: text_tasks.read_sets(text / "data" / f"{task}.jsonl") for task in TASKS}
+def _overlay(tmp_path, name, change) -> Path:
     tiny = yaml.safe_load((REPO / ".test" / "config_text_temperature.yaml").read_text())
-    tiny["text"]["generation"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
-    overlay = tmp_path / "enlarged.yaml"
+    change(tiny["text"])
+    overlay = tmp_path / f"{name}.yaml"
     overlay.write_text(yaml.safe_dump(tiny))
-    run_tiny("text_temperature", out, "--configfile", str(overlay), resources=RESOURCES)
+    return overlay
+
+
+def _generated(text: Path, task: str, n_chunks: int) -> int:
+    return sum(json.loads((text / "interim" / "generation" / task /
+                           f"chunk{k}.stats.json").read_text())["sets_generated"]
+               for k in range(n_chunks))
+
+
+def test_another_batching_is_served_from_the_cache(two_runs, tmp_path):
+    """decTest sets are cached per prompt: three chunks of batches of two sample nothing, and the
+    data files are those of the first run."""
+    text = two_runs[1] / "results" / "text"
+    before = {task: (text / "data" / f"{task}.jsonl").read_bytes() for task in TASKS}
+
+    def rebatch(section):
+        section["generation"]["n_chunks"] = 3
+        section["generation"]["dectest"]["batch_sets"] = 2
+
+    run_tiny("text_temperature", two_runs[1], "--configfile",
+             str(_overlay(tmp_path, "rebatched", rebatch)), resources=RESOURCES)
     for task in TASKS:
-        stats = [json.loads((text / "interim" / "generation" / task /
-                             f"chunk{k}.stats.json").read_text()) for k in range(2)]
-        # Only the new temperature was sampled: one set per prompt.
-        assert sum(s["sets_generated"] for s in stats) == 3
+        assert _generated(text, task, 3) == 0
+        assert (text / "data" / f"{task}.jsonl").read_bytes() == before[task]
+
+
+def test_grid_design_and_its_enlarged_run(tmp_path):
+    """text.design grid: every prompt at every temperature (3 x 3 sets), no pilot; an enlarged
+    grid samples only the new temperature's sets."""
+    out = tmp_path / "grid"
+
+    def grid(section):
+        section["design"] = "grid"
+
+    run_tiny("text_temperature", out, "--configfile", str(_overlay(tmp_path, "grid", grid)),
+             resources=RESOURCES)
+    text = out / "results" / "text"
+    assert not (text / "temperature_cap.csv").exists()
+    before = {}
+    for task in TASKS:
+        before[task] = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
+        assert len(before[task]) == 9 and len({s["prompt_id"] for s in before[task]}) == 3
+        assert {s["temperature"] for s in before[task]} == {0.3, 0.9, 1.5}
+    assert set(pd.read_csv(text / "max_temperature.csv")["max_temperature"]) == {1.5}
+
+    def enlarged(section):
+        grid(section)
+        section["generation"]["grid"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
+
+    run_tiny("text_temperature", out, "--configfile",
+             str(_overlay(tmp_path, "enlarged", enlarged)), resources=RESOURCES)
+    for task in TASKS:
+        assert _generated(text, task, 2) == 3  # one set per prompt: the new temperature's
         after = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
         assert len(after) == 12
-        kept = [s for s in after if s["temperature"] != 1.2]
-        assert kept == before[task]
+        assert [s for s in after if s["temperature"] != 1.2] == before[task]
 
 
 def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):

@@ -5,6 +5,7 @@ import csv
 import io
 import zipfile
 
+import numpy as np
 import pytest
 
 from diversity_core.data import text_tasks
@@ -39,6 +40,45 @@ def test_story_prompts_take_first_sentences_by_seed():
         text_tasks.story_prompts(DOCUMENTS, 4, seed=1)
 
 
+def test_story_prompts_from_any_sentence():
+    """sentences="any" (the decTest design: a prompt per set) takes every sentence of 8 to 40
+    words, each named by its document and position."""
+    prompts = text_tasks.story_prompts(DOCUMENTS, 4, seed=1, sentences="any")
+    assert sorted(p["prompt_id"] for p in prompts) == ["story:0.1", "story:2.0", "story:3.0",
+                                                      "story:4.0"]
+    assert {p["text"] for p in prompts if p["prompt_id"] == "story:0.1"} == {
+        "It voted to close the bridge for repairs."}
+    with pytest.raises(ValueError, match="only 4 documents qualify"):
+        text_tasks.story_prompts(DOCUMENTS, 5, seed=1, sentences="any")
+    with pytest.raises(ValueError, match="'first' or 'any'"):
+        text_tasks.story_prompts(DOCUMENTS, 1, seed=1, sentences="all")
+
+
+def test_decoding_temperatures_are_stratified_and_seeded():
+    t = text_tasks.decoding_temperatures(200, 0.2, 1.0, seed=3, task="resp", stage="sets")
+    assert t.shape == (200,) and t.min() >= 0.2 and t.max() <= 1.0
+    # One temperature per stratum of width 0.004 (rounded to 4 decimals).
+    strata = np.floor((np.sort(t) - 0.2) / 0.004 + 1e-6).clip(max=199)
+    assert np.abs(strata - np.arange(200)).max() <= 1
+    assert not np.all(np.diff(t) > 0)  # shuffled over the sets
+    assert np.array_equal(t, text_tasks.decoding_temperatures(200, 0.2, 1.0, 3, "resp", "sets"))
+    for other in [(4, "resp", "sets"), (3, "story", "sets"), (3, "resp", "pilot")]:
+        assert not np.array_equal(t, text_tasks.decoding_temperatures(200, 0.2, 1.0, *other))
+    with pytest.raises(ValueError, match="low < high"):
+        text_tasks.decoding_temperatures(5, 1.0, 1.0, 3, "resp", "sets")
+
+
+def test_dectest_plan_gives_each_set_its_own_prompt():
+    prompts = [{"prompt_id": "resp:1", "text": "a"}, {"prompt_id": "resp:2", "text": "b"}]
+    assert text_tasks.dectest_plan(prompts, [0.5, 0.7]) == [
+        {"prompt_id": "resp:1", "text": "a", "temperature": 0.5},
+        {"prompt_id": "resp:2", "text": "b", "temperature": 0.7}]
+    with pytest.raises(ValueError, match="2 prompts for 3 temperatures"):
+        text_tasks.dectest_plan(prompts, [0.5, 0.7, 0.9])
+    with pytest.raises(ValueError, match="appears twice"):
+        text_tasks.dectest_plan(prompts[:1] * 2, [0.5, 0.7])
+
+
 def test_reply_prompts_filter_by_length():
     prompts = text_tasks.reply_prompts(DOCUMENTS, 2, seed=0, max_words=20)
     assert all(5 <= len(p["text"].split()) <= 20 for p in prompts)
@@ -64,6 +104,13 @@ def test_word_prompts_are_distinct_triples():
     assert common[0]["text"] in ("river, carry, quiet", "stone, carry, quiet")
     with pytest.raises(ValueError, match="only 0 WordNet lemmas"):
         text_tasks.word_prompts(entries, 1, seed=0, common_in=["nothing here"])
+    # More triples than verbs: a part of speech's words come again once all are used, in
+    # triples that never repeat; the first triples are those of a smaller draw.
+    many = text_tasks.word_prompts(entries, 10, seed=5)
+    assert len({p["prompt_id"] for p in many}) == 10
+    assert many[:3] == prompts
+    with pytest.raises(ValueError, match="make fewer distinct triples"):
+        text_tasks.word_prompts(entries, 49, seed=5)  # 4 nouns x 4 verbs x 3 adjectives = 48
 
 
 # --- data files ---------------------------------------------------------------------------------

@@ -251,3 +251,74 @@ def test_score_tables_are_checked_before_use(tmp_path):
     good.assign(model=["m", "n"]).to_csv(tmp_path / "c.csv", index=False)
     with pytest.raises(ValueError, match="one task and model per file"):
         protocol.read_score_tables([tmp_path / "c.csv"], ["mag_area"])
+
+
+def test_caps_on_a_step():
+    """step: the multiples of the step within the data and the largest temperature; on a grid of
+    0.1 they are the grid's temperatures; continuous temperatures give a handful of caps."""
+    t, s = _saturating()
+    temps = {("story", "m1"): t}
+    assert protocol.eligible_caps(temps, n_splits=5, step=0.1) == protocol.eligible_caps(
+        temps, n_splits=5)
+    rng = np.random.default_rng(0)
+    continuous = {("story", "m1"): np.round(rng.uniform(0.2, 0.93, 300), 4)}
+    caps = protocol.eligible_caps(continuous, n_splits=5, step=0.1)
+    assert caps[:-1] == pytest.approx([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])
+    assert caps[-1] == continuous[("story", "m1")].max()
+    with pytest.raises(ValueError, match="step must be positive"):
+        protocol.eligible_caps(continuous, n_splits=5, step=0.0)
+
+
+def test_dictionary_share_counts_words_only():
+    words = {"the", "cat", "sat", "don't", "rome's"}
+    assert protocol.dictionary_share(["The cat sat.", "the CAT"], words) == 1.0
+    assert protocol.dictionary_share(["the 42 cats!!"], words) == 0.5  # digits are no word
+    assert protocol.dictionary_share(["Don’t", "Rome's"], words) == 1.0  # apostrophes inside
+    assert protocol.dictionary_share(["the שלום cat"], words) == pytest.approx(2 / 3)
+    assert np.isnan(protocol.dictionary_share(["42 ... !!", ""], words))
+
+
+def test_temperature_cap_is_where_the_fitted_share_drops():
+    """Shares flat at 0.99 up to τ = 0.9, then falling by 0.1 per 0.1 of τ, with noise: the cap
+    is the last temperature at which the decreasing isotonic fit is within max_drop of the
+    plateau's level."""
+    rng = np.random.default_rng(1)
+    t = np.round(np.linspace(0.2, 1.5, 131), 4)
+    share = np.where(t <= 0.9, 0.99, 0.99 - (t - 0.9)) + rng.normal(0, 0.002, len(t))
+    share[5] = np.nan  # a set without a word: left out
+    found = protocol.temperature_cap(t, share, max_drop=0.02)
+    assert found["level"] == pytest.approx(0.99, abs=0.002)
+    assert 0.9 <= found["cap"] <= 0.93
+    assert found["share_at_cap"] >= found["level"] - 0.02
+    assert found["n_sets"] == 130 and np.isnan(found["fitted"][5])
+    assert np.all(np.diff(found["fitted"][np.isfinite(found["fitted"])]) <= 1e-12)
+    looser = protocol.temperature_cap(t, share, max_drop=0.1)
+    assert looser["cap"] > found["cap"]
+    # The level is the plateau's mean (lowest third of the range), not the fit's first value:
+    # three lucky sets at the lowest temperatures would lift that to 1.0 and the cap down.
+    lucky = share.copy()
+    lucky[:3] = 1.0
+    again = protocol.temperature_cap(t, lucky, max_drop=0.02)
+    assert again["level"] == pytest.approx(0.99, abs=0.003) and again["fitted"][0] == 1.0
+    assert 0.9 <= again["cap"] <= 0.93
+    with pytest.raises(ValueError, match="3 or more temperatures"):
+        protocol.temperature_cap([0.2, 0.3], [1.0, 1.0], max_drop=0.02)
+    with pytest.raises(ValueError, match="max_drop"):
+        protocol.temperature_cap(t, share, max_drop=1.5)
+    with pytest.raises(ValueError, match="plateau"):
+        protocol.temperature_cap(t, share, max_drop=0.02, plateau=0.0)
+
+
+def test_temperature_caps_are_checked_before_use(tmp_path):
+    path = tmp_path / "caps.csv"
+    good = pd.DataFrame({"task": ["story", "resp"], "cap": [0.9, 1.1], "level": [0.92, 0.99],
+                         "share_at_cap": [0.91, 0.98], "max_drop": [0.02, 0.02],
+                         "n_pilot_sets": [90, 90]})
+    good.to_csv(path, index=False)
+    assert protocol.read_temperature_caps(path) == {"story": 0.9, "resp": 1.1}
+    for bad, message in [(good.drop(columns="level"), "lacks the columns"),
+                         (pd.concat([good, good.iloc[:1]]), "one row per task"),
+                         (good.assign(cap=[0.9, -1.0]), "positive number")]:
+        bad.to_csv(path, index=False)
+        with pytest.raises(ValueError, match=message):
+            protocol.read_temperature_caps(path)

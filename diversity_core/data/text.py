@@ -66,6 +66,7 @@ from ..assets.verify import check_file, inside, relative_name
 
 __all__ = [
     "CORPORA",
+    "WORD_LISTS",
     "CORPUS_PINS",
     "HF_ENDPOINT",
     "check_corpus",
@@ -185,17 +186,6 @@ CORPUS_PINS: dict[str, dict] = {
              "jargon.dict.dz": "856ced964d3a3cfd79a3dc251df04365eefd848966e3ae94e58f2671d6e79ca5",
          }},
     ]},
-    # An English word list (SCOWL size 50, American spelling: inflected forms, function words and
-    # common proper nouns, one per line), the dictionary of the text experiment's fluency check
-    # (diversity_core.experiments.text_temperature.dictionary_share).
-    "wamerican": {"sources": [
-        {"kind": "deb", "package": "wamerican", "version": "2020.12.07-2",
-         "sha256": "c8f8e2b2ad0d37bfdd41f0e40f1e4c8e5f907467d768a1d3698b164e9617f0b4",
-         "prefix": _DICT, "files": {
-             "american-english":
-                 "9f513f1ceadb6a01c5485b7dbdfd5118dc66cd70b59cae2851292112d4066a32",
-         }},
-    ]},
     "gensim_lee": {"sources": [
         {"kind": "wheel", **_GENSIM_WHEEL, "prefix": _GENSIM, "files": {
              "lee_background.cor":
@@ -206,6 +196,17 @@ CORPUS_PINS: dict[str, dict] = {
         {"kind": "wheel", **_GENSIM_WHEEL, "prefix": _GENSIM, "files": {
              "pang_lee_polarity.cor":
                  "662c1b7c3bd0612eaaaf3f0c694cbd3897e30c0d87d2940b46c9fd0d15ed70c1",
+         }},
+    ]},
+    # An English word list (SCOWL size 50, American spelling: inflected forms, function words and
+    # common proper nouns, one per line), the dictionary of the text experiment's fluency check
+    # (diversity_core.experiments.text_temperature.dictionary_share).
+    "wamerican": {"sources": [
+        {"kind": "deb", "package": "wamerican", "version": "2020.12.07-2",
+         "sha256": "c8f8e2b2ad0d37bfdd41f0e40f1e4c8e5f907467d768a1d3698b164e9617f0b4",
+         "prefix": _DICT, "files": {
+             "american-english":
+                 "9f513f1ceadb6a01c5485b7dbdfd5118dc66cd70b59cae2851292112d4066a32",
          }},
     ]},
 }
@@ -245,6 +246,9 @@ _HF_DATASETS: dict[str, dict] = {
 CORPUS_PINS.update({name: {"sources": [source]} for name, source in _HF_DATASETS.items()})
 
 CORPORA: tuple[str, ...] = tuple(CORPUS_PINS)
+# Corpora whose "documents" are single words (dictionaries for the text experiment's fluency
+# check), not collections of text to embed.
+WORD_LISTS: tuple[str, ...] = ("wamerican",)
 # What needs no download, named in the errors of a failed Hugging Face download.
 _OFFLINE_CORPORA = ("models.collections: [fortunes, wordnet_glosses, foldoc, jargon] (Debian "
                     "packages through apt; drop configs/paper_model_distinguishing.yaml)")

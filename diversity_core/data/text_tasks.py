@@ -132,19 +132,26 @@ def word_prompts(entries: Sequence[tuple[str, str, str]], n_prompts: int, seed: 
                         and lemma.isalpha() and lemma.islower()
                         and min_length <= len(lemma) <= max_length
                         and (counts is None or counts[lemma] >= min_count)})
-        if len(words) < 3:
-            raise ValueError(f"only {len(words)} WordNet lemmas of part of speech {p!r} "
-                             "qualify; a prompt needs 3.")
+        if not words:
+            raise ValueError(f"only 0 WordNet lemmas of part of speech {p!r} qualify.")
         pools[p] = words
+    if n_prompts > int(np.prod([len(pool) for pool in pools.values()], dtype=float)):
+        raise ValueError(f"{n_prompts} prompts asked for; the qualifying words ("
+                         + ", ".join(f"{len(v)} of {k!r}" for k, v in pools.items())
+                         + ") make fewer distinct triples.")
     rng = _rng(seed, "prompt")
     used: set[str] = set()
     triples, ids = [], set()
     while len(triples) < n_prompts:
         triple = []
         for i in range(3):
-            pool = pools[pos[(len(triples) + i) % len(pos)]]
+            part = pos[(len(triples) + i) % len(pos)]
+            pool = pools[part]
             if used.union(triple).issuperset(pool):  # this part of speech is used up: refill
                 used.difference_update(pool)
+                if set(triple).issuperset(pool):  # a lemma of two parts of speech, alone
+                    raise ValueError(f"the words of part of speech {part!r} ({pool}) are all "
+                                     f"in the triple {triple} already.")
             word = pool[int(rng.integers(len(pool)))]
             while word in used or word in triple:
                 word = pool[int(rng.integers(len(pool)))]

@@ -23,7 +23,9 @@ import logging
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..assets.cache import read_cache, update_cache
 from ..data.text_tasks import TASKS
@@ -129,18 +131,14 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
     """
     from tqdm.auto import tqdm
 
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; known: {TASKS}.")
-    if n_responses < 2:
-        raise ValueError(f"n_responses must be >= 2; got {n_responses}.")
+    _check_task(task, n_responses)
     temperatures = [float(t) for t in temperatures]
     if len(set(map(_temperature_key, temperatures))) != len(temperatures):
         raise ValueError(f"temperatures repeat: {temperatures}.")
     settings = cache_settings(model_folder=model_folder, model=model, device=device,
                               n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
     cache_dir = Path(cache_dir)
-    stats = {"prompts_generated": 0, "sets_generated": 0, "tokens": 0, "cpu_seconds": 0.0,
-             "wall_seconds": 0.0}
+    stats = _GenerationStats()
     records = []
     bar = tqdm(prompts, desc=f"generate {task}", unit="prompt", file=sys.stderr,
                disable=not progress, mininterval=10.0)
@@ -152,25 +150,18 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
         if missing:
             if model is None:
                 model, tokenizer = load_language_model(model_folder, device)
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            sets, n_tokens = generate_response_sets(
-                model, tokenizer, chat, missing,
-                n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed,
-                prompt_id=prompt["prompt_id"])
-            stats["cpu_seconds"] += time.process_time() - cpu0
-            stats["wall_seconds"] += time.perf_counter() - wall0
-            stats["tokens"] += n_tokens
-            stats["prompts_generated"] += 1
-            stats["sets_generated"] += len(missing)
+            with stats.timed(prompts=1, sets=len(missing)) as counted:
+                sets, counted.tokens = generate_response_sets(
+                    model, tokenizer, chat, missing,
+                    n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed,
+                    prompt_id=prompt["prompt_id"])
             cached.update({_temperature_key(t): responses for t, responses in sets.items()})
             cached = _update_prompt_cache(path, task, prompt, settings, n_responses, cached)
         for t in temperatures:
             records.append({"task": task, "prompt_id": prompt["prompt_id"],
                             "prompt": prompt["text"], "temperature": t,
                             "responses": cached[_temperature_key(t)], "seed": int(seed)})
-    cpu = stats["cpu_seconds"]
-    stats["tokens_per_cpu_second"] = stats["tokens"] / cpu if cpu > 0 else None
-    return records, stats
+    return records, stats.as_dict()
 
 
 def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=None,
@@ -189,10 +180,7 @@ def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=
     """
     from tqdm.auto import tqdm
 
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; known: {TASKS}.")
-    if n_responses < 2:
-        raise ValueError(f"n_responses must be >= 2; got {n_responses}.")
+    _check_task(task, n_responses)
     if batch_sets < 1:
         raise ValueError(f"batch_sets must be >= 1; got {batch_sets}.")
     ids = [entry["prompt_id"] for entry in plan]
@@ -202,8 +190,7 @@ def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=
     settings = cache_settings(model_folder=model_folder, model=model, device=device,
                               n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
     cache_dir = Path(cache_dir)
-    stats = {"prompts_generated": 0, "sets_generated": 0, "tokens": 0, "cpu_seconds": 0.0,
-             "wall_seconds": 0.0}
+    stats = _GenerationStats()
     prompts = [{"prompt_id": entry["prompt_id"], "text": entry["text"]} for entry in plan]
     keys = [_temperature_key(entry["temperature"]) for entry in plan]
     paths = [prompt_cache_file(cache_dir, task, prompt, settings) for prompt in prompts]
@@ -216,16 +203,11 @@ def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=
     for batch in bar:
         if model is None:
             model, tokenizer = load_language_model(model_folder, device)
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        sets, n_tokens = generate_sets_batch(
-            model, tokenizer, [chat_messages(task, prompts[i]["text"]) for i in batch],
-            [float(plan[i]["temperature"]) for i in batch], [ids[i] for i in batch],
-            n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
-        stats["cpu_seconds"] += time.process_time() - cpu0
-        stats["wall_seconds"] += time.perf_counter() - wall0
-        stats["tokens"] += n_tokens
-        stats["prompts_generated"] += len(batch)
-        stats["sets_generated"] += len(batch)
+        with stats.timed(prompts=len(batch), sets=len(batch)) as counted:
+            sets, counted.tokens = generate_sets_batch(
+                model, tokenizer, [chat_messages(task, prompts[i]["text"]) for i in batch],
+                [float(plan[i]["temperature"]) for i in batch], [ids[i] for i in batch],
+                n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
         for i, responses in zip(batch, sets, strict=True):
             _update_prompt_cache(paths[i], task, prompts[i], settings, n_responses,
                                  {keys[i]: responses})
@@ -233,9 +215,39 @@ def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=
     records = [{"task": task, "prompt_id": entry["prompt_id"], "prompt": entry["text"],
                 "temperature": float(entry["temperature"]), "responses": responses,
                 "seed": int(seed)} for entry, responses in zip(plan, found, strict=True)]
-    cpu = stats["cpu_seconds"]
-    stats["tokens_per_cpu_second"] = stats["tokens"] / cpu if cpu > 0 else None
-    return records, stats
+    return records, stats.as_dict()
+
+
+def _check_task(task: str, n_responses: int) -> None:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; known: {TASKS}.")
+    if n_responses < 2:
+        raise ValueError(f"n_responses must be >= 2; got {n_responses}.")
+
+
+class _GenerationStats:
+    """What a generation call sampled now: prompts, sets, tokens, CPU and wall seconds."""
+
+    def __init__(self):
+        self.numbers = {"prompts_generated": 0, "sets_generated": 0, "tokens": 0,
+                        "cpu_seconds": 0.0, "wall_seconds": 0.0}
+
+    @contextmanager
+    def timed(self, *, prompts: int, sets: int):
+        """Count one sampling call; the caller sets ``.tokens`` on what it yields."""
+        counted = SimpleNamespace(tokens=0)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        yield counted
+        self.numbers["cpu_seconds"] += time.process_time() - cpu0
+        self.numbers["wall_seconds"] += time.perf_counter() - wall0
+        self.numbers["tokens"] += int(counted.tokens)
+        self.numbers["prompts_generated"] += prompts
+        self.numbers["sets_generated"] += sets
+
+    def as_dict(self) -> dict:
+        cpu = self.numbers["cpu_seconds"]
+        return {**self.numbers,
+                "tokens_per_cpu_second": self.numbers["tokens"] / cpu if cpu > 0 else None}
 
 
 def _update_prompt_cache(path: Path, task: str, prompt: Mapping, settings: Mapping,
