@@ -146,7 +146,11 @@ if TEXT_CFG["data"] == "generated":
                 caption="../report/text_temperature_cap.rst",
                 category="Text temperature",
             ),
-            fluency=results(TEXT, "fluency.csv"),
+            fluency=report(
+                results(TEXT, "fluency.csv"),
+                caption="../report/text_fluency.rst",
+                category="Text temperature",
+            ),
         params:
             dictionary_name=TEXT_GEN["dectest"]["dictionary"],
             max_drop=TEXT_GEN["dectest"]["max_dictionary_drop"],
