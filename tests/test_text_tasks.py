@@ -79,6 +79,14 @@ def test_dectest_plan_gives_each_set_its_own_prompt():
         text_tasks.dectest_plan(prompts[:1] * 2, [0.5, 0.7])
 
 
+def test_dectest_plan_refuses_malformed_prompts():
+    with pytest.raises(ValueError, match="prompt 1: needs a string prompt_id and a non-empty"):
+        text_tasks.dectest_plan([{"prompt_id": "resp:1", "text": "a"},
+                                 {"prompt_id": "resp:2", "text": "  "}], [0.5, 0.7])
+    with pytest.raises(ValueError, match="prompt 0"):
+        text_tasks.dectest_plan([{"text": "a"}], [0.5])
+
+
 def test_reply_prompts_filter_by_length():
     prompts = text_tasks.reply_prompts(DOCUMENTS, 2, seed=0, max_words=20)
     assert all(5 <= len(p["text"].split()) <= 20 for p in prompts)

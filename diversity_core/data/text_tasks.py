@@ -188,10 +188,16 @@ def decoding_temperatures(n_sets: int, low: float, high: float, seed: int, task:
 def dectest_plan(prompts: Sequence[Mapping], temperatures) -> list[dict]:
     """The decTest design's plan: prompt ``i`` sampled once, at ``temperatures[i]``.
 
-    Returns ``{"prompt_id", "text", "temperature"}`` per set. Raises ``ValueError`` if the counts
-    differ or a prompt repeats (each set has its own prompt).
+    Returns ``{"prompt_id", "text", "temperature"}`` per set. Raises ``ValueError`` if a prompt
+    lacks a string ``prompt_id`` or a non-empty ``text``, if the counts differ or if a prompt
+    repeats (each set has its own prompt).
     """
     temperatures = np.asarray(temperatures, dtype=np.float64)
+    for number, prompt in enumerate(prompts):
+        if not (isinstance(prompt, Mapping) and isinstance(prompt.get("prompt_id"), str)
+                and isinstance(prompt.get("text"), str) and prompt["text"].strip()):
+            raise ValueError(f"prompt {number}: needs a string prompt_id and a non-empty text; "
+                             f"got {prompt!r}.")
     if len(prompts) != len(temperatures):
         raise ValueError(f"{len(prompts)} prompts for {len(temperatures)} temperatures: the "
                          "decTest design samples each prompt once.")
