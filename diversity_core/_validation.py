@@ -175,9 +175,20 @@ def unit_rows(X: np.ndarray, *, name: str = "X", what: str = "the cosine kernel"
             f"{name} has {int(zero.sum())} zero vector(s) (row {int(np.argmax(zero))} first): "
             f"{what} is undefined for them."
         )
+    if amax.min() >= _SAFE_ROW_MAX[0] and amax.max() <= _SAFE_ROW_MAX[1]:
+        # Squares and their sums are normal floats: the scaling below would change nothing
+        # (it is exact), and its two passes were 60% of this function's time (0.7 ms for 300
+        # rows of 384 entries).
+        return X / np.linalg.norm(X, axis=1, keepdims=True)
     _, e = np.frexp(amax)
     X = np.ldexp(X, -e[:, None])
     return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+# Rows whose largest entry lies in this range are normalised without rescaling: their squared
+# norm lies in [2^-400, 2^400 · n] and cannot overflow or underflow (entries whose squares are
+# subnormal weigh less than 2^-600 of it, below its round-off).
+_SAFE_ROW_MAX = (2.0**-200, 2.0**200)
 
 
 def _check_real(A: np.ndarray, name: str) -> None:

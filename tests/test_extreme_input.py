@@ -73,6 +73,20 @@ def test_normal_data_give_bitwise_the_same_values():
         assert np.array_equal(unit_rows(X), X / np.linalg.norm(X, axis=1, keepdims=True))
 
 
+def test_rows_beyond_the_safe_range_are_rescaled_to_the_same_bits():
+    """Rows of every scale go through the rescaling as soon as one row lies outside the range
+    where plain division is safe; where plain division is exact as well (2^±250: squares and
+    sums still normal), both paths give the same bits, row by row."""
+    X = np.abs(RNG.normal(size=(6, 50))) + 0.1
+    for k in (250, -250):
+        mixed = np.vstack([X, X[:2] * 2.0**k])  # one scale needs the rescaling
+        assert np.abs(mixed).max(axis=1).max() > 2.0**200 or \
+            np.abs(mixed).max(axis=1).min() < 2.0**-200
+        plain = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+        assert np.array_equal(unit_rows(mixed), plain)
+        assert np.array_equal(unit_rows(mixed)[:6], unit_rows(X))
+
+
 def test_duplicate_directions_are_exactly_zero_apart():
     X = np.array([[1.0, 1.0], [1.0, 1.0], [3.0, 3.0], [0.1, 0.3]])
     D = pairwise_distances(X, "cosine")
