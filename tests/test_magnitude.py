@@ -287,6 +287,24 @@ def test_pairwise_distances():
         dc.pairwise_distances(np.ones(5))
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock"])
+def test_exact_self_distances_are_cdist_bit_for_bit(metric, monkeypatch):
+    """Each pair once and mirrored (pdist, squareform) gives cdist(X, X)'s bits, for sets of
+    the model experiment's shape, with duplicates, and above the condensed form's size limit."""
+    from scipy.spatial.distance import cdist
+
+    from diversity_core import distances
+
+    rng = np.random.default_rng(8)
+    for X in (rng.normal(size=(300, 384)) * 3.7, rng.uniform(size=(57, 5)),
+              np.vstack([rng.normal(size=(30, 12))] * 2)):
+        D = dc.pairwise_distances(X, metric)
+        assert np.array_equal(D, cdist(X, X, metric=metric))
+        assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0)
+    monkeypatch.setattr(distances, "_CONDENSED_MAX_POINTS", 50)
+    assert np.array_equal(dc.pairwise_distances(X, metric), D)  # 60 points: cdist itself
+
+
 # -- MagnitudeSpace: shared work and the mixed-precision solver ---------------------------------
 
 def test_space_reuses_evaluations(cloud):
