@@ -31,11 +31,12 @@ def pairwise_distances(X, metric: str = "euclidean", *, Y=None,
     Y : array of shape (m_points, n_features), optional
     algorithm : {"exact", "gram"}
         Euclidean distances of ``X`` with itself only. ``exact`` (default): every distance from
-        the coordinate differences (SciPy's ``cdist``). ``gram``: ``‖x‖² + ‖y‖² − 2⟨x, y⟩``
-        through one matrix product (BLAS), much faster in many dimensions (1,000 Inception
-        features of dimension 2,048, say), exact up to a round-off of about 1e-7 relative to
-        the squared norms; squared distances below 1e-12 of their scale are set to exactly 0,
-        so that duplicates stay exact duplicates for magnitude's twin handling.
+        the coordinate differences (SciPy's ``pdist``; ``cdist`` with ``Y`` or beyond 8,192
+        points). ``gram``: ``‖x‖² + ‖y‖² − 2⟨x, y⟩`` through one matrix product (BLAS),
+        much faster in many dimensions (1,000 Inception features of dimension 2,048, say),
+        exact up to a round-off of about 1e-7 relative to the squared norms; squared
+        distances below 1e-12 of their scale are set to exactly 0, so that duplicates stay
+        exact duplicates for magnitude's twin handling.
 
     Returns
     -------
