@@ -14,11 +14,12 @@ sets. For each (collection, variant) of the model experiment: ``summarise_sets``
 baselines left out (they are the same either way), i.e. distances, convergence scales, t_cut and
 the stored magnitude functions of its 1,200 sets. "One at a time" is the same code with the batch
 methods of :class:`~diversity_core.settings.MagnitudeSettings` replaced by loops over the
-single-space functions (:class:`OneAtATime`). Both are timed in CPU seconds (all threads,
-``time.process_time``) and wall seconds, with as many BLAS threads as the rules use (1, the
-default of ``--threads``), and compared with each other and with what the pipeline stored (the
-text scores as their CSV writes them, ``%.10g``; the model functions and convergence scales bit
-for bit).
+single-space functions (:class:`OneAtATime`). Every file read is first checked against its
+provenance record by the project's audit (``diversity_core.provenance.audit``). Both are timed in
+CPU seconds (all threads, ``time.process_time``) and wall seconds, with as many BLAS threads as the
+rules use (1, the default of ``--threads``), and compared with each other and with what the
+pipeline stored (the text scores as their CSV writes them, ``%.10g``; the model functions and
+convergence scales bit for bit).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from diversity_core import magnitude as mg  # noqa: E402
 from diversity_core.data import text_tasks  # noqa: E402
 from diversity_core.experiments import model_distinguishing as md  # noqa: E402
 from diversity_core.experiments import text_temperature as tt  # noqa: E402
+from diversity_core.provenance import audit  # noqa: E402
 from diversity_core.settings import MagnitudeSettings  # noqa: E402
 
 
@@ -69,6 +71,22 @@ def _timed(fn, *args, **kwargs):
     return value, time.process_time() - cpu, time.perf_counter() - wall
 
 
+class _AuditedFiles:
+    """The results folder's files as the audit found them: a file is read only if its record
+    vouches for it (status ``ok``)."""
+
+    def __init__(self, results: Path):
+        self.report = audit(results)
+
+    def __call__(self, path: Path) -> Path:
+        found = self.report.files.get(self.report.roots.locate(path))
+        if found is None or found.status != "ok":
+            why = "not on disk or without a record" if found is None else (
+                f"{found.status}: {'; '.join(found.reasons)}")
+            raise SystemExit(f"{path}: {why}. Rerun the experiment that makes it.")
+        return path
+
+
 def _max_rel(a, b) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     both = np.isfinite(a) & np.isfinite(b)
@@ -85,27 +103,30 @@ def _as_written(values) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def text_sets(results: Path, task: str, model: str) -> list[np.ndarray]:
-    """The sets of one (task, model) as scripts/text_scores.py assembles them."""
-    records = text_tasks.read_sets(results / "text" / "data" / f"{task}.jsonl")
+def text_sets(checked, results: Path, task: str, model: str) -> list[np.ndarray]:
+    """The sets of one (task, model) as scripts/text_scores.py assembles them (its checks too)."""
+    records = text_tasks.read_sets(checked(results / "text" / "data" / f"{task}.jsonl"))
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
-    with np.load(results / "text" / "interim" / "embeddings" / model / f"{task}.npz") as stored:
-        if len(texts) != len(stored["texts"]):
-            raise SystemExit(f"the {model} / {task} embeddings do not match the data: rerun the "
+    path = checked(results / "text" / "interim" / "embeddings" / model / f"{task}.npz")
+    with np.load(path) as stored:
+        if len(texts) != len(stored["texts"]) or not np.array_equal(np.asarray(texts),
+                                                                       stored["texts"]):
+            raise SystemExit(f"{path} does not hold the responses of the {task} data: rerun the "
                              "text experiment.")
         vectors = stored["embeddings"].astype(np.float64)
     row = {text: i for i, text in enumerate(texts)}
     return [vectors[[row[r] for r in record["responses"]]] for record in records]
 
 
-def bench_text(results: Path, config: dict) -> list[dict]:
+def bench_text(checked, results: Path, config: dict) -> list[dict]:
     rows = []
     batched = MagnitudeSettings.from_config(config["magnitude"])
     looped = OneAtATime.from_config(config["magnitude"])
     for task in config["text"]["tasks"]:
         for model in config["text"]["models"]:
-            sets = text_sets(results, task, model)
-            stored = pd.read_csv(results / "text" / "interim" / "scores" / model / f"{task}.csv",
+            sets = text_sets(checked, results, task, model)
+            stored = pd.read_csv(checked(results / "text" / "interim" / "scores" / model
+                                         / f"{task}.csv"),
                                  dtype={"mag_area": str, "t_conv": str}, keep_default_na=False)
             out = {"task": task, "model": model, "sets": len(sets)}
             for name, settings in (("batch", batched), ("loop", looped)):
@@ -141,34 +162,39 @@ def _without_scalar_scores():
         md.scalar_scores = original
 
 
-def model_sets(results: Path, config: dict, collection: str, stored) -> list[np.ndarray]:
+def model_sets(checked, results: Path, config: dict, collection: str,
+               stored) -> list[np.ndarray]:
     """The subsamples a stored scores file was made from: its own document indices, applied to
     the embeddings preprocessed as scripts/models_scores.py does."""
     cfg = config["models"]
     seed = int(cfg["seed"] if cfg.get("seed") is not None else config["seed"])
     preprocessing = str(stored["preprocessing"])
     size, count = cfg["subsample_size"], cfg["n_subsamples"]
+    if stored["subsets"].shape != (len(cfg["models"]) * count, size):
+        raise SystemExit(f"{collection}: the stored subsets have shape {stored['subsets'].shape}, "
+                         f"not {len(cfg['models']) * count} sets of {size} (the configuration's): "
+                         "rerun the model experiment.")
     subsets = stored["subsets"].reshape(len(cfg["models"]), count, size)
     spaces = []
     for model, sets in zip(cfg["models"], subsets, strict=True):
         path = results / "models" / "interim" / "embeddings" / collection / f"{model}.npy"
-        X = md.preprocess(np.load(path), preprocessing, pca_dim=cfg["pca_dim"],
+        X = md.preprocess(np.load(checked(path)), preprocessing, pca_dim=cfg["pca_dim"],
                           rng=md.preprocessing_rng(seed, collection, model))
         spaces.extend(X[s] for s in sets)
     return spaces
 
 
-def bench_models(results: Path, config: dict, collections, variants) -> list[dict]:
+def bench_models(checked, results: Path, config: dict, collections, variants) -> list[dict]:
     rows = []
     batched = MagnitudeSettings.from_config(config["magnitude"])
     looped = OneAtATime.from_config(config["magnitude"])
     for collection in collections:
         for variant in variants:
-            with np.load(results / "models" / "interim" / "scores"
-                         / f"{collection}_{variant}.npz") as f:
+            with np.load(checked(results / "models" / "interim" / "scores"
+                                 / f"{collection}_{variant}.npz")) as f:
                 stored = {k: f[k] for k in ("subsets", "preprocessing", "metric", "functions",
                                             "t_conv")}
-            spaces = model_sets(results, config, collection, stored)
+            spaces = model_sets(checked, results, config, collection, stored)
             metric = str(stored["metric"])
             out = {"collection": collection, "variant": variant, "sets": len(spaces)}
             results_by = {}
@@ -245,12 +271,13 @@ def main(argv=None) -> dict:
     variants = (args.variants.split(",") if args.variants
                 else [f"{v['preprocessing']}_{v['distance']}"
                       for v in config["models"]["variants"]])
+    checked = _AuditedFiles(results)
     report = {"load": [os.getloadavg()[0]], "threads": args.threads}
     with threadpool_limits(args.threads):
         if not args.no_text:
-            report["text"] = bench_text(results, config)
+            report["text"] = bench_text(checked, results, config)
         if not args.no_models:
-            report["models"] = bench_models(results, config, collections, variants)
+            report["models"] = bench_models(checked, results, config, collections, variants)
     report["load"].append(os.getloadavg()[0])
     print_report(report)
     if args.json:
