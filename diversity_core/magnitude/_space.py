@@ -231,7 +231,7 @@ class MagnitudeSpace(_Operations):
 # bytes, never id(), which Python reuses once an array is freed and which says nothing of in-place
 # changes. XXH3 rather than SHA-256: the digest only tells apart the handful of matrices of one
 # process (no adversary, nothing stored), and it ran at 60 GB/s here against SHA-256's 1.9 GB/s
-# (0.13 against 4.4 ms for a 1,000-point matrix; two digests were 10 ms of the 80 ms a default
+# (0.13 against 4.4 ms for a 1,000-point matrix; two digests were 10 ms of the 73 ms a default
 # convergence scale + MagArea took). A cached space may share the caller's memory (copying 128 MB
 # at n = 4,000 cost 0.16 s); when a lookup with another array finds it, the space's own matrix is
 # hashed again, so that a change made in place since cannot go unnoticed. Bounded:
