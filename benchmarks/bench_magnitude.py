@@ -187,7 +187,7 @@ def bench_batches(shapes, repeats: int, skip_magnipy: bool):
             res = magnipy_bridge.run_magnipy({"jobs": [
                 {"X": gaussian_mixture(50, seed=[SEED, 0]), "metric": "euclidean",
                  "default": True},
-                {"kind": "diversipy", "Xs": Xs, "metric": "cosine"}]})
+                {"kind": "diversipy", "Xs": Xs, "metric": "cosine", "repeats": repeats}]})
             theirs = res["jobs"][1]
             row["magnipy"] = {"time": theirs["time_total"], "t_cut": theirs["t_cut"]}
             row["ratio"] = theirs["time_total"] / seconds

@@ -25,7 +25,7 @@ def mixed():
         if i % 6 == 0:
             X[-1] = X[0]  # a duplicate: the twin property
         spaces.append(dc.pairwise_distances(X, "cosine"))
-    for n in (70, 90, 130):
+    for n in (70, 71, 90, 130):  # odd and even: the packed layouts differ
         spaces.append(dc.pairwise_distances(rng.normal(size=(n, 4))))
     return spaces
 
@@ -167,18 +167,94 @@ def test_settings_batch_methods_follow_their_conventions(mixed):
 
 
 def test_gil_free_lapack_is_bitwise_scipys():
-    """The ctypes route to SciPy's dpotrf/dtrtrs (used on threads) gives SciPy's bits."""
-    rng = np.random.default_rng(5)
-    D = dc.pairwise_distances(rng.normal(size=(80, 3)))
-    Z = np.exp(-2.0 * D)
+    """The ctypes route to SciPy's LAPACK (used on threads) gives SciPy's wrappers' bits, in
+    full storage and packed, for odd and even sizes."""
     gil_free = _batch._gil_free_lapack()
     if gil_free is None:
         pytest.skip("SciPy's Cython LAPACK table is not readable here")
-    results = []
-    for potrf, trtrs in (gil_free, _batch._scipy_lapack()):
-        A = Z.copy()
-        assert potrf(A)
-        v = trtrs(A, np.ones(80), False)
-        results.append((np.triu(A), v, trtrs(A, v, True)))
-    for a, b in zip(*results, strict=True):
-        np.testing.assert_array_equal(a, b)
+    rng = np.random.default_rng(5)
+    for n in (80, 81):
+        D = dc.pairwise_distances(rng.normal(size=(n, 3)))
+        Z = np.exp(-2.0 * D)
+        results = []
+        for calls in (gil_free, _batch._scipy_lapack()):
+            A = Z.copy()
+            assert calls.potrf(A)
+            v = calls.trtrs(A, np.ones(n), False)
+            P = _batch._packed(Z)
+            DZ = _batch._packed(D * Z)
+            assert calls.pftrf(P, n)
+            u = calls.tfsm(P, np.ones(n), False)
+            upper = np.zeros((n, n))
+            calls.tfttr(DZ, upper)
+            results.append((np.triu(A), v, calls.trtrs(A, v, True), P, u,
+                            calls.tfsm(P, u.copy(), True), upper))
+        for a, b in zip(*results, strict=True):
+            np.testing.assert_array_equal(a, b)
+        # The packed factor is the full-storage one, to round-off; the unpacked D∘Z is exact.
+        np.testing.assert_allclose(results[0][4], results[0][1], rtol=1e-12)
+        np.testing.assert_array_equal(results[0][6], np.triu(D * Z))
+
+
+def test_complements_pair_the_chebyshev_nodes():
+    """MagArea's nodes on [0, T] pair up as t, T - t (the larger formed by division), T/2 and
+    T stand alone, and a scale without its complement is plain."""
+    T = 35.21
+    first = _batch._cc_nodes(0.0, T, 12)[1:]  # the first level: 12 scales, T/2 and T among them
+    rows = np.zeros(len(first), dtype=np.intp)
+    codes = _batch._complements(rows, first, T)
+    assert codes[-1] == _batch._WHOLE and codes[5] == _batch._HALF
+    for p in range(5):
+        assert codes[p] == 10 - p and codes[10 - p] == p
+    second = _batch._cc_nodes(0.0, T, 24)[1::2]  # the next level's new scales: 6 pairs
+    codes = _batch._complements(np.zeros(12, dtype=np.intp), second, T)
+    np.testing.assert_array_equal(codes, np.arange(12)[::-1])
+    # Two members, interleaved; a scale whose complement is missing is plain.
+    ts = np.array([first[0], first[0], first[10], 1.234])
+    codes = _batch._complements(np.array([0, 1, 0, 1]), ts, T)
+    np.testing.assert_array_equal(codes, [2, _batch._PLAIN, 0, _batch._PLAIN])
+
+
+def test_mag_areas_where_the_complements_would_meet_the_floor():
+    """exp(-T D) below the exponent floor breaks exp(-(T - t)D) = exp(-TD) / exp(-tD): such a
+    member forms every scale by exponentials, and still equals the single path."""
+    x = np.sort(np.random.default_rng(8).uniform(0.0, 1000.0, size=75))
+    line = np.abs(x[:, None] - x[None, :])  # T · max(D) = 1.5 · ~1000 > 345
+    near = dc.pairwise_distances(np.random.default_rng(9).normal(size=(66, 3)))
+    spaces = [line, near]
+    np.testing.assert_allclose(mg.mag_areas(spaces, 1.5), singles(dc.mag_area, spaces, 1.5),
+                               rtol=AGREE)
+
+
+def test_a_looped_member_that_is_not_positive_definite_takes_the_fallback_alone(mixed):
+    """K_{40,30}'s Z_t is indefinite at small t: in a convergence-scale search and in a
+    MagArea its scales go to the single-space fallback, the other members stay packed."""
+    D = np.full((70, 70), 2.0)
+    D[:40, 40:] = D[40:, :40] = 1.0
+    np.fill_diagonal(D, 0.0)
+    spaces = [mixed[-3], D, mixed[-2]]
+    with pytest.warns(MagnitudeWarning, match=r"member 1: similarity matrix"):
+        areas = mg.mag_areas(spaces, 0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MagnitudeWarning)
+        np.testing.assert_allclose(areas, singles(dc.mag_area, spaces, 0.3), rtol=AGREE)
+
+
+def test_a_batch_is_prepared_once_for_the_same_matrices(mixed):
+    """convergence_scales then mag_areas on the same arrays share one preparation; other
+    arrays, a matrix changed in place, or clear_cache() give a new one."""
+    mg.clear_cache()
+    first = _batch._prepared_batch(mixed)
+    assert _batch._prepared_batch(mixed) is first
+    assert _batch._prepared_batch(list(mixed)) is first
+    copies = [D.copy() for D in mixed]
+    assert _batch._prepared_batch(copies) is not first  # the same contents, other memory
+    before = mg.mag_areas(copies, 1.0)
+    copies[-3] *= 2.0  # in place
+    assert _batch._prepared_batch(copies).D[len(mixed) - 3][0, 1] == 2.0 * mixed[-3][0, 1]
+    after = mg.mag_areas(copies, 1.0)
+    np.testing.assert_allclose(after[-3], dc.mag_area(dc.MagnitudeSpace(copies[-3]), 1.0),
+                               rtol=AGREE)
+    assert after[-3] != before[-3]
+    mg.clear_cache()
+    assert _batch._prepared_batch(mixed) is not first

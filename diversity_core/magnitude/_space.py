@@ -241,6 +241,9 @@ _CACHE_ENTRIES = 8
 _CACHE_BYTES = 512 * 2**20
 _prepared: OrderedDict[tuple, MagnitudeSpace] = OrderedDict()
 _prepared_lock = threading.Lock()
+# The last batch of spaces the batch functions prepared, by its inputs (see
+# _batch._prepared_batch); emptied with the cache above.
+_prepared_batches: dict[tuple, object] = {}
 
 
 def _content_key(A: np.ndarray) -> tuple:
@@ -280,6 +283,8 @@ def _as_space(D, name: str = "D") -> MagnitudeSpace:
 
 
 def clear_cache() -> None:
-    """Forget the prepared spaces the plain functions share (frees their memory)."""
+    """Forget the prepared spaces the plain functions share, and the last prepared batch of the
+    batch functions (frees their memory)."""
     with _prepared_lock:
         _prepared.clear()
+        _prepared_batches.clear()

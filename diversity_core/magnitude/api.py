@@ -253,7 +253,9 @@ def convergence_scales(spaces, target: float = DEFAULT_TARGET, *,
 
     Spaces of fewer than 500 distinct points are evaluated as stacks (see
     :mod:`diversity_core.magnitude._batch`); the results agree with :func:`convergence_scale`
-    of each space to round-off.
+    of each space to round-off. The batch functions share their preparation of the matrices
+    (checks, duplicates): a call on the same arrays as the call before it, unchanged, reuses it
+    (see :func:`clear_cache`).
 
     Parameters
     ----------
