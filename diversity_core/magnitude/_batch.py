@@ -463,7 +463,8 @@ def _looped_slopes(group: _Group, rows, ts):
     ``w = L⁻ᵀ L⁻¹ 1`` (dpftrf, dtfsm), ``Mag = Σ w``, ``dMag/dt = wᵀ (D∘Z) w`` with D∘Z formed
     packed and unpacked to one triangle (dtfttr): ``wᵀ A w = 2 wᵀ U w − Σ A_ii w_i²`` for the
     upper triangle U of a symmetric A. Against full storage (exponentials of both triangles,
-    dpotrf, dtrtrs), 0.8 against 1.15 ms at 300 points here; the results differ by round-off.
+    dpotrf, dtrtrs): 0.75 against 0.86 ms a solve at 300 points on two threads here (medians of
+    10 alternating runs of 200 members); the results differ by round-off.
     """
     P, m = len(rows), group.size
     lapack_calls = _gil_free_lapack() or _scipy_lapack()
@@ -526,8 +527,6 @@ def _complements(rows, ts, T: float) -> np.ndarray:
 class _LapackCalls(NamedTuple):
     """The LAPACK routines of the looped solvers, on a C-ordered buffer (see their callers)."""
 
-    potrf: Callable  # potrf(Z) -> bool: Cholesky in place, full storage
-    trtrs: Callable  # trtrs(L, b, transpose) -> x: L x = b (Lᵀ x = b)
     pftrf: Callable  # pftrf(Z, n) -> bool: Cholesky in place, packed (see _packed)
     tfsm: Callable  # tfsm(L, b, transpose) -> x: L x = b (Lᵀ x = b), L packed; b overwritten
     tfttr: Callable  # tfttr(Z, out): packed Z -> the upper triangle (C order) of out
@@ -535,14 +534,6 @@ class _LapackCalls(NamedTuple):
 
 def _scipy_lapack() -> _LapackCalls:
     """The routines through SciPy's wrappers (which hold the GIL)."""
-
-    def potrf(Z):
-        _, info = lapack.dpotrf(Z.T, lower=1, clean=0, overwrite_a=1)
-        return info == 0
-
-    def trtrs(L, b, transpose):
-        x, _ = lapack.dtrtrs(L.T, b, lower=1, trans=int(transpose))
-        return x
 
     def pftrf(Z, n):
         _, info = lapack.dpftrf(n, Z, transr="N", uplo="L", overwrite_a=1)
@@ -556,7 +547,7 @@ def _scipy_lapack() -> _LapackCalls:
         full, _ = lapack.dtfttr(len(out), Z, transr="N", uplo="L")
         out[...] = np.triu(full.T)
 
-    return _LapackCalls(potrf, trtrs, pftrf, tfsm, tfttr)
+    return _LapackCalls(pftrf, tfsm, tfttr)
 
 
 @functools.cache
@@ -585,9 +576,6 @@ def _gil_free_lapack() -> _LapackCalls | None:
             return ctypes.CFUNCTYPE(None, *argtypes)(pointer)
 
         int_p, char_p, ptr = ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_void_p
-        dpotrf = function("dpotrf", char_p, int_p, ptr, int_p, int_p)
-        dtrtrs = function("dtrtrs", char_p, char_p, char_p, int_p, int_p, ptr, int_p, ptr, int_p,
-                          int_p)
         dpftrf = function("dpftrf", char_p, char_p, int_p, ptr, int_p)
         dtfsm = function("dtfsm", char_p, char_p, char_p, char_p, char_p, int_p, int_p,
                          ctypes.POINTER(ctypes.c_double), ptr, ptr, int_p)
@@ -595,19 +583,6 @@ def _gil_free_lapack() -> _LapackCalls | None:
     except Exception:  # noqa: BLE001 - any failure: fall back to the wrappers
         return None
     one, unit = ctypes.c_int(1), ctypes.c_double(1.0)
-
-    def potrf(Z):
-        n, info = ctypes.c_int(Z.shape[0]), ctypes.c_int(0)
-        # Column-major view of the C-ordered buffer: its "L" triangle is C's upper one.
-        dpotrf(b"L", ctypes.byref(n), Z.ctypes.data, ctypes.byref(n), ctypes.byref(info))
-        return info.value == 0
-
-    def trtrs(L, b, transpose):
-        x = np.array(b, dtype=np.float64)
-        n, info = ctypes.c_int(L.shape[0]), ctypes.c_int(0)
-        dtrtrs(b"L", b"T" if transpose else b"N", b"N", ctypes.byref(n), ctypes.byref(one),
-               L.ctypes.data, ctypes.byref(n), x.ctypes.data, ctypes.byref(n), ctypes.byref(info))
-        return x
 
     def pftrf(Z, n):
         n, info = ctypes.c_int(n), ctypes.c_int(0)
@@ -626,7 +601,7 @@ def _gil_free_lapack() -> _LapackCalls | None:
         dtfttr(b"N", b"L", ctypes.byref(n), Z.ctypes.data, out.ctypes.data, ctypes.byref(n),
                ctypes.byref(info))
 
-    return _LapackCalls(potrf, trtrs, pftrf, tfsm, tfttr)
+    return _LapackCalls(pftrf, tfsm, tfttr)
 
 
 # ----------------------------------------------------------------------------------------------
