@@ -58,6 +58,7 @@ from ._solver import (
     _EXPONENT_FLOOR,
     MagnitudeWarning,
     _executor,
+    _exponentials,
     _single_threaded_if,
     _threadpools,
 )
@@ -447,15 +448,6 @@ def _packed(D: np.ndarray) -> np.ndarray:
     if info != 0:
         raise RuntimeError(f"LAPACK dtrttf failed (info={info}).")
     return packed
-
-
-def _exponentials(D: np.ndarray, t: float, out: np.ndarray, *, clamp: bool) -> None:
-    """out = exp(-tD) entry by entry, the exponent clamped at -``_EXPONENT_FLOOR`` if ``clamp``
-    (the operations of ``_fill_similarity``: the same bits)."""
-    np.multiply(D, -t, out=out)
-    if clamp:
-        np.maximum(out, -_EXPONENT_FLOOR, out=out)
-    np.exp(out, out=out)
 
 
 def _looped_slopes(group: _Group, rows, ts):

@@ -519,10 +519,7 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
             if fill64:
                 height, width = block[0].stop - start, n - block[1].start
                 z = scratch[:height * width].reshape(height, width)
-                np.multiply(D[block], -t, out=z)
-                if clamp:
-                    np.maximum(z, -_EXPONENT_FLOOR, out=z)
-                np.exp(z, out=z)
+                _exponentials(D[block], t, z, clamp=clamp)
                 Z[block] = z
             else:
                 z = Z[block]
@@ -541,6 +538,16 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
         bounds.append(min(n, rows * round(row / rows)))
     bounds.append(n)
     list(_executor(os.getpid()).map(fill, bounds[:-1], bounds[1:]))
+
+
+def _exponentials(D: np.ndarray, t: float, out: np.ndarray, *, clamp: bool) -> None:
+    """out = exp(-tD) entry by entry, the exponent clamped at -``_EXPONENT_FLOOR`` if ``clamp``
+    (see :func:`_fill_similarity`); the batch solvers form their matrices with it too, so that
+    the same scale gives the same bits on every path."""
+    np.multiply(D, -t, out=out)
+    if clamp:
+        np.maximum(out, -_EXPONENT_FLOOR, out=out)
+    np.exp(out, out=out)
 
 
 @functools.cache
