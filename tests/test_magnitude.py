@@ -440,6 +440,87 @@ def test_similarity_fill_matches_numpy(full, threads):
         assert np.isnan(Z[lower]).any()  # the scratch triangle was left alone (mostly)
 
 
+def _paired_scales_spy(monkeypatch):
+    """Records, for every similarity matrix asked for, whether an announced pair formed it and
+    how many smaller partners were waiting."""
+    calls = []
+    original = _solver._DenseSolver._paired_similarity
+
+    def spy(self, t):
+        paired = original(self, t)
+        calls.append((paired, len(self._stash)))
+        return paired
+
+    monkeypatch.setattr(_solver._DenseSolver, "_paired_similarity", spy)
+    return calls
+
+
+def _unpaired_area(D, t_cut, monkeypatch, **options):
+    with monkeypatch.context() as m:
+        m.setattr(_solver, "_PAIR_MIN_POINTS", 10**9)
+        return dc.mag_area(dc.MagnitudeSpace(D), t_cut, **options)
+
+
+@pytest.mark.parametrize("n", [80, 157, 600])  # Cholesky (odd and even n), conjugate gradients
+def test_mag_area_forms_the_larger_of_paired_scales_by_division(n, monkeypatch):
+    """MagArea's Chebyshev nodes t, T - t: the larger formed as exp(-TD) / exp(-(T - t)D), the
+    smaller kept for its turn, T/2 as sqrt(exp(-TD)): all 23 new matrices of a 25-scale
+    integral from its pairs. The integral is the one of exponentials alone, to round-off
+    (Cholesky) or to the tolerance of conjugate gradients."""
+    rng = np.random.default_rng(n)
+    D = dc.pairwise_distances(rng.normal(size=(n, 5)))
+    t_cut = dc.convergence_scale(D)
+    expected = _unpaired_area(D, t_cut, monkeypatch)
+    calls = _paired_scales_spy(monkeypatch)
+    space = dc.MagnitudeSpace(D)
+    area = dc.mag_area(space, t_cut)
+    assert sum(paired for paired, _ in calls) >= 23
+    assert area == pytest.approx(expected, rel=1e-13 if n < _solver._CG_MIN_POINTS else 1e-10)
+    solver = space._solver
+    assert solver._E_total is None and not solver._stash and not solver._spare  # freed
+
+
+def test_paired_order_forms_each_pair_together():
+    """Each level's pairs j, N - j one after the other, from the middle outwards: the smaller
+    scales still descend (CG's floor), and no smaller partner waits for its turn."""
+    assert _quadrature._paired_order(list(range(12, -1, -1)), 12) == \
+        [12, 6, 7, 5, 8, 4, 9, 3, 10, 2, 11, 1, 0]
+    assert _quadrature._paired_order(list(range(23, 0, -2)), 24) == \
+        [13, 11, 15, 9, 17, 7, 19, 5, 21, 3, 23, 1]
+
+
+def test_paired_scales_asked_out_of_order_take_exponentials(monkeypatch):
+    """One smaller partner waits at a time: where another pair's larger scale comes first, it
+    and its partner are formed by exponentials. Every matrix is exp(-tD) to round-off."""
+    D = dc.pairwise_distances(np.random.default_rng(5).normal(size=(90, 3)))
+    solver = dc.MagnitudeSpace(D)._solver
+    T = 2.0
+    solver._similarity(T)  # exp(-TD) is then copied, not formed again
+    solver.expect_pairs([(1.5, T - 1.5), (1.2, T - 1.2)], T, T / 2)
+    calls = _paired_scales_spy(monkeypatch)
+    upper = np.triu_indices(len(D))
+    for t in (1.5, 1.2, T / 2, T - 1.2, T - 1.5):
+        np.testing.assert_allclose(solver._similarity(t)[upper], np.exp(-t * D)[upper],
+                                   rtol=2e-15)
+    assert [paired for paired, _ in calls] == [True, False, True, False, True]
+    solver.expect_pairs([], None, None)
+    assert solver._E_total is None and not solver._stash and not solver._spare
+
+
+@pytest.mark.parametrize("share", [0.98, 1.02])
+def test_paired_scales_not_where_exp_meets_its_floor(share, monkeypatch):
+    """Pairs up to the t_cut whose exp(-t_cut·D) reaches exp(-345) (entries of 1e-148 divide
+    without subnormals), exponentials alone beyond it, where the clamped entries would break
+    the identity; the integral is the same either way."""
+    D = dc.pairwise_distances(np.random.default_rng(14).normal(size=(100, 4)))
+    T = share * _solver._EXPONENT_FLOOR / D.max()
+    calls = _paired_scales_spy(monkeypatch)
+    area = dc.mag_area(D, T)
+    paired = sum(used for used, _ in calls)
+    assert paired >= 23 if share < 1 else paired == 0
+    assert area == pytest.approx(_unpaired_area(D, T, monkeypatch), rel=1e-13)
+
+
 def test_derivative_is_the_same_from_every_source(cloud):
     """wᵀ(D∘Z)w from the intact upper triangle (CG), the preserved lower one (Cholesky) and
     fresh exponentials agree with the dense formula."""

@@ -90,6 +90,12 @@ _POTRF_SINGLE_THREAD_FROM = 11586
 # 8.0, 8.3 and 9.7 ms with blocks of 1 MiB, 256 KiB and 64 KiB on one thread).
 _BLOCK_ENTRIES = 131072
 _EXPONENT_FLOOR = 345.0  # exp(-345) = 1e-150: see _fill_similarity
+# MagArea's scales in pairs t, T - t (see _DenseSolver.expect_pairs): from this many distinct
+# points on (below, the batch's stacked solves answer, and bookkeeping would outweigh the
+# exponentials saved), where the two extra buffers (exp(-TD) and a smaller partner's
+# exp(-tD)) take at most this much memory (up to 5,792 points).
+_PAIR_MIN_POINTS = 65
+_PAIR_BUFFER_BYTES = 512 * 2**20
 _FLOAT32_FLOOR = 1e-20  # smaller entries are zero in the float32 copy: see _fill_similarity
 
 
@@ -143,6 +149,16 @@ class _DenseSolver:
         self._cg64_budget = min(max(_CG64_MIN_BUDGET, self.n // _CG64_POINTS_PER_ITERATION),
                                 _CG64_MAX_BUDGET)
         self.fallbacks: list[dict] = []  # see MagnitudeSpace.fallbacks
+        # Pairs of scales announced by the quadrature (see expect_pairs): the larger scale ->
+        # its smaller partner, the scale T whose exp(-TD) divides, its half, the buffer holding
+        # exp(-TD) in its upper triangle (valid for _pair_total), the smaller partner's exp(-tD)
+        # formed with its larger one (scale -> buffer; one at a time), and a buffer to reuse.
+        self._pair_partners: dict[float, float] = {}
+        self._pair_total = self._pair_half = None
+        self._E_total = None
+        self._E_total_valid = False
+        self._stash: dict[float, np.ndarray] = {}
+        self._spare: list[np.ndarray] = []
         # Absolute accuracy a MagArea asks of Mag(t) (0: to the solvers' full accuracy), and
         # the estimated error of the last magnitude computed under it (0 when exact).
         self.atol = 0.0
@@ -153,6 +169,87 @@ class _DenseSolver:
         """Free the similarity buffers (they are allocated again on the next solve)."""
         self._Z = self._Z32 = None
         self._Z_scale = self._Z_lower_scale = self._Z32_scale = None
+        self.expect_pairs([], None, None)
+
+    # -- scales in pairs ----------------------------------------------------------------------
+    def expect_pairs(self, pairs, total, half) -> None:
+        """Announce the next scales (see ``_quadrature._cc_panel``): ``pairs`` of scales
+        (larger, smaller) summing to ``total`` up to round-off, the two of a pair asked for one
+        after the other, the larger first, and ``half`` = total / 2 (or None); no pairs frees
+        the buffers.
+
+        Then exp(-tD) of a larger scale is exp(-total·D) / exp(-sD), with exp(-sD) of its
+        smaller partner s formed now and kept for its turn, and exp(-half·D) is
+        sqrt(exp(-total·D)): one division or square root an entry instead of an exponential
+        (7 to 11 ns an entry where NumPy's float64 exp is scalar, without AVX-512): 12 of the
+        23 new scales of a 25-scale MagArea (the larger of 11 pairs, and total / 2) without
+        exponentials of their own, exp(-total·D) copied where the similarity buffer holds it
+        (the convergence scale's last solve). The entries differ from the exponential's by a
+        few units in the last place; only scales of total / 2 and above are formed so, where Z
+        is well conditioned, and not where exp(-total·D) meets its floor (``_EXPONENT_FLOOR``),
+        which would break the identity. The batch does the same for its looped members
+        (``_batch._looped_values``)."""
+        self._spare.extend(self._stash.values())
+        self._stash.clear()
+        self._pair_partners = {}
+        self._pair_half = None
+        usable = (total is not None and _pair_memory(self.n) > 0
+                  and total * self._D_max <= _EXPONENT_FLOOR)
+        if not usable or not (pairs or half is not None):
+            self._pair_total = None
+            self._E_total = None
+            self._E_total_valid = False
+            self._spare.clear()
+            return
+        if total != self._pair_total:
+            self._pair_total, self._E_total_valid = total, False
+        self._pair_partners = dict(pairs)
+        self._pair_half = half
+
+    def _paired_similarity(self, t: float) -> bool:
+        """exp(-tD) in the upper triangle of the buffer from an announced pair, if t is one of
+        its scales (see :meth:`expect_pairs`); False where it must be formed by exponentials."""
+        if t in self._stash:  # a smaller partner, formed with its larger one: the buffers swap
+            self._spare.append(self._Z)
+            self._Z = self._stash.pop(t)
+            return True
+        smaller = self._pair_partners.pop(t, None)
+        half = t == self._pair_half
+        if smaller is None and not half:
+            return False
+        if smaller is not None and self._stash:
+            # A partner still waits (the pairs were not asked for one after the other, as
+            # _quadrature._paired_order has them): no memory for another, both by exponentials.
+            return False
+        E_total = self._total_similarity()
+        if half:
+            _row_blocks(self.n, full=False, threads=1,
+                        worker=lambda: lambda rows: np.sqrt(E_total[rows], out=self._Z[rows]))
+            return True
+        E_smaller = self._spare.pop() if self._spare else np.zeros(self.D.shape)
+        _fill_similarity(self.D, smaller, E_smaller, None, fill64=True, full=False, clamp=False,
+                         threads=self._elementwise_threads())
+        _row_blocks(self.n, full=False, threads=1,
+                    worker=lambda: lambda rows: np.divide(E_total[rows], E_smaller[rows],
+                                                          out=self._Z[rows]))
+        self._stash[smaller] = E_smaller
+        return True
+
+    def _total_similarity(self) -> np.ndarray:
+        """exp(-TD) for the announced pairs' T, in the upper triangle of its own buffer (a copy
+        of the similarity buffer's where that holds it)."""
+        if not self._E_total_valid:
+            if self._E_total is None:
+                self._E_total = np.zeros(self.D.shape)
+            if self._Z_scale == self._pair_total:
+                _row_blocks(self.n, full=False, threads=1,
+                            worker=lambda: lambda rows: np.copyto(self._E_total[rows],
+                                                                  self._Z[rows]))
+            else:
+                _fill_similarity(self.D, self._pair_total, self._E_total, None, fill64=True,
+                                 full=False, clamp=False, threads=self._elementwise_threads())
+            self._E_total_valid = True
+        return self._E_total
 
     def _similarity(self, t: float, *, float32: bool = False, full: bool = False) -> np.ndarray:
         """exp(-tD) in the upper triangle of the reusable float64 buffer, in its lower triangle
@@ -163,6 +260,9 @@ class _DenseSolver:
         fill32 = float32 and self._Z32_scale != t
         if fill32 and self._Z32 is None:
             self._Z32 = np.empty(self.D.shape, dtype=np.float32)
+        if fill64 and not full and self._paired_similarity(t):
+            fill64 = False
+            self._Z_scale, self._Z_lower_scale = t, None
         if fill64 or fill32:
             _fill_similarity(self.D, t, self._Z, self._Z32 if fill32 else None,
                              fill64=fill64, full=full,
@@ -505,19 +605,15 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
     of the refinement see the exact Z anyway.
     """
     n = D.shape[0]
-    # At least 8 blocks, else the upper trapezoids add up to much more than the triangle.
-    rows = max(1, min(_BLOCK_ENTRIES // n, -(-n // 8)))
 
-    def fill(first: int, last: int) -> None:
+    def worker():
         # Exponentials of a contiguous scratch block: NumPy's exp on the strided rows of the
         # upper trapezoid took twice as long (0.98 against 0.83 ms at n = 1,000).
-        scratch = np.empty(rows * n) if fill64 else None
-        for start in range(first, last, rows):
-            # The block's rows from its first row's diagonal on: the upper triangle, plus a
-            # little of the scratch triangle inside the diagonal block.
-            block = (slice(start, min(start + rows, last)), slice(0 if full else start, None))
+        scratch = np.empty(_block_rows(n) * n) if fill64 else None
+
+        def fill(block) -> None:
             if fill64:
-                height, width = block[0].stop - start, n - block[1].start
+                height, width = block[0].stop - block[0].start, n - block[1].start
                 z = scratch[:height * width].reshape(height, width)
                 _exponentials(D[block], t, z, clamp=clamp)
                 Z[block] = z
@@ -525,11 +621,34 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
                 z = Z[block]
             if Z32 is not None:
                 np.multiply(z, z >= _FLOAT32_FLOOR, out=Z32[block], casting="unsafe")
+        return fill
+
+    _row_blocks(n, full=full, threads=threads, worker=worker)
+
+
+def _block_rows(n: int) -> int:
+    # At least 8 blocks, else the upper trapezoids add up to much more than the triangle.
+    return max(1, min(_BLOCK_ENTRIES // n, -(-n // 8)))
+
+
+def _row_blocks(n: int, *, full: bool, threads: int, worker) -> None:
+    """Elementwise work on an (n, n) matrix's upper triangle (C order; all of it if ``full``)
+    in row blocks of about ``_BLOCK_ENTRIES``: each block is the rows' part from the first
+    row's diagonal on (the upper triangle, plus a little of the lower one inside the diagonal
+    block). ``worker()`` returns the function that takes a block (a pair of slices); it is
+    called once per thread, so that it may own scratch memory. The triangle is split among
+    ``threads`` Python threads (NumPy releases the GIL in ufuncs) in shares of equal entries."""
+    rows = _block_rows(n)
+
+    def run(first: int, last: int) -> None:
+        work = worker()
+        for start in range(first, last, rows):
+            work((slice(start, min(start + rows, last)), slice(0 if full else start, None)))
 
     n_blocks = -(-n // rows)
     threads = min(threads, n_blocks)
     if threads <= 1:
-        fill(0, n)
+        run(0, n)
         return
     # Equal shares of the triangle's entries, not of its rows: row i has n - i of them.
     bounds = [0]
@@ -537,7 +656,14 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
         row = n * k / threads if full else n * (1.0 - math.sqrt(1.0 - k / threads))
         bounds.append(min(n, rows * round(row / rows)))
     bounds.append(n)
-    list(_executor(os.getpid()).map(fill, bounds[:-1], bounds[1:]))
+    list(_executor(os.getpid()).map(run, bounds[:-1], bounds[1:]))
+
+
+def _pair_memory(n: int) -> int:
+    """Bytes of the two extra buffers of MagArea's paired scales for n distinct points (see
+    :meth:`_DenseSolver.expect_pairs`), 0 where they are not used."""
+    need = 2 * 8 * n * n
+    return need if n >= _PAIR_MIN_POINTS and need <= _PAIR_BUFFER_BYTES else 0
 
 
 def _exponentials(D: np.ndarray, t: float, out: np.ndarray, *, clamp: bool) -> None:

@@ -212,13 +212,25 @@ class MagnitudeSpace(_Operations):
         from ._quadrature import _integrate
 
         t_cut = float(check_scales(t_cut, name="t_cut")[0])
-        if method != "chebyshev" or t_cut == 0.0 or not self._solver._use_cg:
+        if method != "chebyshev" or t_cut == 0.0:
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
-        self._solver.atol = rtol * abs(self.magnitude(t_cut)) / 16
+        if self._solver._use_cg:
+            self._solver.atol = rtol * abs(self.magnitude(t_cut)) / 16
         try:
-            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
+                              announce=self._announce_pairs)
         finally:
             self._solver.atol = 0.0
+            self._solver.expect_pairs([], None, None)
+
+    def _announce_pairs(self, pairs, total: float, half) -> None:
+        """Tell the solver the quadrature's next pairs of scales (see
+        ``_DenseSolver.expect_pairs``), those of them it will be asked to solve."""
+        def pending(t) -> bool:
+            return t not in self._cache or self._cache_error.get(t, 0.0) > self._solver.atol
+
+        self._solver.expect_pairs([(hi, lo) for hi, lo in pairs if pending(hi) and pending(lo)],
+                                  total, half if half is not None and pending(half) else None)
 
 
 # ----------------------------------------------------------------------------------------------

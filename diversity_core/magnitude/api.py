@@ -12,7 +12,7 @@ from .._validation import check_embeddings, check_scales
 from . import _batch
 from ._large import LargeMagnitudeSpace, large_memory
 from ._search import _find_scale, _no_convergence_scale
-from ._solver import _FLOAT32_CG_FROM
+from ._solver import _FLOAT32_CG_FROM, _pair_memory
 from ._space import MagnitudeSpace, _as_space
 
 __all__ = [
@@ -339,8 +339,9 @@ def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> i
     n_points, n_features : int
         Shape of the points (duplicates included: they are merged only once read).
     path : {"auto", "dense", "large"}
-        ``dense``: float64 distance matrix, similarity buffer and, from 2,000 points on, its
-        float32 copy (about 21 bytes per pair of points). ``large``: the upper triangle of the
+        ``dense``: float64 distance matrix, similarity buffer and, from 6,000 points on, its
+        float32 copy (about 21 bytes per pair of points), and from 65 to 5,792 points two
+        more similarity buffers for MagArea's scales in pairs. ``large``: the upper triangle of the
         distances in float32 (2 bytes per pair) plus per-thread blocks (see
         :class:`~diversity_core.magnitude.LargeMagnitudeSpace`). ``auto``: ``dense`` up to
         10,000 points, else ``large``.
@@ -356,7 +357,7 @@ def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> i
     if path == "large":
         return large_memory(n, d)
     per_pair = 8 + 8 + 1 + (4 if n >= _FLOAT32_CG_FROM else 0)  # D, Z, duplicate mask, Z32
-    return per_pair * n * n + 2 * 8 * n * d + 64 * 8 * n + 300 * 2**20
+    return per_pair * n * n + _pair_memory(n) + 2 * 8 * n * d + 64 * 8 * n + 300 * 2**20
 
 
 def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
