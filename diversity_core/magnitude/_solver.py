@@ -228,10 +228,7 @@ class _DenseSolver:
             return True
         E_smaller = self._spare.pop() if self._spare else np.zeros(self.D.shape)
         _fill_similarity(self.D, smaller, E_smaller, None, fill64=True, full=False, clamp=False,
-                         threads=self._elementwise_threads())
-        _row_blocks(self.n, full=False, threads=1,
-                    worker=lambda: lambda rows: np.divide(E_total[rows], E_smaller[rows],
-                                                          out=self._Z[rows]))
+                         threads=self._elementwise_threads(), quotient=(E_total, self._Z))
         self._stash[smaller] = E_smaller
         return True
 
@@ -586,9 +583,11 @@ class _DenseSolver:
 
 
 def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bool,
-                     threads: int) -> None:
+                     threads: int, quotient=None) -> None:
     """Upper triangles (C order; all of it if ``full``) of Z = exp(-tD) (if ``fill64``; else Z
-    holds it already) and of its float32 copy Z32 (if given).
+    holds it already) and of its float32 copy Z32 (if given), and, with ``quotient`` =
+    (A, out), of out = A / exp(-tD) (see ``_DenseSolver.expect_pairs``; in the same pass, while
+    the block is in cache: 5 to 7 against 8 ms for both at n = 1,000 here).
 
     Row blocks of ``_BLOCK_ENTRIES`` go through every step while they are in cache, split among
     ``threads`` Python threads (NumPy releases the GIL in ufuncs): each full pass over a
@@ -621,6 +620,8 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
                 z = Z[block]
             if Z32 is not None:
                 np.multiply(z, z >= _FLOAT32_FLOOR, out=Z32[block], casting="unsafe")
+            if quotient is not None:
+                np.divide(quotient[0][block], z, out=quotient[1][block])
         return fill
 
     _row_blocks(n, full=full, threads=threads, worker=worker)
