@@ -151,7 +151,8 @@ def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0, announ
         stride = finest // n
         ts = _cc_nodes(a, b, n)
         # New scales from the largest down: CG converges best there, and once it fails at
-        # some scale it is not tried again below it.
+        # some scale it is not tried again below it (with ``announce``: pair by pair, the
+        # smaller scales still descending; see _paired_order).
         new = [j for j in range(n, -1, -1) if j * stride not in values]
         if announce is not None:
             new = _paired_order(new, n)
