@@ -176,7 +176,7 @@ class MagnitudeSpace(_Operations):
     def magnitude(self, t: float) -> float:
         """Mag(t) at one scale t >= 0 (effective number of points)."""
         t = float(t)
-        if t not in self._cache or self._cache_error.get(t, 0.0) > self._solver.atol:
+        if self._needs_solve(t):
             with self._solver.blas_threads():
                 self._cache[t] = self._solver.magnitude(t)
             if self._solver.last_error > 0:
@@ -184,6 +184,11 @@ class MagnitudeSpace(_Operations):
             else:
                 self._cache_error.pop(t, None)
         return self._cache[t]
+
+    def _needs_solve(self, t: float) -> bool:
+        """Whether :meth:`magnitude` at t asks the solver: not cached, or cached less accurately
+        than the current MagArea asks."""
+        return t not in self._cache or self._cache_error.get(t, 0.0) > self._solver.atol
 
     def unique_weights(self, t: float) -> np.ndarray:
         """Weighting of the de-duplicated space (shape (n_unique,)); t > 0."""
@@ -226,9 +231,7 @@ class MagnitudeSpace(_Operations):
     def _announce_pairs(self, pairs, total: float, half) -> None:
         """Tell the solver the quadrature's next pairs of scales (see
         ``_DenseSolver.expect_pairs``), those of them it will be asked to solve."""
-        def pending(t) -> bool:
-            return t not in self._cache or self._cache_error.get(t, 0.0) > self._solver.atol
-
+        pending = self._needs_solve
         self._solver.expect_pairs([(hi, lo) for hi, lo in pairs if pending(hi) and pending(lo)],
                                   total, half if half is not None and pending(half) else None)
 
