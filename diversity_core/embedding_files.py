@@ -20,7 +20,8 @@ one-line message naming the file (and the line and column of a CSV) for anything
   ``0x1p3``) is read as a number.
 
   *Header* (:data:`HEADER_RULE`): with ``header=None`` (the default) the first line that is not
-  blank or a comment is a header when none of its fields is a number (``a,b,c``), or when its
+  blank or a comment is a header when none of its fields is a number (``a,b,c``; a line of
+  empty fields only is a row of missing values, refused as such), or when its
   first field is empty and the others are names or ``0 … k-1`` (the header pandas and R write
   over an index column: ``,a,b,c`` or ``,0,1,2``); it is a data row when every field is a
   number — except when every field is a whole number (no sign, point or exponent) and they are
@@ -61,7 +62,8 @@ _FORMAT_LIST = ".npy, .npz or .csv"
 INDEX_CHOICES = (None, "drop", "keep")
 
 HEADER_RULE = (
-    "the first line is a header when none of its fields is a number, or when its first field is "
+    "the first line is a header when none of its fields is a number (not all of them empty: "
+    "that is a row of missing values), or when its first field is "
     "empty (an index column) and the others are names or 0..k-1; a data row when every "
     "field is a number, except whole numbers (no sign, point or exponent) that are 0..d-1 or "
     "stand above rows of decimals: those are ambiguous and need --header or --no-header; a "
@@ -392,7 +394,9 @@ def _header_kind(fields: list[str], rows_below: list[str]) -> str:
     first line is all whole numbers."""
     numbers = [_is_number(f) for f in fields]
     if not any(numbers):
-        return "header"
+        # Empty fields only (``""`` in a file of one column) name nothing: a row of missing
+        # values, refused by its line below, not a header that would hide it.
+        return "data" if all(f == "" for f in fields) else "header"
     if fields[0] == "" and len(fields) > 1 and (
             not any(numbers[1:]) or _pandas_names(fields[1:])):
         return "header"

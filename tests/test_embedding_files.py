@@ -102,7 +102,11 @@ def test_a_data_row_is_never_a_header(tmp_path):
                              ("1_0,2\n3,4\n", "line 1 mixes numbers and text"),
                              ("\u0661,2\n3,4\n", "line 1 mixes numbers and text"),
                              (",1.5,2.5\n1,2,3\n", "line 1 is not a row of numbers: column 1 "
-                                                   "is empty")):
+                                                   "is empty"),
+                             # A missing value in a file of one column (as pandas writes NaN,
+                             # quoted): empty fields name nothing, so not a header either.
+                             ('""\n0.5\n', "line 1 is not a row of numbers: column 1 is empty"),
+                             (",\n1,2\n", "line 1 is not a row of numbers: column 1 is empty")):
         path = tmp_path / "x.csv"
         path.write_text(content, encoding="utf-8")
         assert message in _error(path), content
