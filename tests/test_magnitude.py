@@ -507,6 +507,68 @@ def test_paired_scales_asked_out_of_order_take_exponentials(monkeypatch):
     assert solver._E_total is None and not solver._stash and not solver._spare
 
 
+def test_quarter_of_the_paired_total_takes_square_roots(monkeypatch):
+    """The first level's smaller partner T/4 is sqrt(sqrt(exp(-TD))) and its partner 3T/4 the
+    quotient: no exponentials for either, both exp(-tD) to round-off."""
+    D = dc.pairwise_distances(np.random.default_rng(6).normal(size=(90, 3)))
+    solver = dc.MagnitudeSpace(D)._solver
+    T = 2.0
+    solver._similarity(T)
+    solver.expect_pairs([(0.75 * T, 0.25 * T)], T, None)
+    scales = []
+    original = _solver._exponentials
+    monkeypatch.setattr(_solver, "_exponentials",
+                        lambda D, t, out, **k: (scales.append(t), original(D, t, out, **k)))
+    upper = np.triu_indices(len(D))
+    for t in (0.75 * T, 0.25 * T):
+        np.testing.assert_allclose(solver._similarity(t)[upper], np.exp(-t * D)[upper],
+                                   rtol=4e-15)
+    assert scales == []
+    solver.expect_pairs([], None, None)
+
+
+@pytest.mark.parametrize("shift", [1e-7, -3e-6, 5e-4])
+def test_similarity_at_a_nearby_scale_is_shifted_not_formed_again(shift, monkeypatch):
+    """exp(-tD) from the buffer's exp(-sD) where |t - s|·max(D) <= 2^-12 (the convergence
+    scale's last Newton step): no exponentials, and exp(-tD) to a few units of its argument's
+    last place; beyond that step (5e-4 · 10 > 2^-12), exponentials."""
+    D = dc.pairwise_distances(np.random.default_rng(9).normal(size=(120, 3)))
+    D *= 10.0 / D.max()
+    solver = dc.MagnitudeSpace(D)._solver
+    s = 3.0
+    solver._similarity(s)
+    scales = []
+    original = _solver._exponentials
+    monkeypatch.setattr(_solver, "_exponentials",
+                        lambda D, t, out, **k: (scales.append(t), original(D, t, out, **k)))
+    t = s + shift
+    upper = np.triu_indices(len(D))
+    np.testing.assert_allclose(solver._similarity(t)[upper], np.exp(-t * D)[upper], rtol=2e-14)
+    assert (scales == []) == (abs(shift) * D.max() <= _solver._SHIFT_LIMIT)
+
+
+def test_warm_start_is_the_polynomial_through_the_nearest_solutions():
+    """CG starts from the cubic through the solutions at the four scales nearest t (exact for
+    solutions cubic in t), with its true residual; through fewer scales where the cubic's
+    coefficients would amplify the solutions' errors (nearly coincident scales)."""
+    rng = np.random.default_rng(8)
+    D = dc.pairwise_distances(rng.normal(size=(40, 3)))
+    solver = dc.MagnitudeSpace(D)._solver
+    a, b, c, d = rng.normal(size=(4, len(D)))
+
+    def cubic(s):
+        return a + s * (b + s * (c + s * d))
+
+    solver._cg_solutions = {s: cubic(s) for s in (0.5, 1.0, 1.5, 2.0, 8.0)}
+    Z = solver._similarity(1.2)
+    w, residual = solver._warm_start(Z, 1.2)
+    np.testing.assert_allclose(w, cubic(1.2), rtol=1e-12)
+    np.testing.assert_allclose(residual, 1.0 - np.exp(-1.2 * D) @ w, rtol=1e-12, atol=1e-12)
+    solver._cg_solutions = {s: cubic(s) for s in (1.0, 1.0 + 1e-9, 2.0)}
+    w, _ = solver._warm_start(solver._similarity(4.0), 4.0)
+    np.testing.assert_allclose(w, 3.0 * cubic(2.0) - 2.0 * cubic(1.0 + 1e-9), rtol=1e-6)
+
+
 @pytest.mark.parametrize("share", [0.98, 1.02])
 def test_paired_scales_not_where_exp_meets_its_floor(share, monkeypatch):
     """Pairs up to the t_cut whose exp(-t_cut·D) reaches exp(-345) (entries of 1e-148 divide
