@@ -68,8 +68,10 @@ _CG_DELAY = 8
 _CG_KEEP = 128  # CG solutions kept per space for warm starts (n floats each)
 # Warm starts: the polynomial through the solutions at up to this many scales nearest the new
 # one, fewer where its coefficients would amplify their errors more than this (see
-# _DenseSolver._warm_start; 4 scales: 317 to 327 iterations at the benchmark's 1,000 points,
-# 5: 313, 6: 305 without the bound; with a bound of 100 and 10: 327 and 326, 4: 333).
+# _DenseSolver._warm_start). CG iterations of a default convergence scale + MagArea at the
+# benchmark's 1,000 points: 378 from the straight line between the neighbours; through 4, 5
+# and 6 scales without a bound 317, 313 and 305; through 4 with a bound of 100, 10 and 4: 327,
+# 326 and 333 (the bound matters next to the search's nearly coincident scales).
 _WARM_START_SCALES = 4
 _WARM_START_GAIN = 100.0
 # Relative residual of each float32 CG solve inside the float64 refinement: two or three
@@ -257,8 +259,9 @@ class _DenseSolver:
     def _shifted_similarity(self, t: float) -> bool:
         """exp(-tD) in the upper triangle of the buffer from the exp(-sD) it holds, where s is
         within ``_SHIFT_LIMIT`` / max(D) of t (the convergence scale's last Newton step, about
-        1e-6 t, and the MagArea at that scale), as exp(-sD) ∘ exp(-(t - s)D) with the second
-        factor by its Taylor polynomial (see :func:`_shift_similarity`); False otherwise."""
+        1e-6 t, or a MagArea up to a convergence scale that the search returned without solving
+        at it), as exp(-sD) ∘ exp(-(t - s)D) with the second factor by its Taylor polynomial
+        (see :func:`_shift_similarity`); False otherwise."""
         s = self._Z_scale
         if s is None or not abs(t - s) * self._D_max <= _SHIFT_LIMIT \
                 or max(s, t) * self._D_max > _EXPONENT_FLOOR:  # clamped entries: no identity
