@@ -655,8 +655,7 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
 
         def fill(block) -> None:
             if fill64:
-                height, width = block[0].stop - block[0].start, n - block[1].start
-                z = scratch[:height * width].reshape(height, width)
+                z = _contiguous_block(scratch, block, n)
                 _exponentials(D[block], t, z, clamp=clamp)
                 Z[block] = z
             else:
@@ -684,8 +683,7 @@ def _shift_similarity(D, delta: float, Z, *, threads: int) -> None:
         scratch = np.empty((2, _block_rows(n) * n))
 
         def shift(block) -> None:
-            size = (block[0].stop - block[0].start) * (n - block[1].start)
-            x, p = (a[:size].reshape(-1, n - block[1].start) for a in scratch)
+            x, p = (_contiguous_block(a, block, n) for a in scratch)
             np.multiply(D[block], -delta, out=x)
             np.multiply(x, 1.0 / 24.0, out=p)
             p += 1.0 / 6.0
@@ -696,6 +694,13 @@ def _shift_similarity(D, delta: float, Z, *, threads: int) -> None:
         return shift
 
     _row_blocks(n, full=False, threads=threads, worker=worker)
+
+
+def _contiguous_block(scratch: np.ndarray, block, n: int) -> np.ndarray:
+    """The leading part of a flat ``scratch`` buffer (at least ``_block_rows(n) · n`` entries) as
+    a C-contiguous array of the shape of the (n, n) matrix's row block ``block``."""
+    height, width = block[0].stop - block[0].start, n - block[1].start
+    return scratch[:height * width].reshape(height, width)
 
 
 def _block_rows(n: int) -> int:
