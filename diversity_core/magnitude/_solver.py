@@ -534,7 +534,7 @@ class _DenseSolver:
         without any solution. The Clenshaw–Curtis levels put most new scales between solved
         ones; against the straight line between the two neighbours (the former start), the
         cubic took 13 to 23% fewer CG iterations for a convergence scale + MagArea of clustered,
-        uniform and cosine clouds of 1,000 to 2,000 points (378 against 327 at the benchmark's
+        uniform and cosine clouds of 1,000 to 2,000 points (378 against 326 at the benchmark's
         1,000 points)."""
         if not self._cg_solutions:
             return np.zeros(self.n), self._ones.copy()
