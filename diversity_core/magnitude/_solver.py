@@ -545,7 +545,7 @@ class _DenseSolver:
             if np.abs(coefficients).sum() <= _WARM_START_GAIN:
                 break
         w = np.zeros(self.n)
-        for coefficient, s in zip(coefficients, nearest, strict=False):
+        for coefficient, s in zip(coefficients, nearest[:count], strict=True):
             w += coefficient * self._cg_solutions[float(s)]
         return w, self._ones - _symmetric_product(Z, w)
 
