@@ -1,5 +1,7 @@
 """The magnitude engine against closed forms (REFERENCE.md §1), axioms and its own slower paths."""
 
+import platform
+import sys
 import warnings
 
 import numpy as np
@@ -421,14 +423,18 @@ def test_conjugate_gradients_give_up_where_neither_precision_can(monkeypatch):
 @pytest.mark.parametrize("threads", [1, 3])
 def test_similarity_fill_matches_numpy(full, threads):
     """The blocked, threaded exp(-tD) fills the upper triangle (everything if ``full``) and its
-    float32 copy exactly as NumPy's elementwise exp, tiny entries clamped as documented."""
+    float32 copy exactly as the elementwise exponential over the whole matrix at once (row
+    blocks change nothing), tiny entries clamped as documented."""
     rng = np.random.default_rng(13)
     D = dc.pairwise_distances(rng.normal(size=(157, 4)))  # blocks do not divide n
     t = 400.0 / D.max()  # far enough that some entries fall below exp(-345)
     Z = np.full(D.shape, np.nan)
     Z32 = np.full(D.shape, np.nan, dtype=np.float32)
     _solver._fill_similarity(D, t, Z, Z32, fill64=True, full=full, clamp=True, threads=threads)
-    expected = np.exp(-t * np.minimum(D, _solver._EXPONENT_FLOOR / t))
+    expected = np.maximum(D * -t, -_solver._EXPONENT_FLOOR)
+    _solver._exp_inplace(expected)
+    np.testing.assert_allclose(expected, np.exp(-t * np.minimum(D, _solver._EXPONENT_FLOOR / t)),
+                               rtol=1e-15, atol=0)
     upper = np.triu_indices(len(D))
     np.testing.assert_array_equal(Z[upper], expected[upper])
     expected32 = np.where(expected >= _solver._FLOAT32_FLOOR, expected, 0.0).astype(np.float32)
@@ -438,6 +444,79 @@ def test_similarity_fill_matches_numpy(full, threads):
         np.testing.assert_array_equal(Z[lower], expected[lower])
     else:
         assert np.isnan(Z[lower]).any()  # the scratch triangle was left alone (mostly)
+
+
+# The compiled exponential (diversity_core/magnitude/_vexp.c) is built on x86-64 Linux; a build
+# that failed silently there would leave the library on NumPy's slower exp without a word.
+_LINUX_X86 = sys.platform.startswith("linux") and platform.machine() == "x86_64"
+
+
+@pytest.mark.skipif(not _LINUX_X86, reason="the compiled exponential is built on x86-64 Linux")
+def test_compiled_exponential_is_built_and_close_to_numpy():
+    """exp through libmvec: within 4 units in the last place of NumPy's (glibc's scalar or
+    NumPy's AVX-512 routine) over the whole range exp(-tD) takes, the same zeros where the
+    result underflows, and ±0 → 1."""
+    from diversity_core.magnitude import _vexp
+
+    assert dc.magnitude.EXPONENTIAL in ("libmvec-avx2", "glibc-scalar")
+    rng = np.random.default_rng(21)
+    x = np.concatenate([-rng.uniform(0, 40, 100_000), -rng.uniform(40, 760, 100_000),
+                        [0.0, -0.0, -345.0, -708.4, -745.2, -746.0, -1e4, 1e-300, 2.5]])
+    got = x.copy()
+    _vexp.exp_inplace(got)
+    expected = np.exp(x)
+    assert np.array_equal(got == 0, expected == 0)
+    normal = expected >= np.finfo(float).tiny
+    np.testing.assert_allclose(got[normal], expected[normal], rtol=4 * np.finfo(float).eps,
+                               atol=0)
+    subnormal = ~normal & (expected > 0)
+    assert subnormal.any()
+    np.testing.assert_allclose(got[subnormal], expected[subnormal], rtol=0, atol=4 * 5e-324)
+    assert got[-9] == got[-8] == 1.0
+
+
+@pytest.mark.skipif(not _LINUX_X86, reason="the compiled exponential is built on x86-64 Linux")
+def test_compiled_exponential_depends_on_the_value_only():
+    """An entry's bits do not depend on where it sits (the last n mod 4 entries are padded to a
+    full register), on the array's strides, or on how it was cut into calls; wrong buffers are
+    refused."""
+    from diversity_core.magnitude import _vexp
+
+    x = -np.random.default_rng(22).uniform(0, 60, 1_003)
+    whole = x.copy()
+    _vexp.exp_inplace(whole)
+    for offset in range(1, 5):
+        part = x[offset:].copy()
+        _vexp.exp_inplace(part)
+        np.testing.assert_array_equal(part, whole[offset:])
+    strided = np.repeat(x, 2)[::2]  # a view with stride 16 bytes
+    _solver._exp_inplace(strided)
+    np.testing.assert_array_equal(strided, whole)
+    with pytest.raises(TypeError, match="float64"):
+        _vexp.exp_inplace(np.zeros(4, dtype=np.float32))
+    with pytest.raises((BufferError, ValueError, TypeError)):
+        _vexp.exp_inplace(np.zeros((4, 4))[:, 0])  # not contiguous
+
+
+def test_magnitude_with_numpy_exponential_agrees(monkeypatch):
+    """Where the compiled exponential is absent, NumPy's exp answers: the same convergence
+    scale and MagArea to far below their tolerances (600 points: conjugate gradients and
+    MagArea's paired scales; 40 × 12 points: the batch's stacks)."""
+    X = np.random.default_rng(23).normal(size=(600, 5))
+    D = dc.pairwise_distances(X)
+    sets = [dc.pairwise_distances(x) for x in np.random.default_rng(24).normal(size=(40, 12, 3))]
+
+    def scores():
+        dc.magnitude.clear_cache()
+        t = dc.convergence_scale(D)
+        return t, dc.mag_area(D, t), dc.magnitude.mag_areas(sets, 3.0)
+
+    t_fast, area_fast, areas_fast = scores()
+    monkeypatch.setattr(_solver, "_vexp_inplace", None)
+    t_numpy, area_numpy, areas_numpy = scores()
+    assert t_numpy == pytest.approx(t_fast, rel=1e-12)
+    assert area_numpy == pytest.approx(area_fast, rel=1e-10)
+    np.testing.assert_allclose(areas_numpy, areas_fast, rtol=1e-12)
 
 
 def _paired_scales_spy(monkeypatch):

@@ -54,7 +54,9 @@ How it is computed, and why it differs from the authors' ``magnipy``:
 
 The package's modules: :mod:`~diversity_core.magnitude.api` (the functions below),
 ``_space`` (:class:`MagnitudeSpace` and the cache of prepared spaces), ``_solver`` (the dense
-linear algebra at one scale), ``_quadrature`` (MagArea's integral and :class:`ScaleGrid`).
+linear algebra at one scale; :data:`EXPONENTIAL` names the routine that forms exp(-tD)),
+``_vexp`` (compiled, see ``_vexp.c``: glibc's vector exponential), ``_quadrature`` (MagArea's
+integral and :class:`ScaleGrid`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from ._large import LargeMagnitudeSpace
 # The option tuples and defaults are public too (the settings and the CLI read them).
 from ._quadrature import INTEGRATION_METHODS as INTEGRATION_METHODS
 from ._quadrature import ScaleGrid
+from ._solver import EXPONENTIAL as EXPONENTIAL
 from ._solver import PRECISIONS as PRECISIONS
 from ._solver import SOLVERS as SOLVERS
 from ._solver import MagnitudeWarning

@@ -58,6 +58,7 @@ from ._solver import (
     _EXPONENT_FLOOR,
     MagnitudeWarning,
     _executor,
+    _exp_inplace,
     _exponentials,
     _single_threaded_if,
     _threadpools,
@@ -347,7 +348,7 @@ def _stacked_solve(group: _Group, rows, ts, *, derivative: bool):
         # exp(-tD) as the single-space fill forms it (exponent clamped at -345).
         Z = D * (-ts[part])[:, None, None]
         np.maximum(Z, -_EXPONENT_FLOOR, out=Z)
-        np.exp(Z, out=Z)
+        _exp_inplace(Z)
         ok = np.ones(len(Z), dtype=bool)
         try:
             np.linalg.cholesky(Z)
