@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from workflow_runner import REPO, run_snakemake, run_tiny, tiny_config
 
+import diversity_core as dc
+
 pytestmark = pytest.mark.slow
 
 
@@ -34,6 +36,7 @@ def test_outputs_and_table(two_runs):
         record = json.loads((out / f"{artifact}.provenance.json").read_text())
         assert record["config"]["curvature"]["n_points"] == 60
         assert record["packages"]["numpy"] == np.__version__
+        assert record["exponential"] == dc.magnitude.EXPONENTIAL  # the same package ran the rules
         assert "commit" in record["git"]
     # Every rule wrote its log; intermediate artifacts are there for auditing.
     assert {p.name for p in (out / "logs").iterdir()} >= {"generate.log", "t_cut.log",

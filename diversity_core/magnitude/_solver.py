@@ -29,15 +29,16 @@ try:  # glibc's vector exp (see _vexp.c): absent where the extension was not bui
 except ImportError:
     _vexp_inplace, _VEXP_VECTORISED = None, False
 
-# float64 is the default: a single float32 factorisation is about twice as fast, but at large t
-# it meets subnormal intermediates (20 times slower than float64 for 500 points), and measured
-# end to end (convergence scale + MagArea, 1,000 to 2,000 points, quiet 2-core machine) the mixed
-# path was 2.5 to 3 times slower with the direct solver and no faster with conjugate gradients.
 # Which routine exponentiates the similarity matrices (the last bits of every magnitude depend
 # on it): glibc's AVX2 vector exp through _vexp ("libmvec-avx2"), glibc's scalar exp through
 # _vexp on a CPU without AVX2 ("glibc-scalar"), or NumPy's exp where _vexp was not built.
 EXPONENTIAL = ("numpy" if _vexp_inplace is None
                else "libmvec-avx2" if _VEXP_VECTORISED else "glibc-scalar")
+
+# float64 is the default: a single float32 factorisation is about twice as fast, but at large t
+# it meets subnormal intermediates (20 times slower than float64 for 500 points), and measured
+# end to end (convergence scale + MagArea, 1,000 to 2,000 points, quiet 2-core machine) the mixed
+# path was 2.5 to 3 times slower with the direct solver and no faster with conjugate gradients.
 PRECISIONS = ("double", "mixed")
 SOLVERS = ("auto", "direct")
 # Conjugate gradients are tried from this many distinct points on (see _solve_cg for the

@@ -128,6 +128,7 @@ def write_records(outputs: dict[str, list], inputs: dict[str, list], *, roots: R
         "git": git_state(roots.workdir),
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in PACKAGES},
+        "exponential": _magnitude_exponential(),
     }
     written = []
     for paths in outputs.values():
@@ -153,6 +154,14 @@ def _jsonable(value):
     if isinstance(value, tuple):
         return list(value)
     return str(value)
+
+
+def _magnitude_exponential() -> str:
+    """The routine that forms the magnitude engine's exp(-tD) (``magnitude.EXPONENTIAL``): the
+    last bits of every magnitude depend on it, beside the package versions."""
+    from ..magnitude import EXPONENTIAL  # here, not at the top: records do not need the engine
+
+    return EXPONENTIAL
 
 
 def _version(name: str) -> str | None:
