@@ -11,7 +11,7 @@ import sys
 from setuptools import Extension, setup
 
 extensions = []
-if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64"):
+if sys.platform.startswith("linux") and platform.machine() == "x86_64":
     extensions.append(Extension(
         "diversity_core.magnitude._vexp", ["diversity_core/magnitude/_vexp.c"],
         libraries=["mvec", "m"], optional=True,
