@@ -1,7 +1,8 @@
-"""Draw the documents of one collection that every embedding model of the experiment embeds.
+"""Choose the documents of one collection that every embedding model of the experiment embeds.
 
-Documents are cut to ``max_words`` words, short ones and repeats dropped, ``n_documents`` drawn
-with the experiment's seed (diversity_core.experiments.model_distinguishing.select_documents).
+``documents: drawn``: documents cut to ``max_words`` words, short ones and repeats dropped,
+``n_documents`` drawn with the experiment's seed; ``presto``: the first ``n_documents`` as they
+are (diversity_core.experiments.model_distinguishing.choose_documents).
 """
 
 import json
@@ -9,19 +10,19 @@ import json
 from _helpers import Input, Output, log, run
 
 from diversity_core.data.text import load_corpus
-from diversity_core.experiments.model_distinguishing import select_documents
+from diversity_core.experiments.model_distinguishing import choose_documents
 
 
-def main(folder: Input, documents: Output, collection: str, n_documents: int, min_words: int,
-         max_words: int, seed: int, pins: dict | None):
+def main(folder: Input, documents: Output, collection: str, choice: str, n_documents: int,
+         min_words: int, max_words: int, seed: int, pins: dict | None):
     """Write ``documents`` (JSON: collection, indices into the corpus, texts); ``pins``: the
     configuration's pins of the corpus (text_assets.corpora), None for the package's."""
     corpus = load_corpus(collection, folder, pins or None)
-    texts, indices = select_documents(corpus, n_documents, min_words=min_words,
+    texts, indices = choose_documents(corpus, choice, n_documents, min_words=min_words,
                                       max_words=max_words, seed=seed)
     words = [len(t.split()) for t in texts]
-    log.info("%s: %d of %d documents drawn, %.1f words on average", collection, len(texts),
-             len(corpus), sum(words) / len(words))
+    log.info("%s: %d of %d documents (%s), %.1f words on average", collection, len(texts),
+             len(corpus), choice, sum(words) / len(words))
     with open(documents, "w") as out:
         json.dump({"collection": collection, "indices": indices.tolist(), "texts": texts}, out,
                   ensure_ascii=False, indent=0)

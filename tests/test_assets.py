@@ -25,6 +25,7 @@ from diversity_core.assets import fetch, pins
 from diversity_core.data import images as data_images
 from diversity_core.data import text
 from diversity_core.embed import sentences
+from diversity_core.experiments.unpinned import unpinned_assets
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -246,7 +247,10 @@ def test_strict_mode_from_the_environment(tmp_path, monkeypatch, no_download, no
     corpus or hub model that is not pinned is refused before anything is fetched."""
     monkeypatch.setenv(pins.STRICT_ENV, "1")
     with pytest.raises(pins.UnpinnedAssetError,
-                       match=r"corpus xsum is not pinned.*not a commit.*corpora\.xsum"):
+                       match=r"corpus big_patent is not pinned.*not a commit.*corpora\.big_patent"):
+        text.fetch_corpus("big_patent", tmp_path / "big_patent")
+    with pytest.raises(pins.UnpinnedAssetError,
+                       match=r"corpus xsum is not pinned.*no pinned sha256.*corpora\.xsum"):
         text.fetch_corpus("xsum", tmp_path / "xsum")
     with pytest.raises(pins.UnpinnedAssetError, match=r"text_assets\.models\.all-distilroberta"):
         sentences.fetch_text_model("all-distilroberta-v1", tmp_path / "model")
@@ -267,23 +271,27 @@ def _config(**changes) -> dict:
 
 
 def test_unpinned_assets_of_a_configuration():
-    assert pins.unpinned_assets(CONFIG) == []  # the default runs strict
-    found = pins.unpinned_assets(_config(**{
+    assert unpinned_assets(CONFIG) == []  # the default runs strict
+    found = unpinned_assets(_config(**{
         "images.dataset": "cifar10", "images.cifar10.sha256": None, "images.cifar10.md5": None,
-        "graphs.datasets": ["lobster", "proteins", "ego"],
+        "graphs.datasets": ["lobster", "proteins", "ego"], "graphs.proteins.sha256": None,
         "graphs.ego.url": "http://example.org/ind.citeseer.graph",
-        "models.collections": ["fortunes", "xsum"]}))
+        "models.collections": ["fortunes", "xsum", "big_patent_g"]}))
     keys = {(asset, key) for asset, key, _ in found}
     assert keys == {("CIFAR-10", "images.cifar10"), ("TU DD", "graphs.proteins"),
                     ("the Planetoid Citeseer graph", "graphs.ego"),
-                    ("corpus xsum", "text_assets.corpora.xsum")}
+                    ("corpus xsum", "text_assets.corpora.xsum"),
+                    ("corpus big_patent_g", "text_assets.corpora.big_patent_g")}
     problems = "\n".join(problem for _, _, problem in found)
     assert "no checksum is pinned (sha256 or md5 is null)" in problems
     assert "http://example.org/ind.citeseer.graph is not HTTPS" in problems
-    assert "revision 'main' of EdinburghNLP/xsum is not a commit" in problems
-    # The paper's CIFAR-10 and Citeseer pins, hub models pinned to a published commit.
-    assert pins.unpinned_assets(_config(**{"images.dataset": "cifar10",
-                                           "graphs.datasets": ["ego"]})) == []
+    assert "revision 'main' of NortheasternUniversity/big_patent is not a commit" in problems
+    # xsum is at a published commit now; its file still has no published checksum.
+    assert "EdinburghNLP/xsum is not a commit" not in problems
+    # The paper's CIFAR-10, DD (a third party's SHA-256) and Citeseer pins, hub models pinned to
+    # a published commit.
+    assert unpinned_assets(_config(**{"images.dataset": "cifar10",
+                                           "graphs.datasets": ["proteins", "ego"]})) == []
     hub = sentences.text_model_pins("all-MiniLM-L12-v2")["hub"]
     assert pins.is_commit(hub["revision"])
 

@@ -360,3 +360,56 @@ def test_hf_file_url(monkeypatch):
     # A source's own endpoint comes first.
     assert text.hf_file_url(dict(source, revision="main", endpoint="http://127.0.0.1:1"),
                             "x.jsonl").startswith("http://127.0.0.1:1/datasets/")
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's hub models (diversity_core.assets.hub): only what sentence-transformers loads is
+# fetched, each file against the digest the hub's listing publishes.
+# --------------------------------------------------------------------------------------------
+
+def test_sentence_model_files_choose_one_copy_of_the_weights():
+    from diversity_core.assets.hub import HubFile, sentence_model_files
+
+    names = ["README.md", ".gitattributes", "config.json", "modules.json", "vocab.txt",
+             "tokenizer.json", "1_Pooling/config.json", "model.safetensors", "pytorch_model.bin",
+             "tf_model.h5", "rust_model.ot", "onnx/model.onnx", "openvino/openvino_model.bin",
+             "train_script.py", "data_config.json", "sentence_bert_config.json"]
+    listing = {n: HubFile(n, 1) for n in names}
+    assert sentence_model_files(listing) == [
+        "1_Pooling/config.json", "config.json", "model.safetensors", "modules.json",
+        "sentence_bert_config.json", "tokenizer.json", "vocab.txt"]
+    del listing["model.safetensors"]
+    assert "pytorch_model.bin" in sentence_model_files(listing)
+    del listing["pytorch_model.bin"]
+    with pytest.raises(ValueError, match="not a sentence-transformers repository"):
+        sentence_model_files(listing)
+
+
+def test_hub_model_from_a_mirror_verified_against_its_listing(tmp_path, monkeypatch):
+    """A hub model fetched through HF_ENDPOINT: the listing's digests are checked (a file that
+    changed on the server is refused, nothing kept); the model loads offline afterwards."""
+    from paper_mirror import NOT_LOADED_MARK, hf_model_files, serve
+
+    from diversity_core.embed import sentences
+
+    root = tmp_path / "www"
+    hf_model_files(root, names=("all-MiniLM-L12-v2",))
+    import huggingface_hub.constants
+
+    # Loading a packaged model earlier in this process sets HF_HUB_OFFLINE: not this user's.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with serve(root) as (url, requested):
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        dest = tmp_path / "models" / "all-MiniLM-L12-v2"
+        sentences.fetch_text_model("all-MiniLM-L12-v2", dest)
+        model = sentences.load_text_model("all-MiniLM-L12-v2", dest, "cpu")
+        assert model.encode(["a small cat", "the red ship"]).shape == (2, 384)
+        assert not [p for p in requested if "onnx" in p or "tf_model" in p]
+        assert not any(NOT_LOADED_MARK in p.read_bytes() for p in dest.rglob("*") if p.is_file())
+        # The server's config.json no longer matches its listing: refused, nothing left.
+        served = next(root.rglob("resolve/*/config.json"))
+        served.write_text(served.read_text() + " ")
+        other = tmp_path / "models" / "again"
+        with pytest.raises(ValueError, match="is not the file the hub lists"):
+            sentences.fetch_text_model("all-MiniLM-L12-v2", other)
+        assert not other.exists()

@@ -200,7 +200,7 @@ def test_fetch_moses_smiles_refuses_a_file_that_does_not_match_its_pin(tmp_path)
 
 
 def test_strict_mode_names_an_unpinned_zinc_wheel():
-    from diversity_core.assets import unpinned_assets
+    from diversity_core.experiments.unpinned import unpinned_assets
 
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     assert unpinned_assets(config) == []  # the default configuration is pinned

@@ -208,3 +208,27 @@ def test_tevet_berant_ambiguous_members_need_the_config(tmp_path):
     # Verified (the default), a release no download vouched for is not read.
     with pytest.raises(ValueError, match=r"Tevet & Berant's release.*no \.pins\.json"):
         text_tasks.tevet_berant_members(archive)
+
+
+def test_tevet_berant_release_as_published_picks_the_papers_files(tmp_path):
+    """The release holds, per task, the 1,000-set and the 200-set decTest files, raw and with
+    metric columns (4 temperature-labelled candidates): the paper's raw 1,000-set file is
+    chosen; a user's members still come first; two copies of the paper's file are refused."""
+    from paper_mirror import tevet_berant_release
+
+    archive = tevet_berant_release(tmp_path / "data.zip", n_sets=5)
+    chosen = text_tasks.tevet_berant_members(archive, verify=False)
+    assert chosen == {task: f"data/raw/decTest/dec_test_1000_no_hds_{task}_gen.csv"
+                      for task in ("story", "resp", "prompt")}
+    assert len(text_tasks.load_tevet_berant(archive, "story", chosen["story"],
+                                            verify=False)) == 5
+    mine = "data/with_metrics/decTest/dec_test_200_with_hds_story_gen.csv"
+    assert text_tasks.tevet_berant_members(archive, {"story": mine}, verify=False)["story"] == mine
+    with zipfile.ZipFile(archive) as src, zipfile.ZipFile(tmp_path / "twice.zip", "w") as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        dst.writestr("backup/raw/decTest/dec_test_1000_no_hds_story_gen.csv",
+                     src.read(chosen["story"]))
+    with pytest.raises(ValueError, match=r"not exactly one is the paper's raw/decTest/"
+                                         r"dec_test_1000_no_hds_story_gen\.csv"):
+        text_tasks.tevet_berant_members(tmp_path / "twice.zip", verify=False)

@@ -1,6 +1,7 @@
 """Running the Snakemake workflow from tests: the repository is the working directory (as for a
 user), results and resources go to a temporary folder given on the command line."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,11 @@ def tiny_config(experiment: str) -> Path:
     return TEST_CONFIGS / f"config_{experiment}.yaml"
 
 
-def run_snakemake(*args: str, cwd: Path = REPO, check: bool = True):
+def run_snakemake(*args: str, cwd: Path = REPO, check: bool = True, env: dict | None = None):
+    """Snakemake on 2 cores; ``env``: variables added to this process's environment."""
     command = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **env} if env else None)
     if check and done.returncode != 0:
         raise AssertionError(
             f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-4000:]}\n"

@@ -2,9 +2,12 @@
 
 * :mod:`.fetch`: checksummed downloads (:mod:`pooch`), Debian packages, files out of PyPI wheels,
   tar members, staged folders; locks and the clean-up of what killed fetches left;
+* :mod:`.hub`: files of Hugging Face hub repositories (the paper configurations' datasets and
+  sentence models), each through :func:`.fetch.download`;
 * :mod:`.verify`: digests, names that stay inside their folder, values that reach external
   tools, restricted unpickling;
-* :mod:`.pins`: what makes an asset pinned, strict mode, the unpinned assets of a configuration;
+* :mod:`.pins`: what makes an asset pinned, strict mode (the unpinned assets of a pipeline
+  configuration: :mod:`diversity_core.experiments.unpinned`);
 * :mod:`.manifest`: the ``.pins.json`` every fetch writes last and every loader checks first;
 * :mod:`.cache`: caches written under a lock to unique temporary names, merged with what another
   process wrote, a corrupt one named and rebuilt.
@@ -28,7 +31,7 @@ from .fetch import (
     staged_folder,
 )
 from .manifest import MANIFEST, read_manifest, verify_manifest, write_manifest
-from .pins import UnpinnedAssetError, require_pinned, strict_assets, unpinned_assets
+from .pins import UnpinnedAssetError, require_pinned, strict_assets
 from .verify import (
     RestrictedUnpickler,
     check_file,
@@ -62,7 +65,6 @@ __all__ = [
     "scratch_folder",
     "staged_folder",
     "strict_assets",
-    "unpinned_assets",
     "update_cache",
     "verify_checksum",
     "verify_manifest",

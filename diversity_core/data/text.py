@@ -29,7 +29,8 @@ from ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>`` with the checksumm
 :func:`~diversity_core.assets.fetch.download` (they need a network):
 
 * ``cnn_dailymail``: CNN / Daily Mail 3.0.0 highlights (``abisee/cnn_dailymail``);
-* ``big_patent``: BigPatent abstracts (``NortheasternUniversity/big_patent``);
+* ``big_patent``: BigPatent abstracts of CPC section A (``NortheasternUniversity/big_patent``,
+  the hub's parquet conversion; ``big_patent_g``: section G, this pipeline's earlier choice);
 * ``arxiv``: arXiv abstracts (``gfissore/arxiv-abstracts-2021``);
 * ``xsum``: XSum one-sentence summaries (``EdinburghNLP/xsum``).
 
@@ -48,18 +49,17 @@ import json
 import logging
 import os
 import re
-import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..assets.fetch import (
     apt_download,
-    download,
     extract_deb,
     extract_from_wheel,
     pip_download_wheel,
     staged_folder,
 )
+from ..assets.hub import HF_ENDPOINT, fetch_hub_files, hub_file_url
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.pins import corpus_pin_problems, require_pinned
 from ..assets.verify import check_file, inside, relative_name
@@ -211,35 +211,46 @@ CORPUS_PINS: dict[str, dict] = {
     ]},
 }
 
-HF_ENDPOINT = "https://huggingface.co"
-
-# The paper's four datasets (§4.3; Wayland et al. embed the first 16,384 documents of each
-# dataset's train split). Repositories, revisions and paths were chosen from public references
-# to these repositories' parquet conversions and could NOT be verified offline (no network
-# here); nor can any checksum, so every file is pinned as None: its SHA-256 is logged on the
-# first download, to be pinned in the configuration (text_assets.corpora.<name>). A revision is a
-# commit where a reference named one for the repository's parquet files, else "main" (pin a
-# commit once the files are checked). ``max_rows`` keeps the first rows
-# (Wayland et al.'s "first n of train") with room for the short and repeated documents that
-# models.min_words and the de-duplication drop before 16,384 are drawn.
+# The paper's four datasets (§4.3). Presto (Wayland et al., aidos-lab/Presto: config.yml,
+# embeddings.py) embeds the first 16,384 rows of each dataset's train split, unfiltered
+# (models.documents: presto). Repositories, revisions and paths come from public references to
+# these repositories (code that downloads the same files) and could NOT be verified offline (no
+# network here); nor can any checksum, so every file is pinned as None: its SHA-256 is logged on
+# the first download, to be pinned in the configuration (text_assets.corpora.<name>). A revision
+# is a commit where a public reference names one, else a branch. ``max_rows`` keeps the first
+# rows, with room for the short and repeated documents that models.documents: drawn drops.
 _HF_DATASETS: dict[str, dict] = {
     # CNN / Daily Mail 3.0.0, the highlights (bullet-point summaries) of the first train shard.
     "cnn_dailymail": {"kind": "hf", "repo": "abisee/cnn_dailymail",
                       "revision": "96df5e686bee6baa90b8bee7c28b81fa3fa6223d",
                       "files": {"3.0.0/train-00000-of-00003.parquet": None},
                       "column": "highlights", "max_rows": 20000},
-    # BigPatent 2.1.2, abstracts of CPC section G (physics); the references found name the shard
-    # layout of section g only (Wayland et al. used section a: override to follow them).
-    "big_patent": {"kind": "hf", "repo": "NortheasternUniversity/big_patent", "revision": "main",
-                   "files": {"g/train-00000-of-00018.parquet": None,
-                             "g/train-00001-of-00018.parquet": None},
+    # BigPatent, abstracts of CPC section A (human necessities), Presto's load_dataset(
+    # "big_patent", "a"). The repository's main branch holds a loading script, not data files:
+    # the hub's parquet conversion of it lives on the branch refs/convert/parquet, laid out as
+    # <config>/<split>/<shard>.parquet (the converter's layout; this shard's name was not seen).
+    # Its rows are the loading script's train split in order, so the first shard holds Presto's
+    # first rows.
+    "big_patent": {"kind": "hf", "repo": "NortheasternUniversity/big_patent",
+                   "revision": "refs/convert/parquet",
+                   "files": {"a/train/0000.parquet": None},
                    "column": "abstract", "max_rows": 20000},
-    # arXiv abstracts up to 2021 (about 2 million records in one gzipped JSON-lines file).
-    "arxiv": {"kind": "hf", "repo": "gfissore/arxiv-abstracts-2021", "revision": "main",
+    # The same, CPC section G (physics): this pipeline's choice until 2026-11-26, from references
+    # that named section g's shards of a parquet layout on main (models.collections: big_patent_g).
+    "big_patent_g": {"kind": "hf", "repo": "NortheasternUniversity/big_patent", "revision": "main",
+                     "files": {"g/train-00000-of-00018.parquet": None,
+                               "g/train-00001-of-00018.parquet": None},
+                     "column": "abstract", "max_rows": 20000},
+    # arXiv abstracts up to 2021 (about 2 million records in one gzipped JSON-lines file), at the
+    # commit a public pin names.
+    "arxiv": {"kind": "hf", "repo": "gfissore/arxiv-abstracts-2021",
+              "revision": "e4c5fbd4dec8e46a5dc869216fe1c94cc585757a",
               "files": {"arxiv-abstracts.jsonl.gz": None},
               "column": "abstract", "max_rows": 20000},
-    # XSum (BBC articles), the one-sentence summaries of the train split.
-    "xsum": {"kind": "hf", "repo": "EdinburghNLP/xsum", "revision": "main",
+    # XSum (BBC articles), the one-sentence summaries of the train split, at the commit a public
+    # pin names for this file.
+    "xsum": {"kind": "hf", "repo": "EdinburghNLP/xsum",
+             "revision": "7d4d486c2f8ef850b1a11aead99b894ff3dd7da9",
              "files": {"data/train-00000-of-00001.parquet": None},
              "column": "summary", "max_rows": 20000},
 }
@@ -289,11 +300,10 @@ def corpus_pins(name: str, override: Mapping | None = None) -> dict:
 def hf_file_url(source: Mapping, path: str) -> str:
     """The HTTPS address of file ``path`` of a Hugging Face source (kind ``hf``):
     ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>``, the revision URL-encoded (a branch
-    such as ``refs/convert/parquet`` becomes ``refs%2Fconvert%2Fparquet``)."""
-    endpoint = source.get("endpoint") or os.environ.get("HF_ENDPOINT") or HF_ENDPOINT
-    revision = urllib.parse.quote(str(source["revision"]), safe="")
-    return (f"{endpoint.rstrip('/')}/datasets/{source['repo']}/resolve/{revision}/"
-            f"{urllib.parse.quote(path)}")
+    such as ``refs/convert/parquet`` becomes ``refs%2Fconvert%2Fparquet``); the endpoint is the
+    source's, else ``$HF_ENDPOINT``, else https://huggingface.co."""
+    return hub_file_url(source["repo"], source["revision"], path, dataset=True,
+                        endpoint=source.get("endpoint"))
 
 
 def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
@@ -363,21 +373,13 @@ def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None
     origin = {"asset": f"corpus {name}", "config_key": f"text_assets.corpora.{name}"}
     prefix = source.get("prefix", "")
     if source["kind"] == "hf":
-        for path, sha256 in source["files"].items():
-            # Into the scratch folder: download() writes a temporary file and renames it only
-            # once complete and verified; then into the staging folder, under its own path.
-            arrived = inside(work, path, what=origin["asset"])
-            digest = download(
-                hf_file_url(source, path), arrived, checksum=sha256,
-                asset=f"corpus {name} ({path} of the Hugging Face dataset {source['repo']})",
-                config_key=f"models.collections: {name} (text_assets.corpora.{name})",
-                offline_default=_OFFLINE_CORPORA)
-            if sha256 is None:
-                log.warning("corpus %s: %s has sha256 %s; pin it in text_assets.corpora.%s "
-                            "(files: {%s: %s}).", name, path, digest, name, path, digest)
-            target = inside(staging, path, what=origin["asset"])
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(arrived, target)
+        # Each file through the scratch folder (written under a temporary name, renamed only
+        # once complete and verified) into the staging folder, under its own path.
+        fetch_hub_files(source["repo"], source["revision"], source["files"], staging,
+                        scratch=work, dataset=True, endpoint=source.get("endpoint"),
+                        asset=f"corpus {name} (the Hugging Face dataset {source['repo']})",
+                        config_key=f"models.collections: {name} (text_assets.corpora.{name})",
+                        offline_default=_OFFLINE_CORPORA)
     elif source["kind"] == "deb":
         deb = apt_download(source["package"], source["version"], work, sha256=source["sha256"],
                            **origin)

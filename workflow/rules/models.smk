@@ -43,6 +43,7 @@ rule models_documents:
     params:
         collection=lambda wildcards: wildcards.collection,
         pins=lambda wildcards: config["text_assets"]["corpora"].get(wildcards.collection),
+        choice=MOD_CFG["documents"],
         n_documents=MOD_CFG["n_documents"],
         min_words=MOD_CFG["min_words"],
         max_words=MOD_CFG["max_words"],
