@@ -39,7 +39,6 @@ import math
 import os
 import shlex
 import sys
-import warnings
 import zlib
 from pathlib import Path
 
@@ -47,49 +46,28 @@ import numpy as np
 
 from . import __version__
 from ._validation import named_reason
-from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from .atomic import check_destination
 from .comparison import (
     FREE_MEASURES,
     LABELS,
     REFERENCE_MEASURES,
     _fallback_note,
-    _fallback_records,
-    check_memory,
     compare,
 )
-from .distances import pairwise_distances
 from .embedding_files import EmbeddingFile, InputError, read_embeddings
 from .magnitude import (
     DEFAULT_N_TS,
     DEFAULT_TARGET,
-    MagnitudeSpace,
-    convergence_scale,
-    mag_area,
-    mag_diff,
 )
+from .measures import MEASURES
 from .provenance import command as audit_command
-from .reference_based import mmd_linear, mmd_rbf, prdc
 from .reporting.text import aligned
 from .settings import MagnitudeSettings
 
 __all__ = ["InputError", "load_embeddings", "main", "score"]
 
-# name -> (label, needs a reference)
-METRICS = {
-    "magarea": ("MagArea", False),
-    "vendi": ("Vendi Score (cosine)", False),
-    "avgsim": ("AvgSim (cosine)", False),
-    "gmstds": ("GMStds", False),
-    "isoscore": ("IsoScore", False),
-    "dcscore": ("DCScore (cosine, tau=1)", False),
-    "magdiff": ("MagDiff", True),
-    "precision": ("precision", True),
-    "recall": ("recall", True),
-    "density": ("density", True),
-    "coverage": ("coverage", True),
-    "mmd_rbf": ("MMD² (RBF, GGM-metrics)", True),
-    "mmd_linear": ("MMD² (linear)", True),
-}
+# name -> (label, needs a reference): the command line's view of the registry of measures.
+METRICS = {name: (m.description, m.needs_reference) for name, m in MEASURES.items()}
 ALIASES = {"prdc": ("precision", "recall", "density", "coverage"), "mmd": ("mmd_rbf", "mmd_linear")}
 DEFAULT_FREE = FREE_MEASURES
 DEFAULT_BASED = REFERENCE_MEASURES
@@ -153,117 +131,70 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     """Compute the requested metrics; returns ``{"scores": ..., "undefined": ..., "notes": ...,
     "t_cut": ...}``.
 
-    ``scores["embeddings"]`` / ``scores["reference"]`` hold the reference-free metrics of each set,
-    ``scores["comparison"]`` the reference-based ones. A metric undefined for its input has the
-    value ``None``, and its reason in ``undefined[<set>][<metric>]`` and in its note; ``labels``
-    names the sets in those reasons (default: "embeddings", "reference"). Before anything is
-    computed the memory it needs is checked (``MemoryError``, one line, beyond
+    ``score`` is :func:`~diversity_core.compare` of one set (and its reference): the same
+    engine, the same memory rule (large sets on the engine's large-n path) and the same numbers
+    at the same ``t_cut`` (this set's own convergence scale, or the reference's).
+    ``scores["embeddings"]`` / ``scores["reference"]`` hold the reference-free metrics of each
+    set, ``scores["comparison"]`` the reference-based ones. A metric undefined for its input has
+    the value ``None``, and its reason in ``undefined[<set>][<metric>]`` and in its note;
+    ``labels`` names the sets in those reasons (default: "embeddings", "reference"). Before
+    anything is computed the memory it needs is checked (``MemoryError``, one line, beyond
     ``memory_limit``, default the memory available); ``fallbacks`` lists, per set, the scales
     where magnitude needed a fallback solver, with error bounds (also in the MagArea note).
     """
     metrics = list(metrics or (DEFAULT_FREE + (DEFAULT_BASED if reference is not None else ())))
     sets = {"embeddings": X} if reference is None else {"embeddings": X, "reference": reference}
     labels = {name: name for name in sets} | dict(labels or {})
-    own = {name: {"X": labels[name]} for name in sets}  # argument name -> file, per set
-    both = {"real": labels.get("reference"), "fake": labels["embeddings"],
-            "X": labels["embeddings"], "Y": labels.get("reference")}
+    # The sets' names inside compare: the files' (so that every reason names the file), unless
+    # the same file is given twice.
+    keys = {name: str(labels[name]) for name in sets}
+    if len(set(keys.values())) < len(keys):
+        keys = {name: name for name in sets}
+    result = compare({keys["embeddings"]: X}, reference, metric=metric_space, k=k, tau=tau,
+                     reference_name=keys.get("reference", "reference"), measures=metrics,
+                     memory_limit=memory_limit, progress=False)
     out = _Results(sets)
-    if any(m in ("magarea", "magdiff") for m in metrics) or reference is not None:
-        keys = {name: labels[name] for name in sets}
-        if len(set(keys.values())) < len(keys):
-            keys = {name: name for name in sets}
-        check_memory({keys[name]: len(A) for name, A in sets.items()}, np.shape(X)[1],
-                     metric=metric_space,
-                     reference=keys["reference"] if reference is not None else None,
-                     memory_limit=memory_limit, large_path=False)
+    table = result.table
+    for name in sets:
+        row, why = table.loc[keys[name]], result.undefined[keys[name]]
+        for m in metrics:
+            if not METRICS[m][1]:
+                _take(out, name, m, row[m], why.get(m))
+    if reference is not None:
+        row, why = table.loc[keys["embeddings"]], result.undefined[keys["embeddings"]]
+        for m in metrics:
+            if METRICS[m][1]:
+                value = row[m]
+                if m == "magdiff" and magdiff_normalise and np.isfinite(value):
+                    value = value / (result.t_cut if magdiff_normalise == "t_cut"
+                                     else table.loc[keys["reference"], "magarea"])
+                _take(out, "comparison", m, value, why.get(m))
     notes = {
         "avgsim": "mean cosine similarity of pairs i != j: higher = LESS diverse",
         "dcscore": f"tau = {tau}",
         "isoscore": "isotropy of the variance, in [0, 1]",
     }
-
-    # Magnitude: one distance matrix per set, one integration limit t_cut for all.
-    D, no_distances, t_cut, no_t_cut = {}, {}, None, None
-    limit_set = "reference" if reference is not None else "embeddings"
-    if any(m in ("magarea", "magdiff") for m in metrics):
-        for name, A in sets.items():
-            try:
-                D[name] = MagnitudeSpace(pairwise_distances(A, metric_space))
-            except ValueError as err:
-                no_distances[name] = named_reason(err, own[name])
-        if limit_set in no_distances:
-            no_t_cut = f"no integration limit t_cut ({no_distances[limit_set]})"
-        else:
-            try:
-                t_cut = convergence_scale(D[limit_set])
-            except (ValueError, RuntimeError) as err:  # e.g. a single distinct point
-                no_t_cut = f"no integration limit t_cut ({named_reason(err, own[limit_set])})"
-        if t_cut is not None:
-            source = ("the reference's convergence scale" if reference is not None
-                      else "this space's own convergence scale")
-            notes["magarea"] = (f"{metric_space} distance, ∫_0^t_cut Mag(t) dt, "
-                                f"t_cut = {t_cut:.6g} ({source})")
-
-    def magnitude_measure(where, metric, compute, needs):
-        missing = [no_distances[n] for n in needs if n in no_distances]
-        if missing or t_cut is None:
-            out.set_undefined(where, metric, "; ".join(missing) or no_t_cut)
-        else:
-            out.attempt(where, metric, compute, both if where == "comparison" else own[where])
-
-    free = {
-        "vendi": vendi_score,
-        "avgsim": avg_sim,
-        "gmstds": gm_stds,
-        "isoscore": iso_score,
-        "dcscore": lambda A: dc_score(A, tau=tau),
-    }
-    for name, A in sets.items():
-        for m in metrics:
-            if m == "magarea":
-                magnitude_measure(name, m, lambda n=name: mag_area(D[n], t_cut), [name])
-            elif m in free:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", UserWarning)
-                    out.attempt(name, m, lambda f=free[m], A=A: float(f(A)), own[name])
-                for w in caught:
-                    notes[m] = str(w.message)
-    if reference is not None:
-        need_prdc = [m for m in metrics if m in ("precision", "recall", "density", "coverage")]
-        if need_prdc:
-            too_small = [f"{labels[n]} has {len(A)} points" for n, A in sets.items()
-                         if k >= len(A)]
-            try:
-                if too_small:
-                    raise ValueError(f"--k {k} needs more than k points: "
-                                     + ", ".join(too_small))
-                values = prdc(reference, X, k)
-            except ValueError as err:
-                for m in need_prdc:
-                    out.set_undefined("comparison", m, named_reason(err, both))
-            else:
-                for m in need_prdc:
-                    out.scores["comparison"][m] = values[m]
-                    notes[m] = f"k = {k}, reference = real, embeddings = fake"
-        if "magdiff" in metrics:
-            magnitude_measure("comparison", "magdiff", lambda: mag_diff(
-                D["embeddings"], D["reference"], t_cut, normalise=magdiff_normalise),
-                ["embeddings", "reference"])
-            if t_cut is not None:
-                notes["magdiff"] = (
-                    f"∫_0^t_cut (Mag_X − Mag_ref) dt, {metric_space} distance, "
-                    f"t_cut = {t_cut:.6g} (reference's convergence scale)"
-                    + (f", divided by the {magdiff_normalise.replace('_', ' ')}"
-                       if magdiff_normalise else "")
-                    + "; < 0: less diverse than the reference")
-        if "mmd_rbf" in metrics:
-            out.attempt("comparison", "mmd_rbf", lambda: mmd_rbf(X, reference), both)
-            notes["mmd_rbf"] = "Euclidean, max over 10 bandwidths"
-        if "mmd_linear" in metrics:
-            out.attempt("comparison", "mmd_linear", lambda: mmd_linear(X, reference), both)
-            notes["mmd_linear"] = "‖mean X − mean ref‖²"
-    fallbacks = {labels[name]: records for name, space in D.items()
-                 if (records := _fallback_records(space, t_cut))}
+    t_cut = result.t_cut
+    if t_cut is not None:
+        source = ("the reference's convergence scale" if reference is not None
+                  else "this space's own convergence scale")
+        notes["magarea"] = (f"{metric_space} distance, ∫_0^t_cut Mag(t) dt, "
+                            f"t_cut = {t_cut:.6g} ({source})")
+        notes["magdiff"] = (
+            f"∫_0^t_cut (Mag_X − Mag_ref) dt, {metric_space} distance, "
+            f"t_cut = {t_cut:.6g} (reference's convergence scale)"
+            + (f", divided by the {magdiff_normalise.replace('_', ' ')}"
+               if magdiff_normalise else "")
+            + "; < 0: less diverse than the reference")
+    for m in ("precision", "recall", "density", "coverage"):
+        notes[m] = f"k = {k}, reference = real, embeddings = fake"
+    notes["mmd_rbf"] = "Euclidean, max over 10 bandwidths"
+    notes["mmd_linear"] = "‖mean X − mean ref‖²"
+    for by_measure in result.warned.values():  # a baseline's own warning says more
+        for m, messages in by_measure.items():
+            notes[m] = messages[-1]
+    names = {v: k_ for k_, v in keys.items()}
+    fallbacks = {labels[names[key]]: records for key, records in result.fallbacks.items()}
     said = [_fallback_note(r) + f" ({where})" for where, records in fallbacks.items()
             for r in records]
     for m in ("magarea", "magdiff"):
@@ -281,6 +212,14 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
             "undefined": {where: why for where, why in out.undefined.items() if why},
             "notes": {m: notes[m] for m in metrics if m in notes},
             "t_cut": t_cut, "metric_space": metric_space, "fallbacks": fallbacks}
+
+
+def _take(out: _Results, where: str, metric: str, value, why: str | None) -> None:
+    """One of compare's values into score's results: NaN is undefined, with compare's reason."""
+    if why is not None or not np.isfinite(value):
+        out.set_undefined(where, metric, why or f"the value is {value}")
+    else:
+        out.scores[where][metric] = float(value)
 
 
 def _format_value(v) -> str:
@@ -346,15 +285,56 @@ def _add_measure_options(p) -> None:
                    help="divide MagDiff by t_cut or by the reference's MagArea")
 
 
+# The range of every numeric option, checked before any file is read (the README's table of
+# errors lists them). The upper bounds keep every command finite: --n-ts scales cost one solve
+# each, --k neighbours a sort each; a t_cut or tau beyond these is not a scale of any data that
+# float64 distances can hold (t * d overflows, softmax(K / tau) is uniform to every digit).
+OPTION_RANGES = {"--n-ts": (2, 10_000), "--k": (1, 10_000), "--subsample": (2, 10_000_000),
+                 "--seed": (0, 2**63 - 1), "--t-cut": (0.0, 1e15), "--tau": (0.0, 1e6),
+                 "--target": (0.0, 1.0)}
+
+
+def _in_range(option: str, value, *, open_low: bool = False, open_high: bool = False) -> None:
+    """InputError unless ``value`` lies in OPTION_RANGES[option] (ends closed unless said)."""
+    low, high = OPTION_RANGES[option]
+    ok = isinstance(value, int) or math.isfinite(value)
+    ok = ok and (value > low if open_low else value >= low)
+    ok = ok and (value < high if open_high else value <= high)
+    if not ok:
+        def shown(v):
+            return str(v) if isinstance(v, int) else f"{v:g}"
+
+        ends = (("(" if open_low else "[") + f"{shown(low)}, {shown(high)}"
+                + (")" if open_high else "]"))
+        kind = "an integer" if isinstance(value, int) else "a number"
+        raise InputError(f"{option} must be {kind} in {ends}; got {value}.")
+
+
 def _check_options(args) -> None:
-    if args.subsample is not None and args.subsample < 2:
-        raise InputError(f"--subsample must be at least 2; got {args.subsample}.")
-    if args.seed < 0:
-        raise InputError(f"--seed must be >= 0; got {args.seed}.")
-    if args.k < 1:
-        raise InputError(f"--k must be a positive integer; got {args.k}.")
-    if not math.isfinite(args.tau) or args.tau <= 0:
-        raise InputError(f"--tau must be a finite number > 0; got {args.tau}.")
+    if args.subsample is not None:
+        _in_range("--subsample", args.subsample)
+    _in_range("--seed", args.seed)
+    _in_range("--k", args.k)
+    _in_range("--tau", args.tau, open_low=True)
+
+
+def _writable_folder(option: str, folder) -> None:
+    """InputError unless ``folder`` is a folder to write into, or one that can be made there
+    (its nearest existing ancestor a writable folder); nothing is created here, so a command
+    refused later leaves no trace."""
+    path = Path(folder)
+    if path.is_symlink() and not path.exists():
+        raise InputError(f"{option} {folder}: a symbolic link to nothing.")
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{option} {folder}: exists and is not a folder.")
+    existing = path.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{option} {folder}: {existing} is not a folder.")
+    # /proc and /sys answer os.access with yes and refuse every new file: not places to write.
+    if not os.access(existing, os.W_OK | os.X_OK) or existing.parts[1:2] in (("proc",), ("sys",)):
+        raise InputError(f"{option} {folder}: {existing} is not writable.")
 
 
 def _read_files(paths: list[str], args) -> list[EmbeddingFile]:
@@ -533,12 +513,10 @@ def _add_compare(sub) -> None:
 
 def _check_compare_options(args) -> None:
     _check_options(args)
-    if args.t_cut is not None and not (math.isfinite(args.t_cut) and args.t_cut > 0):
-        raise InputError(f"--t-cut must be a finite number > 0; got {args.t_cut}.")
-    if not 0.0 < args.target < 1.0:
-        raise InputError(f"--target must lie in (0, 1); got {args.target}.")
-    if args.n_ts < 2:
-        raise InputError(f"--n-ts must be at least 2; got {args.n_ts}.")
+    if args.t_cut is not None:
+        _in_range("--t-cut", args.t_cut, open_low=True)
+    _in_range("--target", args.target, open_low=True, open_high=True)
+    _in_range("--n-ts", args.n_ts)
     if args.plot is not None:
         plot = Path(args.plot)
         if plot.suffix.lower() not in (".png", ".pdf"):
@@ -546,9 +524,15 @@ def _check_compare_options(args) -> None:
                              f"{plot.suffix or 'no extension'!r}.")
         if not plot.parent.is_dir():
             raise InputError(f"--plot {args.plot}: no folder {plot.parent}.")
-    if args.report is not None and Path(args.report).exists() \
-            and not Path(args.report).is_dir():
-        raise InputError(f"--report {args.report}: exists and is not a folder.")
+        try:
+            check_destination(plot, what="--plot")
+        except ValueError as err:
+            raise InputError(str(err)) from None
+        _writable_folder("--plot", plot.parent)
+    for option, folder in (("--report", args.report), ("--cache", args.cache),
+                           ("--models", args.models)):
+        if folder is not None:
+            _writable_folder(option, folder)
     if args.plot is not None or args.report is not None:
         try:
             import matplotlib  # noqa: F401
@@ -735,10 +719,14 @@ def _run_compare(args, argv) -> int:
 
         plot_comparison(result, args.plot, normalise=args.magdiff_normalise)
     if args.report is not None:
-        from .reporting.compare_report import write_report
+        from .reporting.compare_report import report_files, write_report
 
-        write_report(result, args.report, data={"results.json": json_text + "\n",
-                                                "results.csv": csv_text}, **show)
+        data_files = {"results.json": json_text + "\n", "results.csv": csv_text}
+        replaced = report_files(args.report, data_files)
+        if replaced:  # an earlier report's files: said, then replaced (the others are kept)
+            print(f"note: --report {args.report}: replacing "
+                  f"{', '.join(p.name for p in replaced)}.", file=sys.stderr)
+        write_report(result, args.report, data=data_files, **show)
     if args.json:
         print(json_text)
     elif args.csv:
@@ -843,6 +831,13 @@ def main(argv=None) -> int:
             return args.run(args, argv)
         except ValueError as err:  # InputError and the measures' own input checks
             print(f"error: {err}", file=sys.stderr)
+            return 2
+        except OSError as err:  # a file that cannot be read or written: the user's to fix
+            where = f" ({err.filename})" if getattr(err, "filename", None) else ""
+            print(f"error: {err.strerror or err}{where}.", file=sys.stderr)
+            return 2
+        except RecursionError:
+            print("error: the input is nested too deeply to read.", file=sys.stderr)
             return 2
         except MemoryError as err:
             why = str(err) if "subsample" in str(err) else ""

@@ -78,31 +78,15 @@ from .magnitude import (
     magnitude_space,
     space_path,
 )
+from .measures import FREE_MEASURES, LABELS, MEASURES, REFERENCE_MEASURES, get_measure
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .settings import MagnitudeSettings
 
 __all__ = ["Comparison", "compare", "required_memory", "check_memory", "LABELS", "FREE_MEASURES",
            "REFERENCE_MEASURES"]
 
-FREE_MEASURES = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
-REFERENCE_MEASURES = ("magdiff", "precision", "recall", "density", "coverage", "mmd_rbf",
-                      "mmd_linear")
-LABELS = {
-    "t_conv": "t_conv",
-    "magarea": "MagArea",
-    "vendi": "Vendi",
-    "avgsim": "AvgSim",
-    "gmstds": "GMStds",
-    "isoscore": "IsoScore",
-    "dcscore": "DCScore",
-    "magdiff": "MagDiff",
-    "precision": "precision",
-    "recall": "recall",
-    "density": "density",
-    "coverage": "coverage",
-    "mmd_rbf": "MMD² (RBF)",
-    "mmd_linear": "MMD² (linear)",
-}
+# The measures' names, labels and order: one registry (diversity_core.measures), re-exported
+# here for the code that imported them from this module.
 # Distances, the reference-free baselines and the magnitude of the sets run with single-threaded
 # BLAS: many sets are measured one after the other, each on matrices where BLAS threads that
 # spin-wait on a busy machine cost up to 100 times the work. On the 2-core machine under a load
@@ -154,6 +138,9 @@ class Comparison:
     notes : dict
         ``{set: [message, ...]}``: warnings raised while measuring a set (a magnitude fallback
         solver, IsoScore on fewer points than dimensions, ...).
+    warned : dict
+        ``{set: {measure: [message, ...]}}``: the same warnings of the baselines, by the measure
+        that raised them (data, not text to parse).
     fallbacks : dict
         ``{set: [record, ...]}`` for every set whose magnitude needed a fallback solver (its
         similarity matrix not numerically positive definite at some scales: near-collinear or
@@ -174,6 +161,7 @@ class Comparison:
     undefined: dict
     notes: dict
     fallbacks: dict = dataclasses.field(default_factory=dict)
+    warned: dict = dataclasses.field(default_factory=dict)
 
     @property
     def sets(self) -> list[str]:
@@ -283,7 +271,10 @@ class _TCutRule:
         have = [i for i in self.median_of if not math.isnan(t_conv[i])]
         left_out = [self.names[i] for i in self.median_of if math.isnan(t_conv[i])]
         if not have:
-            return None, "no t_cut: no set has a convergence scale; give t_cut"
+            why = "; ".join(f"{self.names[i]}: {reasons[i]}" for i in self.median_of
+                            if reasons[i])
+            return None, ("no t_cut: no set has a convergence scale"
+                          + (f" ({why})" if why else "") + "; give t_cut")
         rule = (f"the median convergence scale of {len(have)} set{'s' if len(have) > 1 else ''}"
                 + (f"; left out, without one: {', '.join(left_out)}" if left_out else ""))
         return float(np.median(t_conv[have])), rule
@@ -513,7 +504,8 @@ def _recorded(into: list):
 def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             reference_name: str = "reference", metric: str = "cosine", k: int = 5,
             tau: float = 1.0, settings: MagnitudeSettings | None = None,
-            progress: bool | None = None, memory_limit: int | None = None) -> Comparison:
+            progress: bool | None = None, memory_limit: int | None = None,
+            measures=None) -> Comparison:
     """Compare embedding sets on one integration limit: MagArea, MagDiff between every pair,
     every baseline, and with a reference the reference-based measures.
 
@@ -546,6 +538,10 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
         Bytes the comparison may use (default: the memory available now). Before anything is
         computed, :func:`required_memory` is checked against it; beyond it, ``MemoryError``
         with one line saying how much is needed.
+    measures : sequence of str, optional
+        Only these measures (names of :mod:`diversity_core.measures`) are computed and shown
+        (default: all that apply). Without ``magarea`` and ``magdiff`` no magnitude is
+        computed (``t_conv`` and ``t_cut`` are then NaN and None).
 
     Returns
     -------
@@ -560,6 +556,8 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
         raise ValueError(f"tau must be a finite number > 0; got {tau!r}.")
     if t_cut is not None and not (math.isfinite(t_cut) and t_cut > 0):
         raise ValueError(f"t_cut must be a finite number > 0; got {t_cut!r}.")
+    wanted = _wanted_measures(measures, reference is not None)
+    magnitude = bool(wanted & {"magarea", "magdiff"})
     set_names, arrays = _named_sets(sets, names)
     all_names = list(set_names)
     if reference is not None:
@@ -582,17 +580,21 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
 
     undefined: dict[str, dict[str, str]] = {name: {} for name in all_names}
     notes: dict[str, list[str]] = {name: [] for name in all_names}
+    warned: dict[str, dict[str, list[str]]] = {name: {} for name in all_names}
 
     # Before anything is computed: does it fit in memory?
     check_memory({name: X.shape[0] for name, X in zip(all_names, arrays, strict=True)},
                  arrays[0].shape[1], metric=metric,
                  reference=all_names[ref_index] if reference is not None else None,
-                 memory_limit=memory_limit)
+                 memory_limit=memory_limit, magnitude=magnitude)
     # Magnitude: distances (or, for a large set, the engine's large-n path), then every set on
     # one integration limit.
     distances = []
     with _single_threaded_blas():
         for name, X in zip(all_names, arrays, strict=True):
+            if not magnitude:
+                distances.append(None)
+                continue
             try:
                 if _large_path(X.shape[0], metric):
                     distances.append(magnitude_space(X, metric, path="large"))
@@ -604,7 +606,8 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     source = "given" if t_cut is not None else "reference" if reference is not None else "median"
     rule = _TCutRule(source, tuple(all_names), given=t_cut, reference_index=ref_index,
                      median_of=tuple(range(len(set_names))))
-    mag = _magnitude_of_sets(distances, rule, settings=settings, progress=progress)
+    mag = (_magnitude_of_sets(distances, rule, settings=settings, progress=progress)
+           if magnitude else _no_magnitude(m))
 
     rows = {name: {"role": "reference" if i == ref_index else "set",
                    "n_points": arrays[i].shape[0], "n_distinct": int(mag.n_distinct[i]) or None,
@@ -621,7 +624,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
         elif mag.t_conv_reason[i]:
             undefined[name]["t_conv"] = named_reason(ValueError(mag.t_conv_reason[i]),
                                                      {"X": name})
-        if not no_distances and mag.t_cut is None:
+        if not no_distances and mag.t_cut is None and magnitude:
             undefined[name]["magarea"] = mag.t_cut_rule
         elif mag.area_reason[i]:
             undefined[name]["magarea"] = named_reason(ValueError(mag.area_reason[i]),
@@ -630,46 +633,50 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     # Reference-free baselines, each on its own: one undefined value stops nothing.
     free = {"vendi": vendi_score, "avgsim": avg_sim, "gmstds": gm_stds, "isoscore": iso_score,
             "dcscore": lambda X: dc_score(X, tau=tau)}
+    free = {measure: f for measure, f in free.items() if measure in wanted}
+    prdc_wanted = [m_ for m_ in ("precision", "recall", "density", "coverage") if m_ in wanted]
     for i, name in _bar(list(enumerate(all_names)), "baselines", progress):
         X = arrays[i]
         with _single_threaded_blas():
             for measure, f in free.items():
                 rows[name][measure] = _attempt(lambda f=f, X=X: f(X), undefined[name], measure,
-                                               {"X": name}, notes[name])
+                                               {"X": name}, notes[name], warned[name])
         if reference is None or i == ref_index:
             continue
         # Against the reference (n x m products, blockwise): BLAS keeps its threads.
         R, ref = arrays[ref_index], all_names[ref_index]
         both = {"real": ref, "fake": name, "X": name, "Y": ref}
-        try:
-            small = [f"{n} has {len(A)} point{'s' if len(A) != 1 else ''}"
-                     for n, A in ((ref, R), (name, X)) if k >= len(A)]
-            if small:
-                raise ValueError(f"k = {k} needs more than k points: {', '.join(small)}")
-            with _recorded(notes[name]):
-                values = prdc(R, X, k)
-        except ValueError as err:
-            for measure in ("precision", "recall", "density", "coverage"):
-                undefined[name][measure] = named_reason(err, both)
-                rows[name][measure] = np.nan
-        else:
-            rows[name].update(values)
-        rows[name]["mmd_rbf"] = _attempt(lambda X=X, R=R: mmd_rbf(X, R), undefined[name],
-                                         "mmd_rbf", both, notes[name])
-        rows[name]["mmd_linear"] = _attempt(lambda X=X, R=R: mmd_linear(X, R),
-                                            undefined[name], "mmd_linear", both, notes[name])
+        if prdc_wanted:
+            try:
+                small = [f"{n} has {len(A)} point{'s' if len(A) != 1 else ''}"
+                         for n, A in ((ref, R), (name, X)) if k >= len(A)]
+                if small:
+                    raise ValueError(f"k = {k} needs more than k points: {', '.join(small)}")
+                with _recorded(notes[name]):
+                    values = prdc(R, X, k)
+            except ValueError as err:
+                for measure in prdc_wanted:
+                    undefined[name][measure] = named_reason(err, both)
+                    rows[name][measure] = np.nan
+            else:
+                rows[name].update({m_: values[m_] for m_ in prdc_wanted})
+        for measure, f in (("mmd_rbf", mmd_rbf), ("mmd_linear", mmd_linear)):
+            if measure in wanted:
+                rows[name][measure] = _attempt(lambda f=f, X=X, R=R: f(X, R), undefined[name],
+                                               measure, both, notes[name], warned[name])
 
     areas = mag.areas
     diff = pd.DataFrame(areas[:, None] - areas[None, :], index=all_names, columns=all_names)
-    if reference is not None:
+    if reference is not None and "magdiff" in wanted:
         for i, name in enumerate(all_names[:-1]):
             rows[name]["magdiff"] = diff.iloc[i, ref_index]
             why = undefined[name].get("magarea") or undefined[all_names[ref_index]].get("magarea")
             if why:
                 undefined[name]["magdiff"] = why
-    columns = ["role", "n_points", "n_distinct", "n_features", "t_conv", *FREE_MEASURES]
+    columns = ["role", "n_points", "n_distinct", "n_features", "t_conv",
+               *(m_ for m_ in FREE_MEASURES if m_ in wanted)]
     if reference is not None:
-        columns += list(REFERENCE_MEASURES)
+        columns += [m_ for m_ in REFERENCE_MEASURES if m_ in wanted]
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=columns)
     table.index.name = "set"
     for column in columns[4:]:
@@ -684,7 +691,33 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                       reference=all_names[ref_index] if reference is not None else None,
                       options=options, undefined=undefined,
                       notes={k_: list(dict.fromkeys(v)) for k_, v in notes.items()},
-                      fallbacks=fallbacks)
+                      fallbacks=fallbacks, warned=warned)
+
+
+def _wanted_measures(measures, with_reference: bool) -> set[str]:
+    """The names of ``measures`` (None: every measure), each checked against the registry; a
+    reference-based one without a reference is refused."""
+    if measures is None:
+        return set(MEASURES)
+    if isinstance(measures, str):
+        raise ValueError("measures is a sequence of names; got one string.")
+    wanted = {get_measure(name).name for name in measures}
+    if not wanted:
+        raise ValueError("measures is empty.")
+    needing = sorted(n for n in wanted if MEASURES[n].needs_reference)
+    if needing and not with_reference:
+        raise ValueError(f"{', '.join(needing)} compare{'s' if len(needing) == 1 else ''} with a "
+                         "reference: give one.")
+    return wanted
+
+
+def _no_magnitude(m: int) -> _SetMagnitudes:
+    """What :func:`compare` holds of magnitude when no magnitude measure is asked for."""
+    return _SetMagnitudes(
+        n_distinct=np.zeros(m, dtype=np.int64), t_conv=np.full(m, np.nan),
+        t_conv_reason=[None] * m, t_cut=None, t_cut_rule="no magnitude measure asked for",
+        ts=np.zeros(0), functions=np.zeros((m, 0)), areas=np.full(m, np.nan),
+        area_reason=[None] * m, warnings=[[] for _ in range(m)], fallbacks=[[] for _ in range(m)])
 
 
 def _note(undefined: dict) -> str:
@@ -715,15 +748,22 @@ def _named_sets(sets, names) -> tuple[list[str], list]:
     return keys, arrays
 
 
-def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list) -> float:
+def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list,
+             warned: dict) -> float:
     """``compute()``, or NaN with the reason in ``undefined[measure]`` (a ValueError: the
-    measure is undefined for this input, or its value leaves the float64 range)."""
+    measure is undefined for this input, or its value leaves the float64 range); the messages
+    of its warnings go to ``notes`` and to ``warned[measure]``."""
+    messages: list[str] = []
     try:
-        with _recorded(notes):
+        with _recorded(messages):
             value = float(compute())
     except ValueError as err:
         undefined[measure] = named_reason(err, names)
         return np.nan
+    finally:
+        notes.extend(messages)
+        if messages:
+            warned.setdefault(measure, []).extend(messages)
     if not math.isfinite(value):
         undefined[measure] = f"the value is {value} (outside the float64 range)"
         return np.nan
@@ -742,7 +782,7 @@ def _large_path(n_points: int, metric: str) -> bool:
 
 
 def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
-                    reference: str | None = None, large_path: bool = True) -> tuple[int, str]:
+                    reference: str | None = None, magnitude: bool = True) -> tuple[int, str]:
     """Peak memory of :func:`compare` (and of ``score``) on sets of these sizes, in bytes, and
     the set that needs the most.
 
@@ -751,8 +791,9 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
     :func:`~diversity_core.magnitude.magnitude_memory` of a set (its similarity buffers; the
     large-n path for sets beyond 10,000 points, plus a copy of the points for the baselines,
     which work in blocks or on the d × d covariance), and with a ``reference`` PRDC's and MMD's
-    distances between a set and the reference, ``8 (n + n_ref)²``. ``large_path=False``:
-    every set is measured dense (the ``score`` command).
+    distances between a set and the reference, ``8 (n + n_ref)²``. ``magnitude=False`` (no
+    magnitude measure asked for): only the baselines' copy of the points and the distances
+    against the reference.
     """
     held, peak, worst = 0, 0, None
     n_ref = sizes[reference] if reference is not None else 0
@@ -760,7 +801,9 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
         n = int(n)
         if n < 1:
             continue
-        if large_path and _large_path(n, metric):
+        if not magnitude:
+            need = 16 * n * n_features
+        elif _large_path(n, metric):
             need = magnitude_memory(n, n_features) + 16 * n * n_features
         else:
             held += 16 * n * n
@@ -774,12 +817,12 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
 
 def check_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
                  reference: str | None = None, memory_limit: int | None = None,
-                 large_path: bool = True) -> int:
+                 magnitude: bool = True) -> int:
     """Raise ``MemoryError`` (one line: the figure, the largest set, ``--subsample``) if
     :func:`required_memory` exceeds ``memory_limit`` (default: the memory available now);
     else return the bytes needed."""
     need, worst = required_memory(sizes, n_features, metric=metric, reference=reference,
-                                  large_path=large_path)
+                                  magnitude=magnitude)
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "are available" if memory_limit is None else "allowed"

@@ -1,11 +1,9 @@
 """results/summary.md: every claim of the paper beside our result, with a verdict and its rule."""
 
-import os
-from pathlib import Path
-
 import yaml
 from _helpers import Input, Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.reporting.claims import VERDICTS, evaluate_claims, render_summary
 
 
@@ -16,9 +14,8 @@ def main(claims: Input, results: Inputs, summary: Output, results_dir: str):
     with open(claims) as stream:
         spec = yaml.safe_load(stream)
     rows = evaluate_claims(spec, results_dir)
-    tmp = Path(str(summary) + ".tmp")
-    tmp.write_text(render_summary(rows, spec))
-    os.replace(tmp, summary)
+    with atomic_write(summary) as out:
+        out.write(render_summary(rows, spec))
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     log.info("%d claims from %d result files: %s", len(rows), len(results), counts)
     return {"verdicts": counts}

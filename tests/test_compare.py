@@ -332,10 +332,10 @@ def test_cli_bad_input_is_one_line_and_exit_2(files, capsys, make, message):
 
 
 @pytest.mark.parametrize("option, message", [
-    (["--t-cut", "0"], "--t-cut must be a finite number > 0"),
-    (["--t-cut", "nan"], "--t-cut must be a finite number > 0"),
-    (["--target", "1"], "--target must lie in (0, 1)"),
-    (["--n-ts", "1"], "--n-ts must be at least 2"),
+    (["--t-cut", "0"], "--t-cut must be a number in (0, 1e+15]"),
+    (["--t-cut", "nan"], "--t-cut must be a number in (0, 1e+15]"),
+    (["--target", "1"], "--target must be a number in (0, 1)"),
+    (["--n-ts", "1"], "--n-ts must be an integer in [2, 10000]"),
     (["--plot", "f.svg"], "the figure is written as .png or .pdf"),
     (["--plot", "/no/such/folder/f.png"], "no folder /no/such/folder"),
     (["--json", "--csv"], "not allowed with argument --json"),
@@ -404,10 +404,9 @@ def test_diversity_core_console_script_and_dash_m(files):
     assert proc.stdout.startswith("set,role,n_points_in_file")
 
 
-def test_readme_example_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
-    """The README's worked example: its recipe, run, prints the README's output."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Compare your own sets", 1)[1].split("\n## ", 1)[0]
+def test_documented_example_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
+    """The worked example of docs/compare.md: its recipe, run, prints the output shown."""
+    section = (Path(__file__).resolve().parents[1] / "docs" / "compare.md").read_text()
     recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
     shown = section.split("```\n$ ", 1)[1].split("```", 1)[0]
     command, expected = shown.split("\n", 1)
@@ -433,3 +432,55 @@ def test_cli_tables_need_no_matplotlib(files):
     assert plot.returncode == 2 and plot.stdout == ""
     assert plot.stderr == ("error: --plot and --report draw with matplotlib, which is not "
                            "installed: pip install 'diversity_core[pipeline]'.\n")
+
+
+# Hardened surfaces (issue 35): every numeric option has a range checked before work; every
+# output goes where it was asked, atomically, never through a link; a place that cannot be
+# written is one line, exit 2 (1 is the audit's findings), not a traceback.
+
+@pytest.mark.parametrize("option, value", [
+    ("--n-ts", "100000000"), ("--n-ts", "1"), ("--t-cut", "1e308"), ("--t-cut", "0"),
+    ("--t-cut", "nan"), ("--k", "0"), ("--k", "20000"), ("--tau", "inf"), ("--tau", "1e9"),
+    ("--target", "1"), ("--subsample", "1"), ("--seed", "-1"),
+])
+def test_cli_numeric_options_have_ranges(files, capsys, option, value):
+    _, paths = files
+    rc, out, err = _run(["compare", *paths, option, value], capsys)
+    assert rc == 2 and out == ""
+    assert err.startswith(f"error: {option} must be ") and err.count("\n") == 1, err
+
+
+def test_cli_outputs_go_where_asked_or_are_refused_in_one_line(files, capsys):
+    tmp, paths = files
+    victim = tmp / "victim.txt"
+    victim.write_text("precious")
+    (tmp / "link.png").symlink_to(victim)
+    (tmp / "a_file").write_text("x")
+    (tmp / "folder.png").mkdir()
+    refused = [(["--plot", str(tmp / "link.png")], "is a symbolic link"),
+               (["--plot", str(tmp / "folder.png")], "is a folder"),
+               (["--plot", "/proc/f.png"], "is not writable"),
+               (["--report", str(tmp / "a_file")], "exists and is not a folder"),
+               (["--report", "/proc/report"], "is not writable"),
+               (["--embed", "all-MiniLM-L6-v2", "--cache", str(tmp / "a_file")],
+                "exists and is not a folder"),
+               (["--embed", "all-MiniLM-L6-v2", "--models", "/proc/models"], "is not writable")]
+    for extra, message in refused:
+        rc, out, err = _run(["compare", *paths, *extra], capsys)
+        assert rc == 2 and out == "" and message in err and err.count("\n") == 1, (extra, err)
+    assert victim.read_text() == "precious"
+    # A link planted at the old fixed temporary name is not followed; a report into a folder
+    # of an earlier report says what it replaces and keeps the other files.
+    (tmp / "f.png.tmp").symlink_to(victim)
+    report = tmp / "report"
+    report.mkdir()
+    (report / "report.md").write_text("old")
+    (report / "mine.txt").write_text("kept")
+    (report / "results.csv.tmp").symlink_to(victim)
+    rc, _, err = _run(["compare", *paths, "--plot", str(tmp / "f.png"), "--report",
+                       str(report)], capsys)
+    assert rc == 0, err
+    assert f"note: --report {report}: replacing report.md." in err
+    assert victim.read_text() == "precious" and (report / "mine.txt").read_text() == "kept"
+    assert (tmp / "f.png").read_bytes().startswith(b"\x89PNG")
+    assert not (tmp / "f.png").is_symlink() and (report / "report.md").read_text() != "old"

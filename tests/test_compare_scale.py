@@ -123,3 +123,50 @@ def test_a_large_set_takes_the_engines_large_n_path(monkeypatch):
     np.testing.assert_allclose(large.table["t_conv"], dense.table["t_conv"], rtol=1e-5)
     np.testing.assert_allclose(large.functions.to_numpy(), dense.functions.to_numpy(),
                                rtol=1e-5)
+
+
+# --- issue 34: `score` is `compare` of one set ------------------------------------------------
+
+def test_score_and_compare_give_the_same_numbers_for_one_set(tmp_path, capsys):
+    rng = np.random.default_rng(7)
+    X, R = rng.normal(size=(50, 6)), rng.normal(size=(60, 6)) * 1.3
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "r.npy", R)
+    for argv, ref in (([], None), (["--reference", str(tmp_path / "r.npy")], R)):
+        assert main(["score", str(tmp_path / "x.npy"), *argv, "--json"]) == 0
+        scored = json.loads(capsys.readouterr().out)
+        compared = dc.compare({"x": X}, ref)
+        assert scored["t_cut"] == compared.t_cut  # the same engine: the same bits
+        for measure, value in scored["scores"]["embeddings"].items():
+            assert value == compared.table.loc["x", measure], measure
+        for measure, value in scored["scores"]["comparison"].items():
+            assert value == compared.table.loc["x", measure], measure
+
+
+def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monkeypatch):
+    """30,000 points x 64 need the large-n path's memory, not a dense matrix's (the figure that
+    score used to refuse with); a large set scored through the command line goes through it."""
+    dense = 16 * 30_000**2
+    need, _ = comparison.required_memory({"x": 30_000}, 64, metric="euclidean")
+    assert need < dense / 4  # 2.7 GB against 14.4 GB for the distances alone
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    seen = []
+    seam = comparison._magnitude_of_sets
+
+    def spy(matrices, *args, **kwargs):
+        seen.extend(type(D) for D in matrices)
+        return seam(matrices, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "_large_path", lambda n, metric: n >= 100)
+    monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
+    np.save(tmp_path / "x.npy", np.random.default_rng(3).normal(size=(300, 8)))
+    assert main(["score", str(tmp_path / "x.npy"), "--metric-space", "euclidean", "--json",
+                 "--metrics", "magarea,vendi"]) == 0
+    assert seen == [LargeMagnitudeSpace]
+    assert json.loads(capsys.readouterr().out)["scores"]["embeddings"]["magarea"] > 0
+    # No magnitude measure asked for: no magnitude computed, and no magnitude memory counted.
+    seen.clear()
+    assert main(["score", str(tmp_path / "x.npy"), "--json", "--metrics", "vendi"]) == 0
+    assert seen == [] and json.loads(capsys.readouterr().out)["t_cut"] is None
+    assert comparison.required_memory({"x": 30_000}, 64, magnitude=False)[0] == 16 * 30_000 * 64

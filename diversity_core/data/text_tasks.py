@@ -25,7 +25,6 @@ Either way a task's sets end up in one file, a JSON line per set (:func:`write_s
 from __future__ import annotations
 
 import json
-import os
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ import numpy as np
 
 from ..assets.fetch import download
 from ..assets.manifest import verify_manifest, write_manifest
+from ..atomic import atomic_write
 
 __all__ = [
     "TASKS",
@@ -224,12 +224,9 @@ _RECORD_KEYS = ("task", "prompt_id", "prompt", "temperature", "responses")
 def write_sets(path, records: Sequence[Mapping]) -> Path:
     """Write response sets as JSON lines (UTF-8, keys sorted), atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as stream:
+    with atomic_write(path, what="response sets") as stream:
         for record in records:
             stream.write(json.dumps(dict(record), sort_keys=True, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
     return path
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..comparison import FREE_MEASURES, LABELS, REFERENCE_MEASURES
+from ..atomic import atomic_write
+from ..measures import FREE_MEASURES, LABELS, REFERENCE_MEASURES
 from .text import aligned
 
 __all__ = ["heading", "labels", "plot_comparison", "render_markdown", "render_text",
@@ -238,17 +239,28 @@ def plot_comparison(result, path, *, normalise: str | None = None,
 def write_report(result, folder, *, files: list[str], options: str, command: str,
                  normalise: str | None = None, data: dict[str, str] | None = None) -> Path:
     """Write ``folder/report.md`` with its figure ``folder/comparison.png`` and the files of
-    ``data`` (name -> text, e.g. the JSON and CSV of the results); each file through a temporary
-    name. Returns the report's path."""
+    ``data`` (name -> text, e.g. the JSON and CSV of the results), each atomically
+    (:mod:`diversity_core.atomic`: a link or folder in the place of one is refused). Files of
+    the folder with other names are left alone; :func:`report_files` names those replaced.
+    Returns the report's path."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    figure = plot_comparison(result, folder / "comparison.png", normalise=normalise)
+    figure = plot_comparison(result, folder / REPORT_FIGURE, normalise=normalise)
     texts = dict(data or {})
     texts["report.md"] = render_markdown(result, files=files, options=options, command=command,
                                          figure=figure.name, normalise=normalise)
     for name, text in texts.items():
-        target = folder / name
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
+        with atomic_write(folder / name, what="--report file") as out:
+            out.write(text)
     return folder / "report.md"
+
+
+REPORT_FIGURE = "comparison.png"
+
+
+def report_files(folder, data_names=()) -> list[Path]:
+    """The files :func:`write_report` writes into ``folder`` (with ``data_names``) that are
+    there already, and so would be replaced."""
+    folder = Path(folder)
+    return [folder / name for name in ("report.md", REPORT_FIGURE, *data_names)
+            if (folder / name).exists() or (folder / name).is_symlink()]

@@ -15,10 +15,11 @@ written without timestamps, so a rerun gives the same bytes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from cycler import cycler
+
+from ..atomic import atomic_path
 
 __all__ = ["COLOUR_MAP", "DIVERGING_MAP", "MEASURE_COLOURS", "OKABE_ITO", "PAIR", "PALETTE",
            "STYLE", "save_figure", "write_figure"]
@@ -90,18 +91,15 @@ _METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate":
 
 
 def write_figure(fig, path, dpi: int | None = None) -> Path:
-    """Write ``fig`` to ``path`` as PNG or PDF (by the extension), through a temporary name that
-    is renamed when the file is complete; returns the path."""
+    """Write ``fig`` to ``path`` as PNG or PDF (by the extension), atomically
+    (:func:`diversity_core.atomic.atomic_path`: a link or folder at ``path`` is refused); returns
+    the path."""
     path = Path(path)
     kind = _FORMATS.get(path.suffix.lower())
     if kind is None:
         raise ValueError(f"{path}: a figure is written as .png or .pdf; got {path.suffix!r}.")
-    tmp = path.with_name(path.name + ".tmp")
-    try:
+    with atomic_path(path, what="figure") as tmp:
         fig.savefig(tmp, format=kind, dpi=dpi or STYLE["savefig.dpi"], metadata=_METADATA[kind])
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -1,0 +1,30 @@
+"""The registry of measures (diversity_core.measures): one name per measure from the command line
+to compare's columns and report."""
+
+import numpy as np
+import pytest
+
+import diversity_core as dc
+from diversity_core import cli, comparison
+from diversity_core.measures import LABELS, MEASURES, get_measure, get_measure_names
+from diversity_core.reporting import compare_report
+
+
+def test_every_reader_takes_its_names_and_labels_from_the_registry():
+    assert list(cli.METRICS) == list(MEASURES) == get_measure_names()
+    assert {name for name, (_, ref) in cli.METRICS.items() if ref} == set(
+        get_measure_names(needs_reference=True))
+    assert comparison.LABELS is LABELS and compare_report.LABELS is LABELS
+    assert comparison.FREE_MEASURES == tuple(get_measure_names(needs_reference=False))
+    assert get_measure("avgsim").higher_is_more_diverse is False  # a similarity
+    with pytest.raises(ValueError, match="unknown measure 'mag_area'; known: magarea"):
+        get_measure("mag_area")
+
+
+def test_compare_columns_are_the_registry_names():
+    rng = np.random.default_rng(0)
+    sets = {"a": rng.normal(size=(20, 4)), "b": rng.normal(size=(25, 4))}
+    result = dc.compare(sets, rng.normal(size=(30, 4)), metric="euclidean")
+    measured = [c for c in result.table.columns if c in MEASURES]
+    assert measured == [n for n in get_measure_names() if n in result.table.columns]
+    assert set(get_measure_names(needs_reference=False)) <= set(measured)
