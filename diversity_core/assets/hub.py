@@ -23,6 +23,7 @@ https://huggingface.co, so that a mirror is one environment variable away.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import urllib.parse
@@ -41,6 +42,8 @@ __all__ = [
     "list_model_files",
     "sentence_model_files",
 ]
+
+log = logging.getLogger(__name__)
 
 HF_ENDPOINT = "https://huggingface.co"
 
@@ -165,6 +168,9 @@ def fetch_hub_files(repo: str, revision: str, files: Mapping[str, HubFile | str 
             raise ValueError(f"{asset}: {path} of {repo}@{revision} is not the file the hub lists "
                              f"(git blob {listed.git_sha1}); the download is corrupt or the "
                              "file changed upstream. Nothing was kept.")
+        if not (isinstance(pin, str) and pin):  # not pinned by the configuration: say how
+            log.warning("%s: %s of %s@%s has sha256 %s; to pin it: %s, files: {%s: %s}.",
+                        asset, path, repo, revision, digest, config_key, path, digest)
         target = inside(Path(dest_dir), path, what=asset)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(arrived, target)
