@@ -498,7 +498,7 @@ def _add_compare(sub) -> None:
                      help="folder of the fetched models, one subfolder each (the pipeline's "
                           "resources/text/models, resources for inception)")
     raw.add_argument("--device", default="cpu",
-                     help="device of the encoder: cpu (default), auto, cuda")
+                     help="device of the encoder: cpu (default), auto, cuda, cuda:N")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON instead of a table")
     out.add_argument("--csv", action="store_true",
@@ -573,44 +573,11 @@ def _text_models() -> list[str]:
 
 
 def _read_texts(path: str, field: str | None) -> list[str]:
-    """The texts of a .txt file (one per non-blank line) or a .jsonl file (``field`` of every
-    line: a string or a list of strings); InputError naming the file (and line)."""
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix not in (".txt", ".jsonl"):
-        raise InputError(f"{path}: --embed reads texts from .txt or .jsonl files; got "
-                         f"{suffix or 'no extension'!r}.")
-    if not p.is_file():
-        raise InputError(f"{path}: no such file.")
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}).") from None
-    texts: list[str] = []
-    if suffix == ".txt":
-        texts = [line for line in lines if line.strip()]
-    else:
-        if field is None:
-            raise InputError(f"{path}: a .jsonl file needs --field, the key of its texts.")
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}, line {number}: not JSON ({err.msg}).") from None
-            if not isinstance(record, dict) or field not in record:
-                raise InputError(f"{path}, line {number}: no field {field!r}.")
-            value = record[field]
-            values = value if isinstance(value, list) else [value]
-            if not values or not all(isinstance(v, str) for v in values):
-                raise InputError(f"{path}, line {number}: field {field!r} is not a string or "
-                                 "a list of strings.")
-            texts.extend(values)
-    if not texts:
-        how = "one per line" if suffix == ".txt" else f"field {field!r}"
-        raise InputError(f"{path}: no text in it ({how}).")
-    return texts
+    """The texts of a .txt or .jsonl file (:func:`diversity_core.embed.raw.read_texts`: every
+    refusal one line naming the file and line)."""
+    from .embed.raw import read_texts
+
+    return read_texts(path, field)
 
 
 def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:

@@ -666,7 +666,10 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                                                measure, both, notes[name], warned[name])
 
     areas = mag.areas
-    diff = pd.DataFrame(areas[:, None] - areas[None, :], index=all_names, columns=all_names)
+    # The sets' names as plain Python strings (object dtype): a file name that is not UTF-8
+    # (a surrogate escape, os.fsdecode's) is a valid name, which pandas' Arrow strings refuse.
+    labels = pd.Index(all_names, dtype=object)
+    diff = pd.DataFrame(areas[:, None] - areas[None, :], index=labels, columns=labels)
     if reference is not None and "magdiff" in wanted:
         for i, name in enumerate(all_names[:-1]):
             rows[name]["magdiff"] = diff.iloc[i, ref_index]
@@ -677,13 +680,15 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                *(m_ for m_ in FREE_MEASURES if m_ in wanted)]
     if reference is not None:
         columns += [m_ for m_ in REFERENCE_MEASURES if m_ in wanted]
-    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=columns)
+    table = pd.DataFrame([rows[name] for name in all_names], index=labels).reindex(
+        columns=columns)
     table.index.name = "set"
     for column in columns[4:]:
         table[column] = table[column].astype(np.float64)
     table["n_distinct"] = table["n_distinct"].astype("Int64")
-    table["note"] = [_note(undefined[name]) for name in all_names]
-    functions = pd.DataFrame(mag.functions, index=all_names, columns=pd.Index(mag.ts, name="t"))
+    table["note"] = pd.Series([_note(undefined[name]) for name in all_names], index=labels,
+                              dtype=object)  # reasons name the files: plain strings, as above
+    functions = pd.DataFrame(mag.functions, index=labels, columns=pd.Index(mag.ts, name="t"))
     functions.index.name = "set"
     options = {"metric": metric, "k": int(k), "tau": float(tau), **settings.as_dict()}
     return Comparison(table=table, mag_diff=diff, functions=functions, t_cut=mag.t_cut,

@@ -12,6 +12,11 @@ one-line message naming the file (and the line and column of a CSV) for anything
   ``.npy``, a zip archive an ``.npz``, a pickle is never loaded; a file whose content and name
   disagree is refused with what it actually holds. A ``.npy`` header is checked (a numeric dtype,
   2-D, the file as long as the header promises) before its data are read.
+* **Sizes before bytes** (:data:`MEMORY_RULE`): an array's shape and dtype are read from its
+  header — a ``.npy`` file's, or an ``.npz`` member's through :meth:`zipfile.ZipFile.open`, with
+  the sizes the archive's directory gives — and the memory reading it takes is checked before
+  a byte of data is read or decompressed: a small ``.npz`` of compressed zeros is refused, not
+  inflated to gigabytes.
 * **CSV**: comma-separated numbers, one point per line, in UTF-8 (a byte-order mark is removed and
   said; UTF-16 with its BOM is read too). Blank lines and lines starting with ``#`` (what
   ``numpy.savetxt`` writes before a header) are skipped and counted. A number is ASCII
@@ -47,15 +52,17 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import math
 import os
 import re
 import stat
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FORMATS", "HEADER_RULE", "INDEX_RULE", "EmbeddingFile", "InputError",
-           "read_embeddings"]
+__all__ = ["FORMATS", "HEADER_RULE", "INDEX_RULE", "MEMORY_RULE", "EmbeddingFile", "InputError",
+           "check_npz_sizes", "open_regular", "read_embeddings"]
 
 FORMATS = (".npy", ".npz", ".csv")
 _FORMAT_LIST = ".npy, .npz or .csv"
@@ -72,6 +79,20 @@ INDEX_RULE = (
     "a first column is an index when its header is empty or 'Unnamed: 0', or when its values "
     "count 0..n-1 or 1..n in whole numbers (no sign, point or exponent) beside columns of "
     "decimals")
+
+
+# Reading an array takes its bytes as stored plus a float64 copy. A .npy file cannot make that
+# more than 9 times its own size (int8 data), whereas a compressed .npz member can inflate a
+# thousandfold or more (deflate of zeros; bzip2 and lzma further): the bound below is far above
+# what any uncompressed file needs and far below what a zip bomb asks for, and the floor lets
+# small, very regular arrays (one-hot rows, grids) through whatever their compression.
+MAX_INFLATION = 100
+INFLATION_FLOOR = 256 * 2**20
+MEMORY_RULE = (
+    f"reading an array (its bytes as stored plus a float64 copy) may take at most "
+    f"{MAX_INFLATION} times the file's size on disk or {INFLATION_FLOOR // 2**20} MiB, whichever "
+    "is larger, and no more than the memory available; checked from the array's header (and an "
+    ".npz archive's directory) before any data are read or decompressed")
 
 
 class InputError(ValueError):
@@ -203,7 +224,7 @@ def read_embeddings(path, *, key: str | None = None, header: bool | None = None,
     if key is not None and suffix != ".npz":
         raise InputError(f"--key {key!r} names an array inside a .npz file, but {shown} is a "
                          f"{suffix} file; drop --key.")
-    with _open_regular(path, shown) as fh:
+    with open_regular(path, shown) as fh:
         actual = _sniff(fh.read(8))
         fh.seek(0)
         expected = suffix[1:]
@@ -243,11 +264,14 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pip
                (stat.S_ISSOCK, "a socket"))
 
 
-def _open_regular(path: Path, shown: str):
-    """The file opened for binary reading, if it is a regular file; else :class:`InputError`.
+def open_regular(path, shown: str | None = None, *, expected: str = f"a {_FORMAT_LIST} file"):
+    """The file opened for binary reading, if it is a regular file; else :class:`InputError`
+    naming it (``shown``, default ``path``) and saying what to give instead (``expected``).
 
     O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; ``fstat`` on the
     open descriptor (not ``stat`` on the name) judges the very file that would be read."""
+    path = Path(path)
+    shown = str(path) if shown is None else shown
     flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
              | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -263,7 +287,7 @@ def _open_regular(path: Path, shown: str):
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-        raise InputError(f"{shown} is {kind}, not a regular file; give a {_FORMAT_LIST} file.")
+        raise InputError(f"{shown} is {kind}, not a regular file; give {expected}.")
     return os.fdopen(fd, "rb")
 
 
@@ -291,20 +315,29 @@ def _sniff(head: bytes) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _read_npy(fh, shown: str) -> np.ndarray:
-    """The array of a .npy file, its header checked before its data are read."""
+def _read_header(fh) -> tuple[tuple, np.dtype]:
+    """Shape and dtype from the magic string and header at ``fh``'s position; ``fh`` is left at
+    the first byte of data."""
     fmt = np.lib.format
     version = fmt.read_magic(fh)
     if version == (1, 0):
         shape, _, dtype = fmt.read_array_header_1_0(fh)
     else:
         shape, _, dtype = fmt.read_array_header_2_0(fh)
+    return shape, dtype
+
+
+def _read_npy(fh, shown: str) -> np.ndarray:
+    """The array of a .npy file, its header checked before its data are read."""
+    shape, dtype = _read_header(fh)
     _check_header(shown, shape, dtype)
-    promised = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    have = os.fstat(fh.fileno()).st_size - fh.tell()
+    promised = math.prod(shape) * dtype.itemsize  # Python ints: a forged shape cannot wrap
+    size = os.fstat(fh.fileno()).st_size
+    have = size - fh.tell()
     if have < promised:
         raise InputError(f"{shown}: truncated: its header promises {promised} bytes of "
                          f"{dtype} data (shape {shape}), the file holds {have}.")
+    _check_memory(shown, f"the array {tuple(shape)} {dtype}", _need(shape, dtype), size)
     fh.seek(0)
     return np.load(fh, allow_pickle=False)
 
@@ -318,9 +351,85 @@ def _check_header(shown: str, shape: tuple, dtype: np.dtype) -> None:
                          f"{tuple(shape)}.")
 
 
+def _available_memory() -> int:
+    from .magnitude.api import available_memory  # the rule compare and score measure sets by
+
+    return available_memory()
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _need(shape: tuple, dtype: np.dtype) -> int:
+    """Bytes to read an array of this header: its data as stored, and a float64 copy unless it
+    is float64 already."""
+    count = math.prod(shape)
+    return count * dtype.itemsize + (8 * count if dtype != np.float64 else 0)
+
+
+def _check_memory(shown: str, what: str, need: int, on_disk: int) -> None:
+    """:data:`MEMORY_RULE`: ``need`` bytes to read ``what`` from a file of ``on_disk`` bytes."""
+    if need > max(MAX_INFLATION * on_disk, INFLATION_FLOOR):
+        raise InputError(
+            f"{shown}: {what} would take {_size(need)} to read from {_size(on_disk)} on disk, "
+            f"more than {MAX_INFLATION} times its size; refused before decompressing it (a zip "
+            "bomb?). A genuine array reads when saved with numpy.save or numpy.savez "
+            "(uncompressed).")
+    available = _available_memory()
+    if need > available:
+        raise InputError(f"{shown}: {what} would take {_size(need)} to read; "
+                         f"{_size(available)} of memory is available.")
+
+
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+_ZIP_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}
+
+
+def _check_member(shown: str, key: str, info: zipfile.ZipInfo, size: int) -> None:
+    """An archive member's compression and sizes, by the archive's directory, before it is
+    opened (:data:`MEMORY_RULE`)."""
+    if info.compress_type not in _ZIP_METHODS:
+        # zipfile inflates a bzip2 or lzma member a whole block at a time, however few bytes are
+        # asked for: a few kilobytes can become gigabytes before the header is seen. numpy
+        # writes stored (savez) or deflated (savez_compressed) members only.
+        raise InputError(f"{shown}: {key!r} is compressed with "
+                         f"{_ZIP_METHOD_NAMES.get(info.compress_type, info.compress_type)}; an "
+                         ".npz is read when written by numpy.savez or numpy.savez_compressed "
+                         "(stored or deflated members).")
+    if info.compress_size > size:
+        raise InputError(f"{shown}: the archive's directory gives {key!r} {info.compress_size} "
+                         f"compressed bytes, the file has {size}: a damaged archive.")
+    # The directory's uncompressed size bounds what zipfile will ever inflate (it stops there
+    # and checks the CRC).
+    _check_memory(shown, f"{key!r} (uncompressed, by the archive's directory)", info.file_size,
+                  size)
+
+
+def check_npz_sizes(path, shown: str | None = None) -> None:
+    """Every member of the .npz archive ``path`` checked by the archive's directory
+    (:data:`MEMORY_RULE`) without decompressing anything; :class:`InputError` naming the first
+    that fails. For readers that then use ``numpy.load`` (the embedding caches)."""
+    shown = str(path) if shown is None else shown
+    with open_regular(path, shown, expected="an .npz archive") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        with zipfile.ZipFile(fh) as archive:
+            for info in archive.infolist():
+                _check_member(shown, info.filename, info, size)
+
+
 def _read_npz(fh, shown: str, key: str | None) -> tuple[np.ndarray, str]:
-    with np.load(fh, allow_pickle=False) as archive:
-        names = list(archive.files)
+    """The array ``key`` of an .npz archive as ``numpy.load`` gives it, its header and sizes
+    checked (:data:`MEMORY_RULE`) before any of its data are decompressed."""
+    size = os.fstat(fh.fileno()).st_size
+    with zipfile.ZipFile(fh) as archive:
+        raw = archive.namelist()
+        # numpy.load's names: "x.npy" is "x", and the member's own name is accepted too.
+        names = [name.removesuffix(".npy") for name in raw]
+        members = dict(zip(names, raw, strict=True)) | dict(zip(raw, raw, strict=True))
         if key is None:
             if len(names) != 1:
                 raise InputError(f"{shown}: the archive holds {len(names)} arrays "
@@ -329,7 +438,23 @@ def _read_npz(fh, shown: str, key: str | None) -> tuple[np.ndarray, str]:
         if key not in names:
             raise InputError(f"{shown}: no array {key!r} in the archive (it has "
                              f"{', '.join(names) or 'none'}).")
-        return archive[key], key
+        info = archive.getinfo(members[key])
+        _check_member(shown, key, info, size)
+        with archive.open(info) as stream:
+            if stream.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+                raise InputError(f"{shown}: {key!r} in the archive is not a NumPy array.")
+            stream.seek(0)
+            shape, dtype = _read_header(stream)  # a few hundred bytes decompressed, no more
+            header = stream.tell()
+        _check_header(shown, shape, dtype)
+        promised = math.prod(shape) * dtype.itemsize  # Python ints: a forged shape cannot wrap
+        if info.file_size - header < promised:
+            raise InputError(f"{shown}: {key!r} is truncated: its header promises {promised} "
+                             f"bytes of {dtype} data (shape {shape}), the archive's directory "
+                             f"gives {max(info.file_size - header, 0)}.")
+        _check_memory(shown, f"{key!r}, {tuple(shape)} {dtype},", _need(shape, dtype), size)
+        with archive.open(info) as stream:
+            return np.lib.format.read_array(stream, allow_pickle=False), key
 
 
 # --------------------------------------------------------------------------------------------

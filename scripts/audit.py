@@ -10,7 +10,11 @@ from diversity_core.provenance.audit import audit
 
 def main(results: str, resources: str):
     """Audit RESULTS (the results folder), with the assets in RESOURCES."""
-    report = audit(results, resources, ".")
+    try:
+        report = audit(results, resources, ".")
+    except (OSError, ValueError) as err:  # not a results folder, say: one line, not findings
+        log.error("%s", err)
+        raise SystemExit(2) from None
     text = report.to_text()
     print(text, flush=True)
     log.info("audit report:\n%s", text)

@@ -3,6 +3,7 @@
 from _helpers import Output, log, run
 from tqdm import tqdm
 
+from diversity_core.atomic import atomic_path, atomic_write
 from diversity_core.experiments.axioms import AXIOMS, check_axioms, results_table, summary_table
 
 
@@ -10,13 +11,14 @@ def main(table: Output, summary: Output, seed: int):
     """Write TABLE (.csv: measure, axiom, result, cases_tried, counterexample) and SUMMARY (.md)."""
     results = check_axioms(seed=seed, progress=lambda pairs: tqdm(pairs, desc="axiom checks"))
     frame = results_table(results)
-    frame.to_csv(table, index=False)
+    with atomic_path(table) as tmp:
+        frame.to_csv(tmp, index=False)
     wide = summary_table(results)
     lines = ["| measure | " + " | ".join(AXIOMS) + " |",
              "|---|" + "---|" * len(AXIOMS)]
     for measure, row in wide.iterrows():
         lines.append(f"| {measure} | " + " | ".join(row[a] for a in AXIOMS) + " |")
-    with open(summary, "w") as f:
+    with atomic_write(summary, encoding=None) as f:
         f.write("\n".join(lines) + "\n")
     for r in results:
         log.info("%s / %s: %s (%s)", r.measure, r.axiom, r.verdict, r.counterexample)

@@ -5,6 +5,7 @@ from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings
+from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import geodesic_distances
 from diversity_core.experiments.curvature import distance_quantile_features
 
@@ -23,7 +24,8 @@ def main(clouds: Input, scales: Output, magnitude: dict, chunk: int, n_chunks: i
         D = geodesic_distances(data["polar"][i], data["curvature"][i], hyperbolic_distance)
         t_conv[row] = settings.convergence_scale(D)
         quantiles[row] = distance_quantile_features(D, n_quantiles)
-    np.savez(scales, index=index, t_conv=t_conv, distance_quantiles=quantiles)
+    with atomic_write(scales, "wb") as out:
+        np.savez(out, index=index, t_conv=t_conv, distance_quantiles=quantiles)
     log.info("chunk %d: %d clouds, t_conv in [%.4g, %.4g]", chunk, len(index), t_conv.min(),
              t_conv.max())
 

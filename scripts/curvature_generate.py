@@ -3,6 +3,7 @@
 import numpy as np
 from _helpers import Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import curvature_design, sample_disk
 
 
@@ -21,7 +22,8 @@ def main(clouds: Output, n_points: int, curvature_min: float, curvature_max: flo
         sample_disk(K, n_points, np.random.default_rng(stream))
         for K, stream in zip(curvature, streams, strict=True)
     ])
-    np.savez(clouds, curvature=curvature, split=split, polar=polar)
+    with atomic_write(clouds, "wb") as out:
+        np.savez(out, curvature=curvature, split=split, polar=polar)
     log.info("wrote %d clouds of %d points (%d train, %d test)", len(curvature), n_points,
              (split == "train").sum(), (split == "test").sum())
 

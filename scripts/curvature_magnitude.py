@@ -7,6 +7,7 @@ from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings, MagnitudeSpace
+from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import geodesic_distances
 
 
@@ -33,8 +34,9 @@ def main(clouds: Input, t_cut: Input, functions: Output, magnitude: dict, chunk:
         area[row] = settings.mag_area(space, limit)
         values[row] = space.magnitude_function(ts)  # shares t = 0 and t_cut with the area
     area_trapezoid = np.trapezoid(values, ts, axis=1)
-    np.savez(functions, index=index, mag_area=area, mag_area_trapezoid=area_trapezoid, ts=ts,
-             magnitude=values)
+    with atomic_write(functions, "wb") as out:
+        np.savez(out, index=index, mag_area=area, mag_area_trapezoid=area_trapezoid, ts=ts,
+                 magnitude=values)
     log.info("chunk %d: %d clouds, MagArea in [%.6g, %.6g]", chunk, len(index), area.min(),
              area.max())
 

@@ -5,6 +5,7 @@ from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSpace
+from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import geodesic_distances
 from diversity_core.magnitude import ScaleGrid
 
@@ -27,7 +28,8 @@ def main(clouds: Input, grid: Output, scale_grid: dict, chunk: int, n_chunks: in
         space = MagnitudeSpace(geodesic_distances(data["polar"][i], data["curvature"][i]))
         values[row] = space.magnitude_function(scales)
         n_distinct[row] = space.n_unique
-    np.savez(grid, index=index, scales=scales, magnitude=values, n_distinct=n_distinct)
+    with atomic_write(grid, "wb") as out:
+        np.savez(out, index=index, scales=scales, magnitude=values, n_distinct=n_distinct)
     log.info("chunk %d: %d clouds x %d scales in [%.4g, %.4g]", chunk, len(index), scales.size,
              scales[0], scales[-1])
 

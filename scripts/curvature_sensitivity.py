@@ -9,6 +9,7 @@ import pandas as pd
 from _helpers import Input, Inputs, Output, log, run
 
 from diversity_core import MagnitudeSettings
+from diversity_core.atomic import atomic_path
 from diversity_core.experiments.curvature import check_scale_grid, scale_sensitivity
 from diversity_core.magnitude import ScaleGrid
 
@@ -52,8 +53,10 @@ def main(clouds: Input, grid: Inputs, t_cut: Input, features: Input, sensitivity
         scale_grid, values, n_distinct, curvature, split, opts=opts, target=settings.target,
         hyperbolic_distance=hyperbolic_distance, cv_folds=cv_folds,
         piecewise_knots=piecewise_knots, quantile=quantile, seed=seed, log=log)
-    table.to_csv(sensitivity, index=False, float_format="%.6g")
-    spread_table.to_csv(spread, index=False, float_format="%.6g")
+    with atomic_path(sensitivity) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.6g")
+    with atomic_path(spread) as tmp:
+        spread_table.to_csv(tmp, index=False, float_format="%.6g")
     return {"n_scales": int(scale_grid.nodes.size),
             "quadrature_error_estimate": float(f"{checks['estimate']:.3g}"),
             "table1_mag_area_max_rel_diff": float(f"{checks['mag_area']:.3g}"),

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 from _helpers import Input, Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.experiments.curvature import (
     MIN_CLOUDS_PER_KNOT_INTERVAL,
     cross_validated_mse,
@@ -30,7 +31,8 @@ def main(clouds: Input, scales: Inputs, functions: Inputs, features: Output, tab
         raise ValueError(f"expected {len(data['curvature'])} clouds, chunks hold {len(frame)}.")
     frame.insert(1, "split", data["split"][frame["cloud"]])
     frame.insert(2, "curvature", data["curvature"][frame["cloud"]])
-    frame.to_csv(features, index=False, float_format="%.10g")
+    with atomic_path(features) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.10g")
 
     quantiles = np.concatenate([p["distance_quantiles"] for p in scale_parts])
     quantiles = quantiles[np.argsort(np.concatenate([p["index"] for p in scale_parts]))]
@@ -61,7 +63,8 @@ def main(clouds: Input, scales: Inputs, functions: Inputs, features: Output, tab
         rows.append({"method": method, "mse_mean": mse.mean(), "mse_std": mse.std(ddof=1)})
         log.info("%s: MSE %.4f ± %.4f over %d folds", method, mse.mean(), mse.std(ddof=1),
                  cv_folds)
-    pd.DataFrame(rows).to_csv(table, index=False, float_format="%.4f")
+    with atomic_path(table) as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False, float_format="%.4f")
     return {"n_train_clouds": int(train.sum()), "n_test_clouds": int((~train).sum())}
 
 

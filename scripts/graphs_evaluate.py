@@ -6,6 +6,7 @@ from _helpers import Input, Output, log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings
+from diversity_core.atomic import atomic_path
 from diversity_core.data.graphs import graphs_from_arrays
 from diversity_core.embed.gin import draw_architectures
 from diversity_core.experiments.graph_mode_collapse import EXPERIMENTS, evaluate_architecture
@@ -29,7 +30,8 @@ def main(setup: Input, measures: Output, dataset: str, seed: int, magnitude: dic
     table = pd.DataFrame(rows)
     table.insert(0, "dataset", dataset)
     table["n_clusters"] = len(data["exemplars"])
-    table.to_csv(measures, index=False, float_format="%.10g")
+    with atomic_path(measures) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
     log.info("%s: %d values", dataset, len(table))
 
 

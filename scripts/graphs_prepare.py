@@ -11,6 +11,7 @@ import json
 import numpy as np
 from _helpers import Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.data import graphs as data_graphs
 from diversity_core.experiments import graph_mode_collapse as protocol
 
@@ -65,9 +66,9 @@ def main(downloads: Inputs, setup: Output, clusters: Output, dataset: str, optio
             log.warning("%s, %s: the %s sweep has %d steps, fewer than %d: rank correlations "
                         "of monotone measures are 1 by construction more easily.", dataset,
                         experiment, sweep, len(ps), protocol.MIN_STEPS)
-    with open(setup, "wb") as f:
+    with atomic_write(setup, "wb") as f:
         np.savez(f, **arrays)
-    with open(clusters, "w") as f:
+    with atomic_write(clusters, encoding=None) as f:
         json.dump(summary, f, indent=2)
         f.write("\n")
 

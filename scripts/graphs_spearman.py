@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from _helpers import Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.experiments import graph_mode_collapse as protocol
 
 
@@ -48,7 +49,8 @@ def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output, 
     order = {name: i for i, name in enumerate(protocol.MEASURES)}
     rho = rho.sort_values(["dataset", "experiment", "metric", "setting"],
                           key=lambda c: c.map(order) if c.name == "metric" else c)
-    rho.to_csv(spearman, index=False, float_format="%.6f")
+    with atomic_path(spearman) as tmp:
+        rho.to_csv(tmp, index=False, float_format="%.6f")
     summ = summarise(rho)
     intervals = protocol.rho_intervals(table, n_boot=n_bootstrap, seed=seed, level=ci_level)
     summ = summ.merge(intervals, on=["dataset", "experiment", "metric"], how="left",
@@ -66,7 +68,8 @@ def main(measures: Inputs, clusters: Inputs, spearman: Output, summary: Output, 
     columns = ["dataset", "experiment", "metric", "mean", "ci_low", "ci_high", "median", "std",
                "gap", "gap_low", "gap_high", "vs_magdiff", "n_settings", "n_undefined", "rank",
                "n_clusters", "n_steps"]
-    summ[columns].to_csv(summary, index=False, float_format="%.4f")
+    with atomic_path(summary) as tmp:
+        summ[columns].to_csv(tmp, index=False, float_format="%.4f")
     for (dataset, experiment), part in summ.groupby(["dataset", "experiment"], sort=False):
         best = part.sort_values("mean", ascending=False).iloc[0]
         mag = part.set_index("metric").loc["magdiff"]

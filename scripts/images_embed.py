@@ -9,6 +9,7 @@ import time
 import numpy as np
 from _helpers import Input, Output, input_sha256, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.data.images import load_dataset
 from diversity_core.embed.device import resolve_device
 from diversity_core.embed.inception import embed_with_cache
@@ -35,7 +36,7 @@ def main(folder: Input, selection: Input, model: Input, embeddings: Output, data
     if n_new:
         log.info("class %d: embedded %d images in %.1f s on %s (%.2f images/s)", cls, n_new,
                  seconds, device, n_new / seconds)
-    with open(embeddings, "wb") as out:
+    with atomic_write(embeddings, "wb") as out:
         np.savez(out, reference=feats[:len(ref_idx)], pool=feats[len(ref_idx):],
                  reference_indices=ref_idx, pool_indices=pool_idx)
     return {"device": str(device), "threads": threads, "n_images": len(idx), "image_size": 299,

@@ -6,6 +6,7 @@ import numpy as np
 from _helpers import Inputs, Output, log, run
 
 from diversity_core import MagnitudeSettings
+from diversity_core.atomic import atomic_path, atomic_write
 from diversity_core.experiments.image_mode_dropping import mode_dropping_scores
 
 
@@ -24,8 +25,9 @@ def main(embeddings: Inputs, scores: Output, info: Output, magnitude: dict, scen
         fractions=fractions,
         repeats_per_class=repeats_per_class, k=k, seed=seed, metrics=metrics, settings=settings,
     )
-    table.to_csv(scores, index=False, float_format="%.10g")
-    with open(info, "w") as out:
+    with atomic_path(scores) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
+    with atomic_write(info, encoding=None) as out:
         json.dump(ref_info, out, indent=2, sort_keys=True)
         out.write("\n")
     log.info("reference: %s", ref_info)

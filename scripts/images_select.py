@@ -3,6 +3,7 @@
 import numpy as np
 from _helpers import Input, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.data.images import CLASS_NAMES, load_dataset
 from diversity_core.experiments.image_mode_dropping import select_reference_and_pool
 
@@ -16,7 +17,7 @@ def main(folder: Input, selection: Output, dataset: str, split: str, n_reference
                                                 seed)
     log.info("%s/%s: %d classes, %d reference + %d pool images per class", dataset, split,
              len(reference), n_reference_per_class, n_pool_per_class)
-    with open(selection, "wb") as out:
+    with atomic_write(selection, "wb") as out:
         np.savez(out, reference=reference, pool=pool,
                  class_names=np.asarray(CLASS_NAMES[dataset]))
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from _helpers import Input, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.experiments import model_distinguishing as md
 
 
@@ -46,8 +47,10 @@ def main(scores: Input, accuracy: Output, confusion: Output, k: int, ks: list, c
         log.info("%s / %s / %s / %s: accuracy at k=%d %.3f", *block.values(), measure, k_main,
                  cv["accuracy"][k_main].mean())
     # Full precision (repr round-trips): the tables round once, when gathered.
-    pd.DataFrame(rows).to_csv(accuracy, index=False)
-    pd.DataFrame(confusion_rows).to_csv(confusion, index=False)
+    with atomic_path(accuracy) as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False)
+    with atomic_path(confusion) as tmp:
+        pd.DataFrame(confusion_rows).to_csv(tmp, index=False)
     return {"accuracy": "mean and population sd over the cv_folds x cv_repeats folds"}
 
 

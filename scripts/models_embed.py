@@ -11,6 +11,7 @@ import time
 import numpy as np
 from _helpers import Input, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.embed.sentences import embed_with_cache, load_text_model, model_fingerprint
 
 
@@ -34,7 +35,8 @@ def main(documents: Input, model_dir: Input, embeddings: Output, model: str, cac
     if not np.all(np.isfinite(X)) or np.any(np.linalg.norm(X, axis=1) == 0):
         raise ValueError(f"{model} gave a zero or non-finite embedding for a text of "
                          f"{documents}.")
-    np.save(embeddings, X)
+    with atomic_write(embeddings, "wb") as out:
+        np.save(out, X)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ and model; every variant uses the same sets), and each set summarised.
 import numpy as np
 from _helpers import Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.experiments import model_distinguishing as md
 from diversity_core.settings import MagnitudeSettings
 
@@ -39,7 +40,7 @@ def main(embeddings: Inputs, scores: Output, collection: str, preprocessing: str
     log.info("%s / %s, %s distance: t_cut = %.4g (median convergence scale of %d sets, range "
              "%.4g to %.4g)", collection, preprocessing, distance, summary["t_cut"], len(spaces),
              summary["t_conv"].min(), summary["t_conv"].max())
-    with open(scores, "wb") as out:
+    with atomic_write(scores, "wb") as out:
         np.savez(out, labels=np.array(labels), models=np.array(models),
                  subsets=np.concatenate(subsets), collection=np.array(collection),
                  preprocessing=np.array(preprocessing), metric=np.array(distance), **summary)

@@ -5,6 +5,8 @@ order: collections, then variants."""
 import pandas as pd
 from _helpers import Inputs, Output, run
 
+from diversity_core.atomic import atomic_path
+
 _BLOCK = ["dataset", "preprocessing", "distance"]
 _ACCURACY = [*_BLOCK, "measure", "k", "accuracy_mean", "accuracy_std"]
 _CONFUSION = [*_BLOCK, "true_model", "predicted_model", "count"]
@@ -29,10 +31,13 @@ def main(accuracy: Inputs, confusion: Inputs, table2: Output, table_s5: Output,
     table = table.round({"accuracy_mean": 4, "accuracy_std": 4})
     if k not in set(table.k):
         raise ValueError(f"k = {k} is not among the classified k: {sorted(set(table.k))}.")
-    table[table.k == k].drop(columns="k").to_csv(table2, index=False)
-    table.to_csv(table_s5, index=False)
-    pd.concat([_read(path, _CONFUSION) for path in confusion], ignore_index=True).to_csv(
-        confusion_table, index=False)
+    with atomic_path(table2) as tmp:
+        table[table.k == k].drop(columns="k").to_csv(tmp, index=False)
+    with atomic_path(table_s5) as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(confusion_table) as tmp:
+        pd.concat([_read(path, _CONFUSION) for path in confusion], ignore_index=True).to_csv(
+            tmp, index=False)
     return {"accuracy": "mean and population sd over the cv_folds x cv_repeats folds"}
 
 

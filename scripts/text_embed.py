@@ -9,6 +9,7 @@ in order of first appearance) and ``embeddings`` (len(texts), d) float32.
 import numpy as np
 from _helpers import Input, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.data import text_tasks
 from diversity_core.embed import sentences
 
@@ -23,7 +24,8 @@ def main(data: Input, model: Input, embeddings: Output, model_name: str, pins: d
         texts, cache,
         fingerprint=sentences.model_fingerprint(model_name, pins, folder=model, device=device),
         batch_size=batch_size)
-    np.savez(embeddings, texts=np.asarray(texts), embeddings=vectors)
+    with atomic_write(embeddings, "wb") as out:
+        np.savez(out, texts=np.asarray(texts), embeddings=vectors)
     log.info("%s: %d distinct responses of %d sets (%d embedded now), dimension %d", model_name,
              len(texts), len(records), n_new, vectors.shape[1])
 

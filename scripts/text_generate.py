@@ -14,6 +14,7 @@ import json
 from _helpers import Input, Inputs, Output, chunk_indices, log, run
 
 from diversity_core import language_model
+from diversity_core.atomic import atomic_write
 from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
 
@@ -49,7 +50,7 @@ def main(prompts: Input, model: Input, caps: Inputs, sets: Output, stats: Output
     text_tasks.write_sets(sets, records)
     numbers.update({"task": task, "chunk": chunk, "n_prompts": len(mine),
                     "n_sets": len(records)})
-    with open(stats, "w") as stream:
+    with atomic_write(stats, encoding=None) as stream:
         json.dump(numbers, stream, indent=2, sort_keys=True)
         stream.write("\n")
     log.info("%s chunk %d: %d prompts, %d sets (%d generated now: %d tokens, %.0f CPU s, "

@@ -12,6 +12,7 @@ empty for a measure that is reported but not ranked). At the largest cap it is `
 
 from _helpers import Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.experiments import text_temperature as protocol
 
 
@@ -22,7 +23,8 @@ def main(scores: Inputs, table: Output, measures: list, ranking_measures: list, 
     result = protocol.ranking_by_max_temperature(
         by_measure, temperatures, measures=measures, ranking_measures=ranking_measures,
         step=cap_step, n_splits=cv_folds, n_repeats=cv_repeats, seed=seed, log=log)
-    result.to_csv(table, index=False, float_format="%.4f")
+    with atomic_path(table) as tmp:
+        result.to_csv(tmp, index=False, float_format="%.4f")
     caps = sorted(result["max_temperature"].unique())
     log.info("%d maximum temperatures, %g to %g", len(caps), caps[0], caps[-1])
     return {"max_temperatures": [float(c) for c in caps]}

@@ -10,6 +10,7 @@ import json
 from _helpers import Input, Output, log, run
 
 from diversity_core import language_model
+from diversity_core.atomic import atomic_write
 from diversity_core.data import text_tasks
 
 
@@ -28,7 +29,7 @@ def main(prompts: Input, model: Input, sets: Output, stats: Output, task: str, p
         seed=seed, cache_dir=cache_dir, device=device)
     text_tasks.write_sets(sets, records)
     numbers.update({"task": task, "n_sets": len(records)})
-    with open(stats, "w") as stream:
+    with atomic_write(stats, encoding=None) as stream:
         json.dump(numbers, stream, indent=2, sort_keys=True)
         stream.write("\n")
     log.info("%s pilot: %d sets at temperatures %.2f-%.2f (%d generated now, %.0f CPU s)", task,

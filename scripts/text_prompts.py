@@ -11,6 +11,7 @@ import json
 
 from _helpers import Input, Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_write
 from diversity_core.data import text as corpora
 from diversity_core.data import text_tasks
 
@@ -35,7 +36,7 @@ def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus
                                               sentences=story_sentences)
         else:
             chosen = text_tasks.reply_prompts(documents, n_prompts, seed)
-    with open(prompts, "w", encoding="utf-8") as stream:
+    with atomic_write(prompts, encoding="utf-8") as stream:
         json.dump(chosen, stream, indent=1, ensure_ascii=False)
         stream.write("\n")
     log.info("%s: %d prompts from %s, e.g. %r", task, len(chosen), corpus_name, chosen[0]["text"])

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from _helpers import Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.experiments import text_temperature as protocol
 
 
@@ -28,8 +29,10 @@ def main(scores: Inputs, r2: Output, ranking: Output, gains: Output, spearman: O
     fold_table, summary = protocol.r2_table(
         by_measure, temperatures, measures=measures, n_splits=cv_folds, n_repeats=cv_repeats,
         seed=seed)
-    fold_table.to_csv(folds, index=False, float_format="%.6f")
-    summary.to_csv(r2, index=False, float_format="%.4f")
+    with atomic_path(folds) as tmp:
+        fold_table.to_csv(tmp, index=False, float_format="%.6f")
+    with atomic_path(r2) as tmp:
+        summary.to_csv(tmp, index=False, float_format="%.4f")
 
     parts = []
     for scope, chosen in (("paper", ranking_measures), ("all", measures)):
@@ -38,12 +41,14 @@ def main(scores: Inputs, r2: Output, ranking: Output, gains: Output, spearman: O
         rank_summary["n_resamples"] = ranks.groupby(["task", "model", "repeat"]).ngroups
         parts.append(rank_summary)
     ranked = pd.concat(parts, ignore_index=True)
-    ranked.to_csv(ranking, index=False, float_format="%.4f")
+    with atomic_path(ranking) as tmp:
+        ranked.to_csv(tmp, index=False, float_format="%.4f")
 
     gain_table = protocol.gains_over(summary, "mag_area", "avg_sim")
     gain_table["paper_gain"] = gain_table["task"].map(
         protocol.PAPER_RESULTS["gain_over_avg_sim"])
-    gain_table.to_csv(gains, index=False, float_format="%.4f")
+    with atomic_path(gains) as tmp:
+        gain_table.to_csv(tmp, index=False, float_format="%.4f")
 
     rows = []
     for (task, model), table in by_key.items():
@@ -53,7 +58,8 @@ def main(scores: Inputs, r2: Output, ranking: Output, gains: Output, spearman: O
                 n_resamples=bootstrap_resamples, seed=seed)
             rows.append({"task": task, "model": model, "measure": measure, "rho": rho,
                          "ci_low": low, "ci_high": high, "n_sets": len(table)})
-    pd.DataFrame(rows).to_csv(spearman, index=False, float_format="%.4f")
+    with atomic_path(spearman) as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False, float_format="%.4f")
 
     paper = ranked[ranked["scope"] == "paper"].set_index("measure")
     log.info("paper's four measures: median rank %s; share best %s",

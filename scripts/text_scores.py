@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from _helpers import Input, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
 from diversity_core.settings import MagnitudeSettings
@@ -44,7 +45,8 @@ def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: 
         **{m: values[m] for m in measures},
     })
     table["t_cut"] = t_cut
-    table.to_csv(scores, index=False, float_format="%.10g")
+    with atomic_path(scores) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
     log.info("%s / %s: %d sets, t_cut %.4g, %d sets of identical responses", task, model_name,
              len(table), t_cut, int((table["n_distinct"] == 1).sum()))
 

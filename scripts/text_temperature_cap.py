@@ -10,6 +10,7 @@ task, prompt_id, temperature, dictionary_share, fitted_share, one row per pilot 
 import pandas as pd
 from _helpers import Input, Inputs, Output, log, run
 
+from diversity_core.atomic import atomic_path
 from diversity_core.data import text as corpora
 from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
@@ -39,9 +40,11 @@ def main(pilot: Inputs, dictionary: Input, caps: Output, fluency: Output, dictio
                                                      found["fitted"], strict=True)]
         log.info("%s: dictionary share %.3f at the lowest temperatures; cap %.4f (fitted "
                  "share %.3f)", task, found["level"], found["cap"], found["share_at_cap"])
-    pd.DataFrame(rows, columns=list(protocol.CAP_COLUMNS)).to_csv(caps, index=False,
-                                                                  float_format="%.4f")
-    pd.DataFrame(per_set).to_csv(fluency, index=False, float_format="%.4f")
+    with atomic_path(caps) as tmp:
+        pd.DataFrame(rows, columns=list(protocol.CAP_COLUMNS)).to_csv(tmp, index=False,
+                                                                      float_format="%.4f")
+    with atomic_path(fluency) as tmp:
+        pd.DataFrame(per_set).to_csv(tmp, index=False, float_format="%.4f")
     return {"caps": {row["task"]: row["cap"] for row in rows}, "dictionary": dictionary_name}
 
 

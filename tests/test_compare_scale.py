@@ -108,15 +108,7 @@ def test_a_large_set_takes_the_engines_large_n_path(monkeypatch):
     rng = np.random.default_rng(5)
     sets = {"small": rng.normal(size=(40, 8)), "large": rng.normal(size=(300, 8))}
     dense = dc.compare(sets, metric="euclidean", t_cut=1.5)
-    seen = []
-    seam = comparison._magnitude_of_sets
-
-    def spy(matrices, *args, **kwargs):
-        seen.extend(type(D) for D in matrices)
-        return seam(matrices, *args, **kwargs)
-
-    monkeypatch.setattr(comparison, "_large_path", lambda n, metric: n >= 100)
-    monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
+    seen = _spaces_seen_with_a_low_threshold(monkeypatch)
     large = dc.compare(sets, metric="euclidean", t_cut=1.5)
     assert seen == [np.ndarray, LargeMagnitudeSpace]
     np.testing.assert_allclose(large.table["magarea"], dense.table["magarea"], rtol=1e-5)
@@ -151,15 +143,7 @@ def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monk
     assert need < dense / 4  # 2.7 GB against 14.4 GB for the distances alone
     from diversity_core.magnitude import LargeMagnitudeSpace
 
-    seen = []
-    seam = comparison._magnitude_of_sets
-
-    def spy(matrices, *args, **kwargs):
-        seen.extend(type(D) for D in matrices)
-        return seam(matrices, *args, **kwargs)
-
-    monkeypatch.setattr(comparison, "_large_path", lambda n, metric: n >= 100)
-    monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
+    seen = _spaces_seen_with_a_low_threshold(monkeypatch)
     np.save(tmp_path / "x.npy", np.random.default_rng(3).normal(size=(300, 8)))
     assert main(["score", str(tmp_path / "x.npy"), "--metric-space", "euclidean", "--json",
                  "--metrics", "magarea,vendi"]) == 0
@@ -170,3 +154,18 @@ def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monk
     assert main(["score", str(tmp_path / "x.npy"), "--json", "--metrics", "vendi"]) == 0
     assert seen == [] and json.loads(capsys.readouterr().out)["t_cut"] is None
     assert comparison.required_memory({"x": 30_000}, 64, magnitude=False)[0] == 16 * 30_000 * 64
+
+
+def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
+    """The large-n path from 100 points on; returns the list that records the type of every
+    space compare's magnitude seam is given."""
+    seen = []
+    seam = comparison._magnitude_of_sets
+
+    def spy(matrices, *args, **kwargs):
+        seen.extend(type(D) for D in matrices)
+        return seam(matrices, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "_large_path", lambda n, metric: n >= 100)
+    monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
+    return seen

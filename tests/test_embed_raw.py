@@ -51,6 +51,8 @@ class _CountingTextModel:
 def text_model(monkeypatch):
     model = _CountingTextModel()
     raw._LOADED.clear()
+    # The registry's dimension is what a cache is checked against: the stand-in's.
+    monkeypatch.setattr(sentences.TEXT_MODELS["all-MiniLM-L6-v2"], "dimension", model.dimension)
     monkeypatch.setattr(sentences, "fetch_text_model", lambda name, folder, pins=None: folder)
     monkeypatch.setattr(sentences, "load_text_model", lambda name, folder, device="auto": model)
     yield model

@@ -5,7 +5,10 @@ merged with what another process wrote meanwhile.
 A cache is one file. :func:`read_cache` returns its content or None (absent), and treats a file
 it cannot read (truncated by a full disk, a killed writer of an older version, a foreign file) as
 absent after logging its path and why: it is rebuilt, never used and never a bare
-``BadZipFile``. :func:`update_cache` holds the cache's lock (``.<name>.lock`` beside it, with
+``BadZipFile``. A file that reads but does not hold what the cache must (vectors of another width
+than the model's, a NaN: the reader raises :class:`CacheContentError`) is treated the same way,
+and the log says so: the fault is the cache's, not the input's; a FIFO or a device in its place is
+never opened. :func:`update_cache` holds the cache's lock (``.<name>.lock`` beside it, with
 :mod:`filelock`), re-reads what is on disk now, lets the caller merge its own entries into it,
 writes the result to a temporary file of its own (``.<name>.<random>.tmp<suffix>``) and renames
 it over the cache: two writers never share a temporary name, and neither loses the other's
@@ -15,20 +18,27 @@ entries. Temporary files a killed writer left are removed under the lock.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
+import stat
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["cache_lock", "read_cache", "update_cache"]
+from ..atomic import atomic_path
+
+__all__ = ["CacheContentError", "cache_lock", "read_cache", "update_cache"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class CacheContentError(ValueError):
+    """Raised by a cache's reader for a file it could read whose content is not what the cache
+    must hold (another shape or dtype, a non-finite value): logged as such, and rebuilt."""
+
 
 # What a reader of a damaged cache raises: numpy's npz reader (zipfile), json, pickle-free
 # readers' own ValueError / KeyError for a missing array, EOFError for a truncated stream.
@@ -54,12 +64,25 @@ def cache_lock(path) -> Iterator[Path]:
 
 def read_cache(path, read: Callable[[Path], T], *, what: str) -> T | None:
     """``read(path)``; None if ``path`` does not exist or cannot be read (logged with the path and
-    the reason, so that the caller rebuilds it)."""
+    the reason, so that the caller rebuilds it). A folder at ``path`` is a ``ValueError``."""
     path = Path(path)
-    if not path.exists():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(mode):  # no file can be written there either: said, not logged
+        raise ValueError(f"{what}: the cache {path} is a folder; remove it or choose another "
+                         "cache folder.")
+    if not stat.S_ISREG(mode):
+        # Opened by name, a FIFO would wait for a writer forever and a device never end.
+        log.warning("%s: the cache %s is not a regular file; it is rebuilt.", what, path)
         return None
     try:
         return read(path)
+    except CacheContentError as exc:
+        log.warning("%s: the cache %s does not hold what it must (%s); it is rebuilt.", what,
+                    path, exc)
+        return None
     except _UNREADABLE as exc:
         log.warning("%s: the cache %s is unreadable (%s: %s); it is rebuilt.", what, path,
                     type(exc).__name__, exc)
@@ -76,16 +99,11 @@ def update_cache(path, read: Callable[[Path], T], merge: Callable[[T | None], T]
     which is then renamed over ``path`` in one step.
     """
     path = Path(path)
+    if path.is_dir() and not path.is_symlink():  # os.replace cannot put a file there
+        raise ValueError(f"{what}: the cache {path} is a folder; remove it or choose another "
+                         "cache folder.")
     with cache_lock(path):
         merged = merge(read_cache(path, read, what=what))
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}",
-                                        dir=path.parent)
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
+        with atomic_path(path, what=what) as tmp:  # .<name>.<random>.tmp<suffix>, as below
             write(tmp, merged)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
     return merged

@@ -18,11 +18,10 @@ verified; a loader checks the folder against it (:func:`verify_manifest`) before
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..atomic import atomic_write
 from .verify import file_digest, inside
 
 __all__ = ["MANIFEST", "read_manifest", "verify_manifest", "write_manifest"]
@@ -62,11 +61,8 @@ def write_manifest(folder, *, asset: str, config_key: str, source: str,
     if missing:
         raise ValueError(f"{asset}: {folder} lacks the pinned files {missing}.")
     record = {"asset": asset, "config_key": config_key, "source": source, "files": entries}
-    fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", suffix=".tmp", dir=folder)
-    with os.fdopen(fd, "w") as out:
+    with atomic_write(folder / MANIFEST, what="asset manifest") as out:
         out.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, folder / MANIFEST)
     return folder / MANIFEST
 
 

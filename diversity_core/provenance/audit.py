@@ -22,25 +22,38 @@ digest the record holds, and each final result's chain is followed back through 
 A fresh clone holds the committed final results and their records, but not ``interim/`` nor
 ``resources/``: their inputs are then *not on disk*, which the report says, and which is a
 finding only with ``require_chain``.
+
+Every audit ends (issue 35). It reads only regular files: a FIFO, device or socket (or a link to
+one) where a file should be is a finding (its bytes cannot be checked), one inside a folder
+input is set aside with a note; a link to a folder inside the results tree is not followed (a
+note). Each read is bounded by the file's size (:mod:`.digests`), each walk by
+:data:`~.digests.MAX_FOLDER_ENTRIES` entries, the threads by :data:`~.digests.MAX_WORKERS`,
+and they end with the audit on Ctrl-C. A folder that holds no provenance record near its top
+(``/``, a home folder) is refused before it is walked (``ValueError``). A record that is not
+the writer's format, or names a path outside its root, makes its file ``unrecorded`` with the
+reason (:func:`.records.read_record`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .digests import (
+    MAX_FOLDER_ENTRIES,
     RECORD_SUFFIX,
     Hasher,
     ManifestError,
+    NotRegularFile,
+    check_workers,
+    file_kind,
     find_manifest,
     listed_files,
     read_manifest,
 )
-from .records import FORMAT, Roots, record_path
+from .records import RecordError, Roots, read_record, record_path
 
 STATUSES = ("ok", "changed", "missing", "stale", "unrecorded")
 FINDINGS = STATUSES[1:]
@@ -48,6 +61,21 @@ FINDINGS = STATUSES[1:]
 # keyed and checked by the code that reads it).
 SKIPPED_FOLDERS = ("logs", "benchmarks")
 SKIPPED_SUFFIX = "_cache"
+# Entries the walk of the results tree visits before it stops (a full default run: about 400).
+MAX_TREE_ENTRIES = MAX_FOLDER_ENTRIES
+# Is it a results folder? A provenance record lies beside every file the pipeline writes, the
+# final results one or two levels down: one must turn up within these levels and entries.
+PROBE_LEVELS = 6
+PROBE_ENTRIES = 20_000
+
+
+class Unreadable(ValueError):
+    """A file whose bytes cannot be checked: ``why`` completes "it ..." (is a FIFO, not a
+    regular file: not read; cannot be read (Permission denied); grew while it was read)."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
 
 
 @dataclass
@@ -93,6 +121,9 @@ class AuditReport:
     code_changed: dict[tuple, tuple] = field(default_factory=dict)
     hashed_bytes: int = 0
     hashed_files: int = 0
+    # What the audit did not read, and why (not findings): links to folders in the results
+    # tree, FIFOs or devices inside a folder input.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[FileReport]:
@@ -132,6 +163,7 @@ class AuditReport:
             "made_by_earlier_script": [{"path": shown(key), "script": shown(script)}
                                        for key, script in sorted(self.code_changed.items(),
                                                                  key=_order)],
+            "notes": list(self.notes),
         }
 
     def to_text(self, show_ok: bool = False) -> str:
@@ -181,6 +213,10 @@ class AuditReport:
                          f"their script ({', '.join(scripts[:4])}{more}): not a finding "
                          "(`git diff <the record's commit> -- <script>` shows "
                          "what changed; rerun the rule to bring them up to date).")
+        if self.notes:
+            lines.append("")
+            lines.append("notes (not findings):")
+            lines += [f"  {note}" for note in self.notes]
         findings = len(self.findings)
         lines.append("")
         lines.append(f"{findings} finding(s)." if findings else "no findings: every file on disk "
@@ -219,26 +255,100 @@ def audit(results_dir, resources_dir=None, workdir=".", *, require_chain: bool =
           workers: int = 2) -> AuditReport:
     """Audit ``results_dir`` (see the module). ``resources_dir``: where the records' assets lie
     (default: ``resources`` beside ``results_dir``); ``workdir``: the workflow's working
-    directory (the repository) for inputs such as ``workflow/paper_claims.yaml``."""
+    directory (the repository) for inputs such as ``workflow/paper_claims.yaml``; ``workers``:
+    threads that hash files, 1 to :data:`~.digests.MAX_WORKERS`.
+
+    Raises ``FileNotFoundError`` / ``NotADirectoryError`` when ``results_dir`` is not a folder,
+    ``ValueError`` (one line) for ``workers`` out of range or a folder that is not a results
+    folder (no provenance record near its top) or too large to be one; all before any file is
+    read."""
+    check_workers(workers)
     results_dir = Path(results_dir)
-    if not results_dir.is_dir():
+    if not results_dir.exists():
         raise FileNotFoundError(f"{results_dir}: no such folder (the results folder to audit).")
+    if not results_dir.is_dir():
+        raise NotADirectoryError(f"{results_dir} is {file_kind(results_dir)}, not a folder "
+                                 "(the results folder to audit).")
+    found, looked_at = _holds_records(results_dir)
+    if not found:
+        raise ValueError(
+            f"{results_dir} is not a results folder: no provenance record (*{RECORD_SUFFIX}) "
+            f"within {PROBE_LEVELS} levels of it ({looked_at:,} entries looked at); give the "
+            "folder the pipeline wrote its results to (results_dir, default results).")
     resources_dir = Path(resources_dir) if resources_dir is not None else (
         results_dir.absolute().parent / "resources")
     roots = Roots.of(results_dir, resources_dir, workdir)
-    files, record_files = _walk(roots.results)
-    return _Auditor(roots, require_chain, workers).run(files, record_files)
+    files, record_files, notes = _walk(roots.results)
+    report = _Auditor(roots, require_chain, workers).run(files, record_files)
+    report.notes[:0] = notes
+    return report
 
 
-def _walk(results: Path) -> tuple[list[str], list[str]]:
-    files, records = [], []
-    for parent, dirs, names in os.walk(results):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS
-                         and not d.endswith(SKIPPED_SUFFIX))
+def _skipped(name: str) -> bool:
+    return name in SKIPPED_FOLDERS or name.endswith(SKIPPED_SUFFIX)
+
+
+def _holds_records(results: Path) -> tuple[bool, int]:
+    """(whether a provenance record lies within :data:`PROBE_LEVELS` levels of ``results``,
+    entries looked at), looking at most at :data:`PROBE_ENTRIES` entries, level by level (the
+    pipeline's records lie one or two levels down): ``/`` or a home folder is refused in a
+    fraction of a second instead of walked."""
+    level, seen = [results], 0
+    for _ in range(PROBE_LEVELS):
+        below = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as listing:
+                    found = sorted(listing, key=lambda entry: entry.name)
+            except OSError:
+                continue  # the walk proper says so, if it is the results folder
+            for entry in found:
+                seen += 1
+                if entry.name.endswith(RECORD_SUFFIX):
+                    return True, seen
+                if seen >= PROBE_ENTRIES:
+                    return False, seen
+                if not _skipped(entry.name) and entry.is_dir(follow_symlinks=False):
+                    below.append(entry.path)
+        level = below
+    return False, seen
+
+
+def _walk(results: Path) -> tuple[list[str], list[str], list[str]]:
+    """(files, records, notes) of the results tree: relative POSIX paths, sorted; rule logs,
+    run times and memo caches left out. A folder with a record beside it (a rule's folder
+    output) is one file of the tree, checked as a whole against its record, not walked file by
+    file. A link to a folder is not followed (a note); a folder that cannot be listed, or more
+    than :data:`MAX_TREE_ENTRIES` entries, is a ``ValueError``: the audit would miss what lies
+    there."""
+    files, records, notes, seen = [], [], [], 0
+
+    def unlistable(err: OSError):
+        raise ValueError(f"cannot list {err.filename} ({err.strerror or err}): the audit "
+                         "would miss what it holds.")
+
+    for parent, dirs, names in os.walk(results, onerror=unlistable):
+        seen += len(dirs) + len(names)
+        if seen > MAX_TREE_ENTRIES:
+            raise ValueError(f"{results} holds more than {MAX_TREE_ENTRIES:,} entries: not a "
+                             "results folder the pipeline wrote; not audited.")
+        here = Path(parent)
+        for name in sorted(dirs):
+            if not _skipped(name) and os.path.islink(here / name):
+                relative = (here / name).relative_to(results).as_posix()
+                notes.append(f"{_shown(here / name)}: a link to a folder "
+                             f"({os.readlink(here / name)}), not followed: what it holds is "
+                             f"not audited (results/{relative} is not where the pipeline "
+                             "writes a folder of its own).")
+        dirs[:] = sorted(d for d in dirs if not _skipped(d) and not os.path.islink(here / d))
+        for name in list(dirs):
+            if os.path.lexists(here / (name + RECORD_SUFFIX)):  # a folder output
+                files.append((here / name).relative_to(results).as_posix())
+                dirs.remove(name)
         for name in names:
-            relative = (Path(parent) / name).relative_to(results).as_posix()
+            relative = (here / name).relative_to(results).as_posix()
             (records if name.endswith(RECORD_SUFFIX) else files).append(relative)
-    return sorted(files), sorted(records)
+    return sorted(files), sorted(records), notes
 
 
 class _Auditor:
@@ -249,24 +359,22 @@ class _Auditor:
         self.reports: dict[tuple, FileReport] = {}
         self.not_on_disk: dict[tuple, list[tuple]] = {}
         self.code_changed: dict[tuple, tuple] = {}
+        self.notes: list[str] = []
 
     # -- records ------------------------------------------------------------------------------
     def record(self, key) -> dict | str | None:
-        """The record beside a file: a dict, an error message, or None (none there)."""
+        """The record beside a file: a dict (checked: :func:`.records.read_record`), the
+        message saying why it cannot be used (it names the file and the field), or None (none
+        there)."""
         if key not in self.records:
             path = record_path(self.roots.path(*key))
-            if not path.is_file():
+            if not os.path.lexists(path):
                 self.records[key] = None
             else:
                 try:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, ValueError) as err:
-                    data = f"its record {path.name} is unreadable ({type(err).__name__}: {err})"
-                else:
-                    if not isinstance(data, dict) or data.get("format", 1) < FORMAT:
-                        data = (f"its record {path.name} holds no digests (written before "
-                                "records had them): rerun its rule")
-                self.records[key] = data
+                    self.records[key] = read_record(path)
+                except RecordError as err:
+                    self.records[key] = str(err)
         return self.records[key]
 
     def report(self, key) -> FileReport:
@@ -276,12 +384,24 @@ class _Auditor:
 
     # -- digests ------------------------------------------------------------------------------
     def digest(self, key) -> str | None:
+        """The digest of a file or folder now; None when it is not there. Raises
+        :class:`Unreadable` when it is there but its bytes cannot be read: not a regular file
+        (nothing opened), no permission, growing, too large a folder."""
         path = self.roots.path(*key)
-        if path.is_dir():
-            return self.hasher.folder(path)[0]
-        if path.is_file():
+        try:
+            if path.is_dir():
+                return self.hasher.folder(path)[0]
             return self.hasher.file(path)[0]
-        return None
+        except FileNotFoundError:
+            if os.path.lexists(path):
+                raise Unreadable("is a dangling link, not a regular file: not read") from None
+            return None
+        except NotRegularFile as err:
+            raise Unreadable(f"is {err.kind}, not a regular file: not read") from None
+        except OSError as err:
+            raise Unreadable(f"cannot be read ({err.strerror or err})") from None
+        except ValueError as err:
+            raise Unreadable(f"cannot be checked ({err})") from None
 
     # -- the audit ----------------------------------------------------------------------------
     def run(self, files: list[str], record_files: list[str]) -> AuditReport:
@@ -320,6 +440,11 @@ class _Auditor:
         for key, chain in chains.items():
             chain.findings = [k for k in [key, *chain.members]
                               if k in self.reports and self.reports[k].status != "ok"]
+        for folder, aside in sorted(self.hasher.set_aside.items()):
+            shown = ", ".join(f"{name} ({kind})" for name, kind in list(aside.items())[:10])
+            more = f" and {len(aside) - 10} more" if len(aside) > 10 else ""
+            self.notes.append(f"{_shown(Path(folder))}: not read, not in its digest: {shown}"
+                              f"{more}.")
         if self.require_chain:
             for key, by in self.not_on_disk.items():
                 self.report(key).add("missing", "named as input by " + ", ".join(
@@ -329,7 +454,7 @@ class _Auditor:
                                   if k in self.reports and self.reports[k].status != "ok"]
         return AuditReport(self.roots, self.reports, chains, self.not_on_disk,
                            self.require_chain, self.code_changed, self.hasher.bytes,
-                           self.hasher.files)
+                           self.hasher.files, self.notes)
 
     def _display(self, key) -> str:
         return _display(self.roots, key)
@@ -338,19 +463,27 @@ class _Auditor:
         """A file of the results tree against its own record."""
         report = self.report(key)
         record = self.record(key)
+        kind = file_kind(self.roots.path(*key))
+        special = "" if kind in ("a regular file", "a folder") else \
+            f"; it is {kind}, not a regular file: not read"
         if record is None:
-            report.add("unrecorded", "no record beside it")
+            report.add("unrecorded", "no record beside it" + special)
             return
         if isinstance(record, str):
-            report.add("unrecorded", record)
+            report.add("unrecorded", record + special)
             return
         report.rule = record.get("rule")
         self._against_own_record(key, record)
-        script = record.get("script") or {}
-        source = (script.get("root"), script.get("path"))
-        if source[1] and self.roots.path(*source).is_file() \
-                and self.digest(source) != script.get("sha256"):
-            self.code_changed[key] = source
+        script = record["script"]
+        source = (script["root"], script["path"])
+        if self.roots.path(*source).is_file():
+            try:
+                now = self.digest(source)
+            except Unreadable as err:
+                self.notes.append(f"script {self._display(source)} {err.why}.")
+            else:
+                if now != script["sha256"]:
+                    self.code_changed[key] = source
 
     def _against_own_record(self, key, record: dict) -> None:
         report = self.report(key)
@@ -359,7 +492,12 @@ class _Auditor:
             report.add("unrecorded", f"its record (rule {record.get('rule')}) names no output "
                        f"{key[1]}")
             return
-        now = self.digest(key)
+        try:
+            now = self.digest(key)
+        except Unreadable as err:
+            report.add("changed", f"its bytes cannot be checked against its record (rule "
+                       f"{record.get('rule')}): it {err.why}")
+            return
         if now != own[0].get("sha256"):
             report.add("changed", f"its bytes differ from its record (rule {record.get('rule')}"
                        f"): sha256 {_short(own[0].get('sha256'))} recorded, {_short(now)} now"
@@ -374,7 +512,12 @@ class _Auditor:
             if not path.exists():
                 self.not_on_disk.setdefault(source, []).append(key)
                 continue
-            now = self.digest(source)
+            try:
+                now = self.digest(source)
+            except Unreadable as err:
+                self.report(key).add("stale", f"input {self._display(source)} cannot be "
+                                     f"checked against its digest: it {err.why}")
+                continue
             if now != entry.get("sha256"):
                 self.report(key).add(
                     "stale", f"input {self._display(source)} changed after it was made: "
@@ -394,14 +537,25 @@ class _Auditor:
         if manifest:
             checked = True
             base = manifest_path.parent
-            members = ([path / name for name in _folder_files(path)] if path.is_dir()
-                       else [path])
+            try:
+                members = ([path / name for name in self.hasher.folder_names(path)]
+                           if path.is_dir() else [path])
+            except ValueError as err:  # a folder too large to walk
+                report.add("changed", f"cannot be checked against its pins: {err}")
+                members = []
             for member in members:
                 name = member.relative_to(base).as_posix()
                 pin = manifest["files"].get(name)
+                try:
+                    now = self.hasher.file(member)[0]
+                except (OSError, ValueError) as err:
+                    why = (f"is {err.kind}, not a regular file: not read"
+                           if isinstance(err, NotRegularFile) else f"cannot be read ({err})")
+                    report.add("changed", f"{name} {why}")
+                    continue
                 if pin is None:
                     report.add("changed", f"{name} is not in {_shown(manifest_path)}")
-                elif self.hasher.file(member)[0] != pin["sha256"].lower():
+                elif now != pin["sha256"].lower():
                     report.add("changed", f"{name} differs from its pinned digest in "
                                f"{_shown(manifest_path)}")
             if path.is_dir():
@@ -448,8 +602,8 @@ class _Auditor:
 
 
 def _entries(record: dict, group: str) -> list[dict]:
-    return [entry for entries in (record.get(group) or {}).values() for entry in entries
-            if isinstance(entry, dict)]
+    """The entries of a checked record's ``inputs`` or ``outputs`` (:func:`.read_record`)."""
+    return [entry for entries in record[group].values() for entry in entries]
 
 
 def _folder_files(path: Path) -> list[str]:
@@ -461,7 +615,10 @@ def _folder_difference(entry: dict, path: Path, hasher: Hasher) -> str:
     if entry.get("kind") != "directory" or not path.is_dir():
         return ""
     recorded = entry.get("files") or {}
-    now = {name: hasher.file(path / name)[0] for name in _folder_files(path)}
+    try:
+        now = {name: hasher.file(path / name)[0] for name in _folder_files(path)}
+    except (OSError, ValueError):  # said by its digest's own check
+        return ""
     changed = sorted(n for n in recorded.keys() & now.keys() if recorded[n] != now[n])
     gone = sorted(recorded.keys() - now.keys())
     new = sorted(now.keys() - recorded.keys())

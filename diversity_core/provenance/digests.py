@@ -18,6 +18,14 @@
 
 :class:`Hasher` hashes each file once per process (keyed on its size, mtime and inode, so a
 file rewritten in between is hashed again) and counts the bytes and seconds it spent.
+
+Only regular files are read, and each read is bounded (issue 35): a FIFO, a device file or a
+socket (or a link to one) is never opened (:class:`NotRegularFile`); a file is read up to the
+size it had when it was opened, and one that grows meanwhile (a log being written, a ``/proc``
+file) is an error, not an endless read. A folder's walk lists its regular files, follows no
+link to a folder inside it, and sets aside (:func:`scan_folder`) what it did not read; it stops
+with an error past :data:`MAX_FOLDER_ENTRIES` entries. :meth:`Hasher.prefetch` runs at most
+:data:`MAX_WORKERS` threads, and they stop with it (an exception or Ctrl-C in the caller).
 """
 
 from __future__ import annotations
@@ -26,13 +34,13 @@ import hashlib
 import json
 import os
 import re
+import stat as stat_
 import threading
 import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-
-from ..assets.verify import file_digest
 
 MANIFEST = ".pins.json"
 RECORD_SUFFIX = ".provenance.json"
@@ -40,26 +48,157 @@ RECORD_SUFFIX = ".provenance.json"
 SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _BLOCK = 1 << 20
+# Threads that hash files side by side (hashlib releases the GIL on large blocks): beyond a few,
+# the disk, not the CPU, is the limit; 32 keeps a typo (--workers 10000) from spawning thousands.
+MAX_WORKERS = 32
+# Entries (files and folders) one folder's walk visits before it stops with an error: a full
+# default run's largest folder holds a few thousand; a link to / would otherwise walk the disk.
+MAX_FOLDER_ENTRIES = 200_000
+# The largest manifest or provenance record read (bytes): a record of a folder of thousands of
+# files is a few hundred kB; the bound keeps a planted multi-GB "record" from filling memory.
+MAX_JSON_BYTES = 64 << 20
 
 
-def file_sha256(path) -> str:
-    """SHA-256 (hex) of the file at ``path``."""
-    # hashlib releases the GIL on large blocks: threads hash files side by side.
-    return file_digest(path, "sha256", chunk_size=_BLOCK)
+class NotRegularFile(ValueError):
+    """A path that is there but is not a regular file (a FIFO, a device, a socket, a folder, a
+    dangling link): never opened. ``kind`` says what it is."""
+
+    def __init__(self, path, kind: str):
+        super().__init__(f"{path} is {kind}, not a regular file: not read")
+        self.path, self.kind = path, kind
 
 
-def listed_files(folder) -> list[str]:
-    """Relative POSIX paths of the files in ``folder`` (recursive, sorted), without manifests
-    and provenance records."""
+class Stopped(Exception):
+    """Hashing was stopped from outside (:meth:`Hasher.stop`: the audit ends)."""
+
+
+def file_kind(path) -> str:
+    """What ``path`` is, in words: ``"a regular file"``, ``"a folder"``, ``"a FIFO"``,
+    ``"a character device"``, ``"a block device"``, ``"a socket"``, ``"a dangling link"`` or
+    ``"not there"``; a symbolic link is described by its target (``"a link to a FIFO"``). Only
+    ``stat`` is called: nothing is opened."""
+    try:
+        link = stat_.S_ISLNK(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return "not there"
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return "a dangling link" if link else "not there"
+    kind = _KINDS.get(stat_.S_IFMT(mode), "a special file")
+    return f"a link to {kind}" if link and kind not in ("a regular file", "a folder") else kind
+
+
+_KINDS = {stat_.S_IFREG: "a regular file", stat_.S_IFDIR: "a folder", stat_.S_IFIFO: "a FIFO",
+          stat_.S_IFCHR: "a character device", stat_.S_IFBLK: "a block device",
+          stat_.S_IFSOCK: "a socket"}
+
+
+@contextmanager
+def open_regular(path) -> Iterator[tuple]:
+    """Open ``path`` for reading if it is a regular file (a link to one included); yield
+    ``(binary file object, size in bytes at opening)``. Anything else raises
+    :class:`NotRegularFile` before it is opened: opening a FIFO waits for a writer, a device
+    can stream forever. The descriptor is checked again after opening (``O_NONBLOCK``: even a
+    FIFO swapped in between does not wait), so a race cannot slip one through."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.lexists(path):
+            raise NotRegularFile(path, "a dangling link") from None
+        raise
+    if not stat_.S_ISREG(mode):
+        raise NotRegularFile(path, file_kind(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(fd)
+        if not stat_.S_ISREG(status.st_mode):
+            raise NotRegularFile(path, _KINDS.get(stat_.S_IFMT(status.st_mode),
+                                                  "a special file"))
+        os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with stream:
+        yield stream, status.st_size
+
+
+def read_blocks(path, *, stop: threading.Event | None = None,
+                limit: int | None = None) -> Iterator[bytes]:
+    """The bytes of the regular file ``path``, in blocks of at most 1 MiB, read up to the size
+    it had when opened (a bounded read). Raises :class:`NotRegularFile` (see
+    :func:`open_regular`), ``ValueError`` if the file is larger than ``limit`` bytes or grew
+    while it was read, :class:`Stopped` once ``stop`` is set."""
+    with open_regular(path) as (stream, size):
+        if limit is not None and size > limit:
+            raise ValueError(f"{path} is {size:,} bytes, more than the {limit:,} it may hold")
+        left = size
+        while left > 0:
+            if stop is not None and stop.is_set():
+                raise Stopped(str(path))
+            block = stream.read(min(_BLOCK, left))
+            if not block:  # truncated while read: the bytes hashed are all there is
+                return
+            left -= len(block)
+            yield block
+        # One byte past the size it had: a file still being written (or a /proc file, whose
+        # size says 0) would make the digest that of a moment, not of the file.
+        if stream.read(1):
+            raise ValueError(f"{path} grew while it was read ({size:,} bytes at opening): "
+                             "it is still being written")
+
+
+def read_bounded(path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, refused (``ValueError``) beyond ``limit`` bytes
+    before any is read (:func:`read_blocks`)."""
+    return b"".join(read_blocks(path, limit=limit))
+
+
+def file_sha256(path, *, stop: threading.Event | None = None) -> str:
+    """SHA-256 (hex) of the regular file at ``path`` (a bounded read: :func:`read_blocks`)."""
+    h = hashlib.sha256()
+    for block in read_blocks(path, stop=stop):
+        h.update(block)  # hashlib releases the GIL on large blocks: threads hash side by side
+    return h.hexdigest()
+
+
+def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
+    """``(files, set_aside)`` of ``folder``: the relative POSIX paths of its regular files
+    (recursive, sorted; a link to a regular file counts as one, as before), without manifests,
+    provenance records and Snakemake's marker; and ``{relative path: what it is}`` of what the
+    walk did not read: FIFOs, devices, sockets, dangling links and links to them, links to
+    folders (not followed: ``find -type f`` does not follow them either). Raises ``ValueError``
+    past :data:`MAX_FOLDER_ENTRIES` entries."""
     folder = Path(folder)
-    out = []
+    out, aside, seen = [], {}, 0
     for parent, dirs, files in os.walk(folder):
+        seen += len(dirs) + len(files)
+        if seen > MAX_FOLDER_ENTRIES:
+            raise ValueError(f"{folder} holds more than {MAX_FOLDER_ENTRIES:,} entries: not a "
+                             "folder the pipeline wrote or fetched; not walked further")
+        here = Path(parent)
+        for name in list(dirs):
+            if os.path.islink(here / name):  # os.walk would not descend; say so
+                aside[(here / name).relative_to(folder).as_posix()] = "a link to a folder"
+                dirs.remove(name)
         dirs.sort()
         for name in files:
             if name in (MANIFEST, SNAKEMAKE_TIMESTAMP) or name.endswith(RECORD_SUFFIX):
                 continue
-            out.append((Path(parent) / name).relative_to(folder).as_posix())
-    return sorted(out)
+            relative = (here / name).relative_to(folder).as_posix()
+            kind = file_kind(here / name)
+            if kind == "a regular file":
+                out.append(relative)
+            else:
+                aside[relative] = kind
+    return sorted(out), dict(sorted(aside.items()))
+
+
+def listed_files(folder) -> list[str]:
+    """Relative POSIX paths of the regular files in ``folder`` (recursive, sorted), without
+    manifests and provenance records (:func:`scan_folder`, without what it set aside)."""
+    return scan_folder(folder)[0]
 
 
 def tree_sha256(files: dict[str, str]) -> str:
@@ -74,20 +213,30 @@ class Hasher:
     def __init__(self):
         self._known: dict[tuple, str] = {}
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         self.bytes = 0
         self.seconds = 0.0
         self.files = 0
+        # {folder (absolute): {relative path: what it is}}: what folder walks set aside.
+        self.set_aside: dict[str, dict[str, str]] = {}
+
+    def stop(self) -> None:
+        """Make every hash in progress (in any thread) stop at its next block."""
+        self._stop.set()
 
     def file(self, path) -> tuple[str, int]:
-        """(sha256, size) of a file."""
+        """(sha256, size in bytes) of a regular file; :class:`NotRegularFile` for anything
+        else (nothing opened), ``OSError`` when it cannot be read."""
         stat = os.stat(path)
+        if not stat_.S_ISREG(stat.st_mode):
+            raise NotRegularFile(path, file_kind(path))
         key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
         with self._lock:
             known = self._known.get(key)
         if known is not None:
             return known, stat.st_size
         start = time.perf_counter()
-        digest = file_sha256(path)
+        digest = file_sha256(path, stop=self._stop)
         with self._lock:
             self._known[key] = digest
             self.bytes += stat.st_size
@@ -96,31 +245,78 @@ class Hasher:
         return digest, stat.st_size
 
     def folder(self, path) -> tuple[str, int, dict[str, str]]:
-        """(tree sha256, total size, {relative path: sha256}) of a folder."""
+        """(tree sha256, total size in bytes, {relative path: sha256}) of a folder's regular
+        files; what the walk set aside is kept in :attr:`set_aside`."""
         files, total = {}, 0
-        for name in listed_files(path):
+        for name in self.folder_names(path):
             files[name], size = self.file(Path(path) / name)
             total += size
         return tree_sha256(files), total, files
 
     def prefetch(self, paths: Iterable, workers: int = 2) -> None:
-        """Hash many files (folders: their files) in ``workers`` threads, so that later calls
-        find them known."""
+        """Hash many files (folders: their regular files) in ``workers`` threads (1 to
+        :data:`MAX_WORKERS`), so that later calls find them known. A file that cannot be hashed
+        is left for the later call, which says why in its context. An exception or Ctrl-C in
+        the caller stops the threads at their next block and cancels what had not started:
+        they end with the call, not after it."""
+        check_workers(workers)
         todo = []
         for path in paths:
             path = Path(path)
-            if path.is_dir():
-                todo += [path / name for name in listed_files(path)]
-            elif path.is_file():
-                todo.append(path)
+            try:
+                if path.is_dir():
+                    todo += [path / name for name in self.folder_names(path)]
+                elif path.is_file():
+                    todo.append(path)
+            except (OSError, ValueError):
+                continue  # said where the folder is checked
         # Largest first: the long files start early and the threads finish together.
-        todo.sort(key=lambda p: -p.stat().st_size)
-        if workers <= 1 or len(todo) <= 1:
+        todo.sort(key=_size_descending)
+        if workers == 1 or len(todo) <= 1:
             for path in todo:
-                self.file(path)
+                self._quietly(path)
             return
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(self.file, todo))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit-hash")
+        try:
+            wait([pool.submit(self._quietly, path) for path in todo])
+        except BaseException:
+            # Ctrl-C (KeyboardInterrupt) or an error here: stop the running hashes at their
+            # next block, drop the queued ones, and wait for the threads to end.
+            self._stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            self._stop.clear()
+            raise
+        pool.shutdown(wait=True)
+
+    def folder_names(self, path) -> list[str]:
+        """The regular files of a folder (:func:`scan_folder`), keeping what it set aside."""
+        names, aside = scan_folder(path)
+        if aside:
+            with self._lock:
+                self.set_aside[os.path.abspath(path)] = aside
+        return names
+
+    def _quietly(self, path) -> None:
+        try:
+            self.file(path)
+        except (OSError, ValueError):
+            pass  # the audit's own call for this file reports it
+
+
+def _size_descending(path: Path) -> int:
+    try:
+        return -path.stat().st_size
+    except OSError:
+        return 0
+
+
+def check_workers(workers) -> int:
+    """``workers`` if it is an integer from 1 to :data:`MAX_WORKERS`, else ``ValueError``."""
+    if isinstance(workers, bool) or not isinstance(workers, int) \
+            or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an integer from 1 to {MAX_WORKERS} (threads that "
+                         f"hash files); got {workers!r}.")
+    return workers
 
 
 # --- the .pins.json manifests of assets -----------------------------------------------------
@@ -133,8 +329,8 @@ def read_manifest(path) -> dict:
     """Read and check a ``.pins.json`` manifest; raise :class:`ManifestError` naming it."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        data = json.loads(read_bounded(path, MAX_JSON_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
         raise ManifestError(f"{path}: unreadable manifest ({type(err).__name__}: {err}).") \
             from err
     files = data.get("files") if isinstance(data, dict) else None

@@ -18,6 +18,12 @@ Paths are relative to one of three roots, named in ``root``: ``results`` (the co
 directory, the repository): so a record says the same on every machine, and the audit finds the
 files wherever the folders lie. There is no timestamp: a rerun that reproduces a file reproduces
 its record byte for byte.
+
+:func:`read_record` is the one reader of a record (the audit's and the RO-Crate's): it reads a
+regular file of at most 64 MiB and checks the format (:func:`check_record`), so that a record
+that is not what the writer writes (not JSON, nested 100,000 levels deep, ``inputs`` a list, an
+unknown ``root``, a path that leaves its root such as ``../../x``) is a :class:`RecordError`
+naming the file and the field, never a traceback and never skipped in silence.
 """
 
 from __future__ import annotations
@@ -25,15 +31,29 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from .digests import RECORD_SUFFIX, Hasher, pinned_entry
+from ..atomic import atomic_write
+from .digests import (
+    MAX_JSON_BYTES,
+    RECORD_SUFFIX,
+    Hasher,
+    NotRegularFile,
+    pinned_entry,
+    read_bounded,
+)
 
 FORMAT = 2
 ROOTS = ("results", "resources", "workdir")
+# How deep a record's JSON may nest: the writer's records nest 6 levels (params of params); the
+# bound turns a hostile 100,000-level line into one message instead of a RecursionError.
+MAX_DEPTH = 64
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_COMMIT = re.compile(r"[0-9a-f]{7,64}")
 
 # Packages whose versions go into every record.
 PACKAGES = (
@@ -135,9 +155,11 @@ def write_records(outputs: dict[str, list], inputs: dict[str, list], *, roots: R
         for path in paths:
             out = record_path(path)
             record = {"artifact": Path(path).name, **common}
-            tmp = out.with_name(out.name + ".tmp")
-            tmp.write_text(json.dumps(record, indent=2, sort_keys=True, default=_jsonable) + "\n")
-            os.replace(tmp, out)
+            text = json.dumps(record, indent=2, sort_keys=True, default=_jsonable) + "\n"
+            # A fresh temporary name, replaced in one step: never a half-written record, and
+            # never a write through a link planted at <record>.tmp (issue 35).
+            with atomic_write(out, "w", what="provenance record") as stream:
+                stream.write(text)
             written.append(out)
     return written
 
@@ -184,3 +206,210 @@ def git_state(repo) -> dict:
     except (OSError, subprocess.CalledProcessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit, "dirty": dirty}
+
+
+# --- reading a record ----------------------------------------------------------------------
+
+class RecordError(ValueError):
+    """A provenance record that cannot be used: unreadable, not the writer's format, or naming
+    a path outside its root. The message names the file and the field."""
+
+
+class OldRecord(RecordError):
+    """A record from before records held digests (``format`` 1 or none): readable, but it
+    vouches for nothing."""
+
+
+def read_record(path) -> dict:
+    """The provenance record at ``path``, checked (:func:`check_record`); raises
+    :class:`RecordError` naming the file (and the field) for anything else: a FIFO or device
+    (not opened), more than 64 MiB, not UTF-8 JSON, nested deeper than :data:`MAX_DEPTH`."""
+    try:
+        data = read_bounded(path, MAX_JSON_BYTES)
+    except NotRegularFile as err:
+        raise RecordError(f"its record {Path(path).name} is {err.kind}, not a regular file: "
+                          "not read") from None
+    except OSError as err:
+        raise RecordError(f"its record {Path(path).name} cannot be read "
+                          f"({err.strerror or err})") from None
+    except ValueError as err:
+        raise RecordError(f"its record {Path(path).name}: {err}") from None
+    return parse_record(data, Path(path).name)
+
+
+def parse_record(data: bytes | str, name: str) -> dict:
+    """A record from its bytes (or text); ``name`` (the file's) goes into every message."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        _check_nesting(text, name)
+        record = json.loads(text)
+    except RecordError:
+        raise
+    except (ValueError, RecursionError) as err:  # RecursionError: nesting json's C scanner hit
+        reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise RecordError(f"its record {name} is not JSON ({type(err).__name__}: "
+                          f"{reason})") from None
+    check_record(record, name)
+    return record
+
+
+def _check_nesting(text: str, name: str) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` before it is parsed: the brackets
+    outside strings are counted in one pass, without recursion."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for match in _BRACKETS.finditer(_STRINGS.sub('""', text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_DEPTH:
+            raise RecordError(f"its record {name} nests deeper than {MAX_DEPTH} levels (a "
+                              "record holds about 6): not a provenance record")
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def check_record(record, name: str) -> None:
+    """Raise :class:`RecordError` (naming the file ``name`` and the field) unless ``record``
+    is a record as :func:`write_records` writes it, at least where the audit and the crate
+    read it: ``format`` 2; ``script``, ``inputs`` and ``outputs`` of well-formed entries whose
+    ``root`` is one of :data:`ROOTS` and whose ``path`` stays inside it; ``rule`` a string or
+    null; ``git.commit`` a hexadecimal commit or null; ``params``, ``config``, ``wildcards``,
+    ``extra`` objects. Other fields are free. :class:`OldRecord` for a record without digests
+    (``format`` 1 or none)."""
+    def bad(field: str, why: str):
+        return RecordError(f"its record {name}: field {field} {why}")
+
+    if not isinstance(record, dict):
+        raise RecordError(f"its record {name} is a JSON {_json_type(record)}, not an object")
+    fmt = record.get("format", 1)
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise bad("format", f"is {_shown(fmt)}, not an integer")
+    if fmt < FORMAT:
+        raise OldRecord(f"its record {name} holds no digests (written before records had "
+                        "them): rerun its rule")
+    if fmt > FORMAT:
+        raise bad("format", f"is {fmt}: newer than this audit reads ({FORMAT}); update "
+                  "diversity_core")
+    _check_text(record, name)
+    if not (record.get("rule") is None or isinstance(record.get("rule"), str)):
+        raise bad("rule", f"is {_shown(record['rule'])}, not a string")
+    for field in ("params", "config", "wildcards", "extra"):
+        if field in record and not isinstance(record[field], dict):
+            raise bad(field, f"is a JSON {_json_type(record[field])}, not an object")
+    git = record.get("git")
+    if git is not None:
+        if not isinstance(git, dict):
+            raise bad("git", f"is a JSON {_json_type(git)}, not an object")
+        commit = git.get("commit")
+        if commit is not None and not (isinstance(commit, str) and _COMMIT.fullmatch(commit)):
+            raise bad("git.commit", f"is {_shown(commit)}, not a hexadecimal commit")
+    script = record.get("script")
+    if not isinstance(script, dict):
+        raise bad("script", f"is {_shown(script)}, not an entry {{root, path, sha256}}")
+    # A script outside the three roots (run from elsewhere: a test's own file) is named by its
+    # absolute path, root null; the audit only compares its digest, the crate copies it only
+    # when its bytes are the recorded ones.
+    _check_entry(script, "script", bad, absolute_ok=True)
+    for group in ("inputs", "outputs"):
+        named = record.get(group)
+        if not isinstance(named, dict):
+            raise bad(group, f"is {_shown(named)}, not an object of named lists of entries")
+        for label, group_entries in named.items():
+            if not isinstance(group_entries, list):
+                raise bad(f"{group}.{label}", f"is {_shown(group_entries)}, not a list of "
+                          "entries")
+            for i, entry in enumerate(group_entries):
+                _check_entry(entry, f"{group}.{label}[{i}]", bad)
+
+
+def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
+    """One ``{"root", "path", "sha256", "size"}`` entry (a folder adds ``kind``, ``files``).
+    ``absolute_ok``: root null with an absolute path is allowed (the script)."""
+    if not isinstance(entry, dict):
+        raise bad(field, f"is {_shown(entry)}, not an entry {{root, path, sha256, size}}")
+    root = entry.get("root")
+    path = entry.get("path")
+    if not isinstance(path, str) or not path:
+        raise bad(f"{field}.path", f"is {_shown(path)}, not a path")
+    if root is None and absolute_ok and PurePosixPath(path).is_absolute() \
+            and ".." not in PurePosixPath(path).parts and "\x00" not in path:
+        pass
+    elif root not in ROOTS:
+        raise bad(f"{field}.root", f"is {_shown(root)}: not one of {', '.join(ROOTS)} (a path "
+                  "outside them cannot be checked)")
+    else:
+        problem = _outside(path)
+        if problem:
+            raise bad(f"{field}.path", f"{path!r} {problem} its root {root}")
+    digest = entry.get("sha256")
+    if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
+        raise bad(f"{field}.sha256", f"is {_shown(digest)}, not 64 lowercase hexadecimal "
+                  "digits")
+    size = entry.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise bad(f"{field}.size", f"is {_shown(size)}, not a size in bytes")
+    if "kind" in entry and entry["kind"] != "directory":
+        raise bad(f"{field}.kind", f"is {_shown(entry['kind'])}; only \"directory\" is known")
+    if "files" in entry:
+        files = entry["files"]
+        if not isinstance(files, dict):
+            raise bad(f"{field}.files", f"is {_shown(files)}, not an object path -> sha256")
+        for member, member_digest in files.items():
+            problem = _outside(member)
+            if problem or member in (".", ""):
+                raise bad(f"{field}.files", f"names {member!r}, which "
+                          f"{problem or 'is not a file name inside'} its folder")
+            if not (isinstance(member_digest, str) and _HEX64.fullmatch(member_digest)):
+                raise bad(f"{field}.files[{member!r}]", f"is {_shown(member_digest)}, not 64 "
+                          "lowercase hexadecimal digits")
+    if "pinned" in entry and not isinstance(entry["pinned"], bool):
+        raise bad(f"{field}.pinned", f"is {_shown(entry['pinned'])}, not true or false")
+
+
+def _outside(path: str) -> str | None:
+    """Why a recorded relative path would leave its root (None: it stays inside)."""
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or path.startswith("~"):
+        return "is absolute: outside"
+    if ".." in pure.parts:
+        return "climbs out of"
+    if "\x00" in path:
+        return "holds a NUL byte: not a path inside"
+    return None
+
+
+def _check_text(record: dict, name: str) -> None:
+    """Every string of the record encodable as UTF-8: a lone surrogate (``"\\ud800"``) would
+    fail later, in a path or in the report's output. Iterative: no recursion on deep input."""
+    todo = [(record, "")]
+    while todo:
+        value, where = todo.pop()
+        items = value.items() if isinstance(value, dict) else (
+            enumerate(value) if isinstance(value, list) else ())
+        for key, item in items:
+            field = f"{where}[{key}]" if isinstance(key, int) else (
+                f"{where}.{ascii(key)[1:-1]}" if where else ascii(key)[1:-1])
+            for text in (key, item):
+                if isinstance(text, str):
+                    try:
+                        text.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise RecordError(f"its record {name}: field {field} holds a lone "
+                                          f"surrogate ({ascii(text)[:60]}), not valid text"
+                                          ) from None
+            if isinstance(item, (dict, list)):
+                todo.append((item, field))
+
+
+def _json_type(value) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number",
+            float: "number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _shown(value) -> str:
+    """A value for a message: short, and printable whatever it holds."""
+    if isinstance(value, (dict, list)):
+        return f"a JSON {_json_type(value)}"
+    return ascii(value)[:60] if isinstance(value, str) else json.dumps(value)[:60]
