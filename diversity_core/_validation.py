@@ -1,4 +1,4 @@
-"""Input checks shared by every measure.
+"""Input checks shared by every measure, and by the readers of JSON (:func:`json_depth`).
 
 Each check raises :class:`ValueError` whose message names the problem and the argument, so that a
 user scoring their own embeddings learns what is wrong with their file, not where NumPy choked.
@@ -216,3 +216,33 @@ def named_reason(err: Exception, names: dict[str, str]) -> str:
     if len(set(names.values())) == 1:
         return f"{next(iter(names.values()))}: {message}"
     return message
+
+
+# -- JSON: how deep a text nests, found without parsing it (the parser recurses per level) ---
+
+_JSON_TOKENS = re.compile(r'[\[\]{}"\\]')
+
+
+def json_depth(line: str) -> int:
+    """The deepest nesting of arrays and objects in one JSON text, brackets inside strings not
+    counted; one pass over the brackets, quotes and backslashes (linear, whatever the line)."""
+    depth = deepest = 0
+    in_string = False
+    escaped = -1  # the position of a character a backslash escapes
+    for token in _JSON_TOKENS.finditer(line):
+        char, at = token.group(), token.start()
+        if in_string:
+            if at == escaped:
+                continue
+            if char == "\\":
+                escaped = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest

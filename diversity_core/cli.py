@@ -45,7 +45,6 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from ._validation import named_reason
 from .atomic import check_destination
 from .comparison import (
     FREE_MEASURES,
@@ -103,26 +102,20 @@ def _parse_metrics(text: str | None, has_reference: bool) -> list[str]:
 
 
 class _Results:
-    """Values and reasons, filled measure by measure: one failure never stops the others."""
+    """Score's values and reasons, taken from compare's table: one undefined value never hides
+    the others."""
 
     def __init__(self, sets):
         self.scores = {name: {} for name in (*sets, "comparison")}
         self.undefined = {name: {} for name in self.scores}
 
-    def attempt(self, where: str, metric: str, compute, names: dict[str, str]) -> None:
-        try:
-            value = compute()
-        except ValueError as err:  # the measures' documented failure: undefined for this input
-            self.set_undefined(where, metric, named_reason(err, names))
-            return
-        if not math.isfinite(value):  # the measures never return one; never print one either
-            self.set_undefined(where, metric, f"the value is {value} (outside the float64 range)")
-            return
-        self.scores[where][metric] = value
-
-    def set_undefined(self, where: str, metric: str, reason: str) -> None:
-        self.scores[where][metric] = None
-        self.undefined[where][metric] = reason
+    def take(self, where: str, metric: str, value, why: str | None) -> None:
+        """One of compare's values: NaN is undefined, with compare's reason."""
+        if why is not None or not np.isfinite(value):
+            self.scores[where][metric] = None
+            self.undefined[where][metric] = why or f"the value is {value}"
+        else:
+            self.scores[where][metric] = float(value)
 
 
 def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: int = 5,
@@ -159,7 +152,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
         row, why = table.loc[keys[name]], result.undefined[keys[name]]
         for m in metrics:
             if not METRICS[m][1]:
-                _take(out, name, m, row[m], why.get(m))
+                out.take(name, m, row[m], why.get(m))
     if reference is not None:
         row, why = table.loc[keys["embeddings"]], result.undefined[keys["embeddings"]]
         for m in metrics:
@@ -168,7 +161,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
                 if m == "magdiff" and magdiff_normalise and np.isfinite(value):
                     value = value / (result.t_cut if magdiff_normalise == "t_cut"
                                      else table.loc[keys["reference"], "magarea"])
-                _take(out, "comparison", m, value, why.get(m))
+                out.take("comparison", m, value, why.get(m))
     notes = {
         "avgsim": "mean cosine similarity of pairs i != j: higher = LESS diverse",
         "dcscore": f"tau = {tau}",
@@ -212,14 +205,6 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
             "undefined": {where: why for where, why in out.undefined.items() if why},
             "notes": {m: notes[m] for m in metrics if m in notes},
             "t_cut": t_cut, "metric_space": metric_space, "fallbacks": fallbacks}
-
-
-def _take(out: _Results, where: str, metric: str, value, why: str | None) -> None:
-    """One of compare's values into score's results: NaN is undefined, with compare's reason."""
-    if why is not None or not np.isfinite(value):
-        out.set_undefined(where, metric, why or f"the value is {value}")
-    else:
-        out.scores[where][metric] = float(value)
 
 
 def _format_value(v) -> str:
@@ -572,19 +557,11 @@ def _text_models() -> list[str]:
     return text_model_names()
 
 
-def _read_texts(path: str, field: str | None) -> list[str]:
-    """The texts of a .txt or .jsonl file (:func:`diversity_core.embed.raw.read_texts`: every
-    refusal one line naming the file and line)."""
-    from .embed.raw import read_texts
-
-    return read_texts(path, field)
-
-
 def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
     """Raw sets embedded with --embed: data, JSON records and descriptions by path."""
     from tqdm.auto import tqdm
 
-    from .embed.raw import IMAGE_MODEL, embed_images, embed_texts, image_files
+    from .embed.raw import IMAGE_MODEL, embed_images, embed_texts, image_files, read_texts
 
     model = args.embed
     images = model == IMAGE_MODEL
@@ -605,7 +582,7 @@ def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
             raise InputError(f"{path}: a folder; --embed {model} reads .txt or .jsonl files "
                              "(folders of images: --embed inception).")
         else:
-            items[path] = _read_texts(path, args.field)
+            items[path] = read_texts(path, args.field)
     if images:
         from .embed.raw import read_image
 

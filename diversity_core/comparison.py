@@ -78,6 +78,9 @@ from .magnitude import (
     magnitude_space,
     space_path,
 )
+
+# The measures' names, labels and order come from the one registry; FREE_MEASURES, LABELS and
+# REFERENCE_MEASURES stay importable from here for the code that imported them from this module.
 from .measures import FREE_MEASURES, LABELS, MEASURES, REFERENCE_MEASURES, get_measure
 from .reference_based import mmd_linear, mmd_rbf, prdc
 from .settings import MagnitudeSettings
@@ -85,8 +88,6 @@ from .settings import MagnitudeSettings
 __all__ = ["Comparison", "compare", "required_memory", "check_memory", "LABELS", "FREE_MEASURES",
            "REFERENCE_MEASURES"]
 
-# The measures' names, labels and order: one registry (diversity_core.measures), re-exported
-# here for the code that imported them from this module.
 # Distances, the reference-free baselines and the magnitude of the sets run with single-threaded
 # BLAS: many sets are measured one after the other, each on matrices where BLAS threads that
 # spin-wait on a busy machine cost up to 100 times the work. On the 2-core machine under a load

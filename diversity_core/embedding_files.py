@@ -62,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["FORMATS", "HEADER_RULE", "INDEX_RULE", "MEMORY_RULE", "EmbeddingFile", "InputError",
-           "check_npz_sizes", "open_regular", "read_embeddings"]
+           "check_npz_sizes", "file_kind", "open_regular", "read_embeddings"]
 
 FORMATS = (".npy", ".npz", ".csv")
 _FORMAT_LIST = ".npy, .npz or .csv"
@@ -264,6 +264,12 @@ _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pip
                (stat.S_ISSOCK, "a socket"))
 
 
+def file_kind(mode: int) -> str:
+    """What a file of this ``stat`` mode is, in words, when it is not a regular file ("a
+    directory", "a FIFO (named pipe)", "a character device", ...)."""
+    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
 def open_regular(path, shown: str | None = None, *, expected: str = f"a {_FORMAT_LIST} file"):
     """The file opened for binary reading, if it is a regular file; else :class:`InputError`
     naming it (``shown``, default ``path``) and saying what to give instead (``expected``).
@@ -286,8 +292,7 @@ def open_regular(path, shown: str | None = None, *, expected: str = f"a {_FORMAT
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-        raise InputError(f"{shown} is {kind}, not a regular file; give {expected}.")
+        raise InputError(f"{shown} is {file_kind(mode)}, not a regular file; give {expected}.")
     return os.fdopen(fd, "rb")
 
 

@@ -99,10 +99,7 @@ def update_cache(path, read: Callable[[Path], T], merge: Callable[[T | None], T]
     which is then renamed over ``path`` in one step.
     """
     path = Path(path)
-    if path.is_dir() and not path.is_symlink():  # os.replace cannot put a file there
-        raise ValueError(f"{what}: the cache {path} is a folder; remove it or choose another "
-                         "cache folder.")
-    with cache_lock(path):
+    with cache_lock(path):  # read_cache refuses a folder in the cache's place
         merged = merge(read_cache(path, read, what=what))
         with atomic_path(path, what=what) as tmp:  # .<name>.<random>.tmp<suffix>, as below
             write(tmp, merged)

@@ -61,7 +61,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..embedding_files import InputError, open_regular
+from .._validation import json_depth
+from ..embedding_files import InputError, file_kind, open_regular
 from .device import check_device
 
 __all__ = ["INCEPTION_PINS", "IMAGE_SUFFIXES", "IMAGE_MODEL", "MAX_JSON_DEPTH",
@@ -132,34 +133,6 @@ def _no_progress(progress) -> bool:
 # a RecursionError (not a ValueError) near 1,000, later or sooner with the stack it starts on.
 MAX_JSON_DEPTH = 100
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_JSON_TOKENS = re.compile(r'[\[\]{}"\\]')
-
-
-def _json_depth(line: str) -> int:
-    """The deepest nesting of arrays and objects in one JSON text, brackets inside strings not
-    counted; one pass over the brackets, quotes and backslashes (linear, whatever the line)."""
-    depth = deepest = 0
-    in_string = False
-    escaped = -1  # the position of a character a backslash escapes
-    for token in _JSON_TOKENS.finditer(line):
-        char, at = token.group(), token.start()
-        if in_string:
-            if at == escaped:
-                continue
-            if char == "\\":
-                escaped = at + 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
 def _json_int(digits: str) -> int:
     # int() of n digits costs O(n^2); Python refuses beyond its limit with advice about
     # sys.set_int_max_str_digits, which says nothing of the file: the caller names it.
@@ -207,7 +180,7 @@ def read_texts(path, field: str | None = None) -> list[str]:
 
 
 def _jsonl_texts(line: str, field: str, where: str) -> list[str]:
-    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and _json_depth(line) > MAX_JSON_DEPTH:
+    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and json_depth(line) > MAX_JSON_DEPTH:
         raise InputError(f"{where}: JSON nested more than {MAX_JSON_DEPTH} levels deep.")
     try:
         record = json.loads(line, parse_int=_json_int)
@@ -295,10 +268,6 @@ def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
 # -- images ------------------------------------------------------------------------------------
 
 
-_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
 def _image_file_problem(path: Path) -> str | None:
     """Why ``path`` is not a regular file (None when it is), found by ``stat``, which never
     opens it (links followed)."""
@@ -312,7 +281,7 @@ def _image_file_problem(path: Path) -> str | None:
         return None
     if stat.S_ISDIR(mode):
         return "a folder"
-    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    return file_kind(mode)
 
 
 def image_files(folder) -> list[Path]:

@@ -48,7 +48,7 @@ def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
     inception = images["inception"]
     add("the FID Inception V3 weights", "images.inception",
         requirement_problems(inception["requirement"], inception.get("wheel_sha256"),
-                              "images.inception.requirement")
+                             "images.inception.requirement")
         + ([] if inception.get("sha256") else ["sha256 is empty"]))
 
     graphs = config["graphs"]
@@ -59,7 +59,7 @@ def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
         zinc = graphs["zinc"]
         add("the ZINC molecules of MOSES", "graphs.zinc",
             requirement_problems(zinc["requirement"], zinc.get("wheel_sha256"),
-                                  "graphs.zinc.requirement"))
+                                 "graphs.zinc.requirement"))
 
     text = config["text"]
     corpora = set(config["models"]["collections"])
@@ -68,7 +68,7 @@ def unpinned_assets(config: Mapping) -> list[tuple[str, str, str]]:
         model = generation["language_model"]
         add("SmolLM2-135M-Instruct", "text.generation.language_model",
             requirement_problems(model["requirement"], model.get("wheel_sha256"),
-                                  "text.generation.language_model.requirement")
+                                 "text.generation.language_model.requirement")
             + ([] if model.get("sha256") else ["sha256 is empty"]))
         corpora |= set(generation["corpora"].values()) | {generation["common_words"]["corpus"]}
         if text["design"] == "dectest":

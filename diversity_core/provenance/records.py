@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
+from .._validation import json_depth
 from ..atomic import atomic_write
 from .digests import (
     MAX_JSON_BYTES,
@@ -254,20 +255,11 @@ def parse_record(data: bytes | str, name: str) -> dict:
 
 
 def _check_nesting(text: str, name: str) -> None:
-    """Refuse JSON nested deeper than :data:`MAX_DEPTH` before it is parsed: the brackets
-    outside strings are counted in one pass, without recursion."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return
-    depth = 0
-    for match in _BRACKETS.finditer(_STRINGS.sub('""', text)):
-        depth += 1 if match.group() in "[{" else -1
-        if depth > MAX_DEPTH:
-            raise RecordError(f"its record {name} nests deeper than {MAX_DEPTH} levels (a "
-                              "record holds about 6): not a provenance record")
-
-
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` before it is parsed (one pass over the
+    brackets outside strings, without recursion: :func:`~diversity_core._validation.json_depth`)."""
+    if text.count("[") + text.count("{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
+        raise RecordError(f"its record {name} nests deeper than {MAX_DEPTH} levels (a record "
+                          "holds about 6): not a provenance record")
 
 
 def check_record(record, name: str) -> None:
