@@ -35,12 +35,15 @@ table, with its reason in :attr:`Comparison.undefined` and in the row's ``note``
 sets, an empty or non-finite set, sets of different dimensions, unknown options) raises
 ``ValueError`` naming the set.
 
-All magnitude work goes through one function, :func:`_magnitude_of_sets` (convergence scales,
-the integration limit, the functions on the grid and the areas of all sets), which runs on the
-engine's batch path (many small sets solved as stacks; a set beyond 10,000 points on
-:func:`~diversity_core.magnitude.magnitude_space`'s large-n path).
+All magnitude work goes through one function, :func:`_magnitude_of_sets`: one call of the
+reference-free protocol, :func:`diversity_core.magnitude.sets.measure_sets` (convergence scales,
+the integration limit, the functions on the grid and the areas of all sets, failures and
+warnings per set as data), which runs on the engine's batch path (many small sets solved as
+stacks; a set beyond 10,000 points on :func:`~diversity_core.magnitude.magnitude_space`'s
+large-n path).
 
-**Scale.** Before anything is computed, :func:`check_memory` compares the memory the sets will
+**Scale.** Before anything is computed, :func:`check_memory` (in
+:mod:`diversity_core.compare_memory`, importable from here) compares the memory the sets will
 need (:func:`required_memory`: the engine's ``magnitude_memory``, the distance matrices held,
 PRDC's and MMD's distances against a reference) with the memory available, and refuses in one
 line naming the figure and ``--subsample``. Where a fallback solver answered (a similarity
@@ -51,33 +54,25 @@ error bound.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
-import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
-from tqdm.auto import tqdm
 
 from ._validation import check_embeddings, named_reason
 from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+
+# The memory rule lives in compare_memory; its names stay importable from here.
+from .compare_memory import _large_path, check_memory, required_memory
 from .distances import METRICS, pairwise_distances
-from .magnitude import (
-    DIFF_NORMALISATIONS,
-    MagnitudeBatchError,
-    MagnitudeSpace,
-    available_memory,
-    mag_areas,
-    magnitude_functions,
-    magnitude_memory,
-    magnitude_space,
-    space_path,
-)
+from .magnitude import DIFF_NORMALISATIONS, magnitude_space
+
+# The progress bar and the warnings kept as a set's notes are the protocol's own.
+from .magnitude.sets import MedianTCut, SetMagnitudes, _bar, _recorded, grid, measure_sets
 
 # The measures' names, labels and order come from the one registry; FREE_MEASURES, LABELS and
 # REFERENCE_MEASURES stay importable from here for the code that imported them from this module.
@@ -238,15 +233,17 @@ def _plain_matrix(M: pd.DataFrame) -> list[list]:
     return [[_plain(v) for v in row] for row in M.to_numpy()]
 
 
+
 # --------------------------------------------------------------------------------------------
-# The magnitude of many sets: the one seam, on the engine's batch path
+# The magnitude of many sets: one call of the protocol (diversity_core.magnitude.sets)
 # --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class _TCutRule:
-    """How the integration limit is chosen from the convergence scales: ``needs`` lists the
-    sets whose convergence scale it needs before any area is computed."""
+    """How the integration limit is chosen from the convergence scales (a rule of
+    :func:`~diversity_core.magnitude.sets.measure_sets`): ``needs`` lists the sets whose
+    convergence scale it needs before any area is computed."""
 
     source: str  # "given" | "reference" | "median"
     names: tuple[str, ...]
@@ -269,38 +266,12 @@ class _TCutRule:
                 return None, (f"no t_cut: the reference {self.names[i]} has no convergence "
                               f"scale ({reasons[i]}); give t_cut")
             return float(t_conv[i]), f"the convergence scale of the reference, {self.names[i]}"
-        have = [i for i in self.median_of if not math.isnan(t_conv[i])]
-        left_out = [self.names[i] for i in self.median_of if math.isnan(t_conv[i])]
-        if not have:
-            why = "; ".join(f"{self.names[i]}: {reasons[i]}" for i in self.median_of
-                            if reasons[i])
-            return None, ("no t_cut: no set has a convergence scale"
-                          + (f" ({why})" if why else "") + "; give t_cut")
-        rule = (f"the median convergence scale of {len(have)} set{'s' if len(have) > 1 else ''}"
-                + (f"; left out, without one: {', '.join(left_out)}" if left_out else ""))
-        return float(np.median(t_conv[have])), rule
-
-
-@dataclasses.dataclass
-class _SetMagnitudes:
-    """The magnitude of m sets on one integration limit (arrays of length m, set order)."""
-
-    n_distinct: np.ndarray  # distinct points (the twin property), 0 where D is None
-    t_conv: np.ndarray  # NaN where undefined
-    t_conv_reason: list  # None or why there is none
-    t_cut: float | None
-    t_cut_rule: str
-    ts: np.ndarray  # linspace(0, t_cut, n_ts) continued to 1.5 t_cut (_grid); empty without t_cut
-    functions: np.ndarray  # (m, len(ts))
-    areas: np.ndarray  # MagArea on [0, t_cut]; NaN where undefined
-    area_reason: list  # None or why the area could not be computed
-    warnings: list  # per set: the warnings' messages
-    fallbacks: list  # per set: _fallback_records (empty: none)
+        return MedianTCut(among=self.median_of, names=self.names)(t_conv, reasons)
 
 
 def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: Callable, *,
                        settings: MagnitudeSettings,
-                       progress: bool | None = False) -> _SetMagnitudes:
+                       progress: bool | None = False) -> SetMagnitudes:
     """Convergence scales, the integration limit, the magnitude functions on one grid and the
     MagAreas of many sets: the one place where :func:`compare` evaluates magnitude.
 
@@ -314,132 +285,20 @@ def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: Callable, *,
         an attribute ``needs``: the indices of the sets whose convergence scale it reads
     settings : convergence target and tolerance, integration rule and tolerance, ``n_ts``
 
-    The distance matrices go through the engine's batch path together
-    (:func:`~diversity_core.magnitude.convergence_scales`,
-    :func:`~diversity_core.magnitude.magnitude_functions`,
-    :func:`~diversity_core.magnitude.mag_areas`): many small sets are solved as stacks, sets of
-    500 distinct points or more each on its own, and a member without a result (a single
-    distinct point, say) keeps its reason in its own row (:class:`MagnitudeBatchError`). Each
-    member is a :class:`MagnitudeSpace`, so that its convergence-scale search, its area and its
-    function share every evaluated scale, and its ``fallbacks`` (scales where a fallback solver
-    answered) are reported. Prepared large spaces are measured one by one. BLAS runs
-    single-threaded here (see ``_threadpools``).
+    One call of :func:`~diversity_core.magnitude.sets.measure_sets` (the protocol: the
+    engine's batch path, failures and warnings per set as data), with the functions on
+    ``linspace(0, t_cut, n_ts)`` continued by ``GRID_BEYOND``, BLAS single-threaded (see
+    ``_threadpools``).
     """
     with _single_threaded_blas():
-        return _magnitude_of_sets_batched(distance_matrices, choose_t_cut, settings=settings,
-                                          progress=progress)
+        return measure_sets(distance_matrices, choose_t_cut, **settings.as_dict(),
+                            functions=True, grid_beyond=GRID_BEYOND, progress=progress)
 
 
-def _magnitude_of_sets_batched(distance_matrices, choose_t_cut, *, settings, progress):
-    m = len(distance_matrices)
-    n_distinct = np.zeros(m, dtype=np.int64)
-    t_conv = np.full(m, np.nan)
-    reasons: list = [None] * m
-    area_reasons: list = [None] * m
-    caught: list = [[] for _ in range(m)]
-    spaces: dict[int, object] = {}
-    for i in _bar(range(m), "preparing sets", progress):
-        D = distance_matrices[i]
-        if D is None:
-            continue
-        if isinstance(D, np.ndarray):
-            with _recorded(caught[i]):
-                try:
-                    spaces[i] = MagnitudeSpace(D)
-                except ValueError as err:
-                    reasons[i] = area_reasons[i] = str(err)
-                    continue
-        else:
-            spaces[i] = D
-        n_distinct[i] = spaces[i].n_unique
-    dense = [i for i in spaces if isinstance(spaces[i], MagnitudeSpace)]
-    is_dense = set(dense)
-    large = [i for i in spaces if i not in is_dense]
-
-    def batched(members, compute, reasons_out, out=None):
-        """``compute(spaces)`` over ``members`` (global indices); results, with each failed
-        member's reason in ``reasons_out`` and each member's warnings in its notes."""
-        if not members:
-            return np.empty((0,))
-        with warnings.catch_warnings(record=True) as log:
-            warnings.simplefilter("always")
-            try:
-                values = compute([spaces[i] for i in members])
-            except MagnitudeBatchError as err:
-                values = err.values
-                for k, why in err.failures.items():
-                    reasons_out[members[k]] = why
-        for w in log:
-            text = str(w.message)
-            match = re.match(r"member (\d+): (.*)", text, re.S)
-            if match and int(match.group(1)) < len(members):
-                caught[members[int(match.group(1))]].append(match.group(2))
-            elif len(members) == 1:
-                caught[members[0]].append(text)
-        return values
-
-    def one_by_one(members, compute, reasons_out):
-        values = np.full(len(members), np.nan)
-        for k, i in enumerate(_bar(members, "large sets", progress)):
-            with _recorded(caught[i]):
-                try:
-                    values[k] = compute(spaces[i])
-                except (ValueError, RuntimeError) as err:
-                    reasons_out[i] = str(err)
-        return values
-
-    def convergence(members) -> None:
-        members = [i for i in members if i in spaces and math.isnan(t_conv[i])
-                   and reasons[i] is None]
-        batch = [i for i in members if i in is_dense]
-        if batch:
-            with _stage("convergence scales", len(batch), progress):
-                t_conv[batch] = batched(batch, lambda S: settings.convergence_scales(S),
-                                        reasons)
-        rest = [i for i in members if i not in is_dense]
-        if rest:
-            t_conv[rest] = one_by_one(rest, lambda S: S.convergence_scale(
-                settings.target, rtol=settings.t_conv_rtol), reasons)
-
-    convergence(list(choose_t_cut.needs))
-    t_cut, rule = choose_t_cut(t_conv, reasons)
-    convergence(list(range(m)))
-    ts = _grid(t_cut, settings.n_ts) if t_cut is not None else np.empty(0)
-    functions = np.full((m, len(ts)), np.nan)
-    areas = np.full(m, np.nan)
-    if t_cut is not None:
-        ok = [i for i in dense if area_reasons[i] is None]
-        if ok:
-            with _stage("magnitude functions", len(ok), progress):
-                areas[ok] = batched(ok, lambda S: mag_areas(S, t_cut, **settings.area_options),
-                                    area_reasons)
-                functions[ok] = batched(ok, lambda S: magnitude_functions(S, ts),
-                                        area_reasons)
-        if large:
-            areas[large] = one_by_one(large, lambda S: S.mag_area(
-                t_cut, **settings.area_options), area_reasons)
-            for i in large:
-                if area_reasons[i] is None:
-                    functions[i] = spaces[i].magnitude_function(ts)
-    fallbacks: list = [[] for _ in range(m)]
-    for i in dense:
-        fallbacks[i] = _fallback_records(spaces[i], t_cut)
-    return _SetMagnitudes(n_distinct, t_conv, reasons, t_cut, rule, ts, functions, areas,
-                          area_reasons, [list(dict.fromkeys(c)) for c in caught], fallbacks)
-
-
-def _fallback_records(space: MagnitudeSpace, t_cut: float | None) -> list[dict]:
-    """The space's fallback solves by solver (:meth:`MagnitudeSpace.fallback_summary`), each
-    with ``area_error_bound``: ``t_cut`` times the largest ``mag_error_bound`` of its scales
-    inside ``[0, t_cut]`` (the quadrature weights are positive and sum to ``t_cut``; on top of
-    the integration tolerance), 0 where none lies inside."""
-    records = []
-    for summary in space.fallback_summary():
-        inside = [r["mag_error_bound"] for r in space.fallbacks
-                  if r["solver"] == summary["solver"] and t_cut is not None and r["t"] <= t_cut]
-        records.append({**{k: _plain(v) for k, v in summary.items()},
-                        "area_error_bound": (float(t_cut * max(inside)) if inside else 0.0)})
-    return records
+def _grid(t_cut: float, n_ts: int) -> np.ndarray:
+    """The grid of :attr:`Comparison.functions`: ``linspace(0, t_cut, n_ts)`` continued by the
+    same step up to ``(1 + GRID_BEYOND) t_cut``."""
+    return grid(t_cut, n_ts, GRID_BEYOND)
 
 
 def _fallback_note(record: dict) -> str:
@@ -453,48 +312,8 @@ def _fallback_note(record: dict) -> str:
             "tolerance")
 
 
-def _grid(t_cut: float, n_ts: int) -> np.ndarray:
-    """``linspace(0, t_cut, n_ts)`` continued by the same step up to ``(1 + GRID_BEYOND) t_cut``:
-    the integration interval, and a view of the functions beyond its end."""
-    inside = np.linspace(0.0, t_cut, n_ts)
-    step = t_cut / (n_ts - 1)
-    beyond = t_cut + step * np.arange(1, int(math.ceil(GRID_BEYOND * (n_ts - 1))) + 1)
-    return np.concatenate([inside, beyond])
-
-
 def _single_threaded_blas():
     return _threadpools().limit(limits=1, user_api="blas")
-
-
-def _bar(items, desc: str, progress: bool | None):
-    """``items`` with a progress bar on stderr: always (True), on a terminal (None), or not."""
-    if progress is False:
-        return items
-    return tqdm(items, desc=desc, unit="set", leave=False,
-                disable=None if progress is None else not progress)
-
-
-@contextlib.contextmanager
-def _stage(desc: str, n: int, progress: bool | None):
-    """A progress bar for one batched stage of ``n`` sets (done all at once)."""
-    if progress is False:
-        yield
-        return
-    with tqdm(total=n, desc=desc, unit="set", leave=False,
-              disable=None if progress is None else not progress) as bar:
-        yield
-        bar.update(n)
-
-
-@contextlib.contextmanager
-def _recorded(into: list):
-    """Record the messages of the warnings raised inside into ``into`` instead of printing."""
-    with warnings.catch_warnings(record=True) as log:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            into.extend(str(w.message) for w in log)
 
 
 # --------------------------------------------------------------------------------------------
@@ -619,16 +438,19 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     for i, name in enumerate(all_names):
         notes[name].extend(mag.warnings[i])
         notes[name].extend(_fallback_note(record) for record in mag.fallbacks[i])
+        if mag.n_distinct[i]:  # warned by a batch of several sets, which named none of them
+            notes[name].extend(f"a batch of sets warned, naming none: {text}"
+                               for text in mag.unattributed_warnings)
         no_distances = undefined[name].get("magarea")
         if no_distances:
             undefined[name]["t_conv"] = no_distances
-        elif mag.t_conv_reason[i]:
-            undefined[name]["t_conv"] = named_reason(ValueError(mag.t_conv_reason[i]),
+        elif mag.t_conv_failures[i]:
+            undefined[name]["t_conv"] = named_reason(ValueError(mag.t_conv_failures[i]),
                                                      {"X": name})
         if not no_distances and mag.t_cut is None and magnitude:
             undefined[name]["magarea"] = mag.t_cut_rule
-        elif mag.area_reason[i]:
-            undefined[name]["magarea"] = named_reason(ValueError(mag.area_reason[i]),
+        elif mag.area_failures[i]:
+            undefined[name]["magarea"] = named_reason(ValueError(mag.area_failures[i]),
                                                       {"X": name})
 
     # Reference-free baselines, each on its own: one undefined value stops nothing.
@@ -717,13 +539,14 @@ def _wanted_measures(measures, with_reference: bool) -> set[str]:
     return wanted
 
 
-def _no_magnitude(m: int) -> _SetMagnitudes:
+def _no_magnitude(m: int) -> SetMagnitudes:
     """What :func:`compare` holds of magnitude when no magnitude measure is asked for."""
-    return _SetMagnitudes(
-        n_distinct=np.zeros(m, dtype=np.int64), t_conv=np.full(m, np.nan),
-        t_conv_reason=[None] * m, t_cut=None, t_cut_rule="no magnitude measure asked for",
-        ts=np.zeros(0), functions=np.zeros((m, 0)), areas=np.full(m, np.nan),
-        area_reason=[None] * m, warnings=[[] for _ in range(m)], fallbacks=[[] for _ in range(m)])
+    return SetMagnitudes(
+        t_conv=np.full(m, np.nan), t_cut=None, t_cut_rule="no magnitude measure asked for",
+        areas=np.full(m, np.nan), ts=np.zeros(0), functions=np.zeros((m, 0)),
+        n_distinct=np.zeros(m, dtype=np.int64), t_conv_failures=[None] * m,
+        area_failures=[None] * m, warnings=[[] for _ in range(m)],
+        fallbacks=[[] for _ in range(m)])
 
 
 def _note(undefined: dict) -> str:
@@ -774,67 +597,3 @@ def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list,
         undefined[measure] = f"the value is {value} (outside the float64 range)"
         return np.nan
     return value
-
-
-# --------------------------------------------------------------------------------------------
-# Memory, before anything is computed
-# --------------------------------------------------------------------------------------------
-
-
-def _large_path(n_points: int, metric: str) -> bool:
-    """Whether the engine's ``auto`` path measures this set on its large-n path (which knows
-    the Euclidean and cosine distances only)."""
-    return metric in ("euclidean", "cosine") and space_path(n_points) == "large"
-
-
-def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
-                    reference: str | None = None, magnitude: bool = True) -> tuple[int, str]:
-    """Peak memory of :func:`compare` (and of ``score``) on sets of these sizes, in bytes, and
-    the set that needs the most.
-
-    Every dense set's distance matrix is held until the end (8 bytes a pair, and as much again
-    for the batch's copies); on top of that the largest single need: the engine's
-    :func:`~diversity_core.magnitude.magnitude_memory` of a set (its similarity buffers; the
-    large-n path for sets beyond 10,000 points, plus a copy of the points for the baselines,
-    which work in blocks or on the d × d covariance), and with a ``reference`` PRDC's and MMD's
-    distances between a set and the reference, ``8 (n + n_ref)²``. ``magnitude=False`` (no
-    magnitude measure asked for): only the baselines' copy of the points and the distances
-    against the reference.
-    """
-    held, peak, worst = 0, 0, None
-    n_ref = sizes[reference] if reference is not None else 0
-    for name, n in sizes.items():
-        n = int(n)
-        if n < 1:
-            continue
-        if not magnitude:
-            need = 16 * n * n_features
-        elif _large_path(n, metric):
-            need = magnitude_memory(n, n_features) + 16 * n * n_features
-        else:
-            held += 16 * n * n
-            need = magnitude_memory(n, n_features, path="dense")
-        if reference is not None and name != reference:
-            need = max(need, 8 * (n + n_ref) ** 2)
-        if need > peak:
-            peak, worst = need, name
-    return held + peak, worst
-
-
-def check_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
-                 reference: str | None = None, memory_limit: int | None = None,
-                 magnitude: bool = True) -> int:
-    """Raise ``MemoryError`` (one line: the figure, the largest set, ``--subsample``) if
-    :func:`required_memory` exceeds ``memory_limit`` (default: the memory available now);
-    else return the bytes needed."""
-    need, worst = required_memory(sizes, n_features, metric=metric, reference=reference,
-                                  magnitude=magnitude)
-    limit = available_memory() if memory_limit is None else int(memory_limit)
-    if need > limit:
-        have = "are available" if memory_limit is None else "allowed"
-        raise MemoryError(
-            f"these {len(sizes)} set{'s' if len(sizes) != 1 else ''} need about "
-            f"{need / 2**30:.1f} GiB (the largest, {worst}: {sizes[worst]:,} points in "
-            f"{n_features} dimensions); {limit / 2**30:.1f} GiB {have}: use --subsample N to "
-            "measure a random subset of N points of each set")
-    return need

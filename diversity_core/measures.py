@@ -2,8 +2,10 @@
 
 As scikit-learn's ``get_scorer_names``: one table of names, from which the command line's
 choices and help (:mod:`.cli`), the columns of :func:`diversity_core.compare` and its report
-(:mod:`.comparison`, :mod:`.reporting.compare_report`) take their names, labels and order. A
-measure is named the same from the command line to the CSV and JSON headers.
+(:mod:`.comparison`, :mod:`.reporting.compare_report`), and the measure tables of the text and
+model experiments (:mod:`.experiments.text_temperature`, :mod:`.experiments.model_distinguishing`)
+take their names, labels and order. A measure is named the same from the command line to the CSV
+and JSON headers.
 
 Each :class:`Measure` says:
 
@@ -14,10 +16,20 @@ Each :class:`Measure` says:
 * ``needs_reference``: whether it compares a set with a reference (MagDiff, PRDC, MMD) or
   describes a set alone;
 * ``higher_is_more_diverse``: True, False (a similarity: AvgSim), or None where the measure is
-  not a diversity (precision, density: fidelity; MMD: a distance between sets).
+  not a diversity (precision, density: fidelity; MMD: a distance between sets);
+* ``paper_label``: how the paper's figures and tables show it, where that differs from
+  ``label`` (the Vendi Score is ``VS`` in its Figure 3 and Table 2); :attr:`Measure.in_paper`.
 
-Not yet read from here (issue 34): the experiments' own tables (the text and model experiments
-name some measures after the paper's figures, e.g. ``VS``) and the graph figures' labels.
+The experiments that reproduce a figure or table of the paper show its labels
+(:attr:`Measure.in_paper`): the model experiment's ``results/models/table2.csv`` says ``VS``, as
+Table 2 does. The text experiment keeps its own spelling of the names (``mag_area``,
+``avg_sim``, ...; the configuration's ``text.measures`` and the committed
+``results/text/*.csv`` use it), declared once as a map onto these names
+(``text_temperature.REGISTRY_NAMES``), and adds one variant of its own (``gm_stds_unit``).
+
+The graph experiment's measures and its figures' labels read it too
+(:mod:`.experiments.graph_analysis`, ``scripts/graphs_figures.py``; the figures spell MMD
+"MMD RBF" and "MMD linear", declared there), and so do the image experiment's tables.
 """
 
 from __future__ import annotations
@@ -37,11 +49,17 @@ class Measure:
     description: str
     needs_reference: bool
     higher_is_more_diverse: bool | None
+    paper_label: str | None = None
+
+    @property
+    def in_paper(self) -> str:
+        """The label of the paper's figures and tables (``paper_label``, else ``label``)."""
+        return self.paper_label or self.label
 
 
 MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("magarea", "MagArea", "MagArea", False, True),
-    Measure("vendi", "Vendi", "Vendi Score (cosine)", False, True),
+    Measure("vendi", "Vendi", "Vendi Score (cosine)", False, True, paper_label="VS"),
     Measure("avgsim", "AvgSim", "AvgSim (cosine)", False, False),
     Measure("gmstds", "GMStds", "GMStds", False, True),
     Measure("isoscore", "IsoScore", "IsoScore", False, True),

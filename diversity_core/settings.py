@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .embed.device import check_device
 from .magnitude import (
     DEFAULT_INTEGRATION,
     DEFAULT_INTEGRATION_RTOL,
@@ -29,6 +30,8 @@ from .magnitude import (
     DEFAULT_T_CONV_RTOL,
     DEFAULT_TARGET,
     INTEGRATION_METHODS,
+    MagnitudeSpace,
+    batch_on_device,
     convergence_scale,
     convergence_scales,
     mag_area,
@@ -36,9 +39,11 @@ from .magnitude import (
     mag_diff,
     magnitude_functions,
     reference_free_t_cut,
+    resolve_engine_device,
+    space_on_device,
 )
 
-__all__ = ["MagnitudeSettings"]
+__all__ = ["MagnitudeSettings", "config_problems"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +63,14 @@ class MagnitudeSettings:
     n_ts : int >= 2
         Evenly spaced scales on ``[0, t_cut]`` (0 included) of stored magnitude functions and of
         the trapezoid rule.
+    device : {"auto", "cpu", "cuda", "cuda:N", "torch:cpu"}
+        Where the engine runs (:func:`~diversity_core.magnitude._torch.resolve_engine_device`):
+        ``auto`` and ``cpu`` the NumPy engine (so that tables never depend on the machine);
+        ``cuda``/``cuda:N`` the torch path on that GPU, dense float64, agreeing with the NumPy
+        engine to about 1e-12 (docs/gpu.md); ``torch:cpu`` the torch path on the CPU (to check
+        it without a GPU). Checked when the settings are made: a GPU torch does not see is
+        refused in one line before any work. Large prepared spaces
+        (:class:`~diversity_core.magnitude.LargeMagnitudeSpace`) stay on the CPU.
     """
 
     target: float = DEFAULT_TARGET
@@ -65,6 +78,7 @@ class MagnitudeSettings:
     integration: str = DEFAULT_INTEGRATION
     integration_rtol: float = DEFAULT_INTEGRATION_RTOL
     n_ts: int = DEFAULT_N_TS
+    device: str = "auto"
 
     def __post_init__(self):
         if not 0.0 < self.target < 1.0:
@@ -79,6 +93,10 @@ class MagnitudeSettings:
                 f"magnitude.integration_rtol must be positive; got {self.integration_rtol}.")
         if int(self.n_ts) != self.n_ts or self.n_ts < 2:
             raise ValueError(f"magnitude.n_ts must be an integer >= 2; got {self.n_ts}.")
+        try:
+            resolve_engine_device(self.device)
+        except ValueError as err:
+            raise ValueError(f"magnitude.device: {err}") from None
 
     @classmethod
     def from_config(cls, section: Mapping | None) -> MagnitudeSettings:
@@ -92,6 +110,9 @@ class MagnitudeSettings:
         return cls(**section)
 
     def as_dict(self) -> dict:
+        """The settings by field name: also the conventions' keyword arguments of the
+        reference-free protocol, ``measure_sets(spaces, **settings.as_dict())``
+        (:mod:`diversity_core.magnitude.sets`)."""
         return dataclasses.asdict(self)
 
     @property
@@ -99,34 +120,74 @@ class MagnitudeSettings:
         """Keyword arguments of :func:`mag_area` and :func:`mag_diff`."""
         return {"method": self.integration, "rtol": self.integration_rtol, "n_ts": self.n_ts}
 
+    @property
+    def engine_device(self) -> str | None:
+        """The torch device of the engine, or None for the NumPy engine (``device``)."""
+        return resolve_engine_device(self.device)
+
+    def space(self, D):
+        """``D`` (an (n, n) distance matrix) prepared once where the engine runs, so that its
+        convergence scale, MagArea and MagDiff share every evaluated scale: a
+        :class:`MagnitudeSpace`, or on the torch path a ``TorchMagnitudeSpace``."""
+        device = self.engine_device
+        return MagnitudeSpace(D) if device is None else space_on_device(D, device)
+
     def convergence_scale(self, D) -> float:
         """:func:`convergence_scale` of ``D`` (a distance matrix or a ``MagnitudeSpace``)."""
-        return convergence_scale(D, self.target, rtol=self.t_conv_rtol)
+        return convergence_scale(space_on_device(D, self.engine_device), self.target,
+                                 rtol=self.t_conv_rtol)
 
     def mag_area(self, D, t_cut: float) -> float:
         """:func:`mag_area` of ``D`` on ``[0, t_cut]``."""
-        return mag_area(D, t_cut, **self.area_options)
+        return mag_area(space_on_device(D, self.engine_device), t_cut, **self.area_options)
 
     def convergence_scales(self, spaces, *, errors: str = "raise"):
         """:func:`convergence_scales` of a batch of spaces, shape (m,)."""
-        return convergence_scales(spaces, self.target, rtol=self.t_conv_rtol, errors=errors)
+        return convergence_scales(batch_on_device(spaces, self.engine_device), self.target,
+                                  rtol=self.t_conv_rtol, errors=errors)
 
     def mag_areas(self, spaces, t_cut, *, errors: str = "raise"):
         """:func:`mag_areas` of a batch of spaces on ``[0, t_cut]``, shape (m,)."""
-        return mag_areas(spaces, t_cut, **self.area_options, errors=errors)
+        return mag_areas(batch_on_device(spaces, self.engine_device), t_cut,
+                         **self.area_options, errors=errors)
 
     def magnitude_functions(self, spaces, t_cut: float, *, errors: str = "raise"):
         """The stored magnitude functions of a batch of spaces: Mag at the ``n_ts`` evenly
         spaced scales of ``[0, t_cut]`` (0 included), shape (m, n_ts), and those scales."""
         ts = np.linspace(0.0, t_cut, self.n_ts)
-        return magnitude_functions(spaces, ts, errors=errors), ts
+        return magnitude_functions(batch_on_device(spaces, self.engine_device), ts,
+                                   errors=errors), ts
 
     def mag_diff(self, D_x, D_ref, t_cut: float, **options) -> float:
         """:func:`mag_diff` on ``[0, t_cut]``; ``options``: ``normalise``, ``absolute``,
         ``reference_area``."""
-        return mag_diff(D_x, D_ref, t_cut, **self.area_options, **options)
+        device = self.engine_device
+        return mag_diff(space_on_device(D_x, device), space_on_device(D_ref, device), t_cut,
+                        **self.area_options, **options)
 
     def reference_free_t_cut(self, distance_matrices=(), *, convergence_scales=None) -> float:
         """:func:`reference_free_t_cut`: the median convergence scale."""
-        return reference_free_t_cut(distance_matrices, self.target, rtol=self.t_conv_rtol,
+        device = self.engine_device
+        return reference_free_t_cut([space_on_device(D, device) for D in distance_matrices],
+                                    self.target, rtol=self.t_conv_rtol,
                                     convergence_scales=convergence_scales)
+
+
+def config_problems(section) -> list[str]:
+    """The problems of the configuration's ``magnitude`` section, each naming its key, checked
+    by the pipeline before any job (``workflow/rules/common.smk``, ``CONFIG_CHECKS``). The
+    device is checked by name only there: a GPU that the submitting machine lacks may be on
+    the node a job runs on (SLURM), where making the settings checks it again."""
+    section = dict(section or {})
+    device = section.pop("device", "auto")
+    problems = []
+    if device != "torch:cpu":
+        try:
+            check_device(device)
+        except ValueError as err:
+            problems.append(f"magnitude.device: {err}")
+    try:
+        MagnitudeSettings.from_config(section)
+    except ValueError as err:
+        problems.append(str(err))
+    return problems

@@ -6,7 +6,7 @@ import numpy as np
 from _helpers import Input, Output, chunk_indices, log, run
 from tqdm import tqdm
 
-from diversity_core import MagnitudeSettings, MagnitudeSpace
+from diversity_core import MagnitudeSettings
 from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import geodesic_distances
 
@@ -30,7 +30,7 @@ def main(clouds: Input, t_cut: Input, functions: Output, magnitude: dict, chunk:
     values = np.empty((len(index), n_ts))
     for row, i in enumerate(tqdm(index, desc=f"MagArea, chunk {chunk}")):
         D = geodesic_distances(data["polar"][i], data["curvature"][i], hyperbolic_distance)
-        space = MagnitudeSpace(D)
+        space = settings.space(D)
         area[row] = settings.mag_area(space, limit)
         values[row] = space.magnitude_function(ts)  # shares t = 0 and t_cut with the area
     area_trapezoid = np.trapezoid(values, ts, axis=1)

@@ -7,16 +7,26 @@ from _figures import PAIR, plt, save_figure
 from _helpers import Input, Output, run
 
 from diversity_core.data.images import CLASS_NAMES
+from diversity_core.measures import get_measure
 
-# measure, panel title, y-axis label (with its unit)
+
+def _label(name: str) -> str:
+    return get_measure(name).label
+
+
+# measure, panel title (the registry's label; mag_half_tconv is not a measure of the registry),
+# y-axis label (with its unit)
 PANELS = (
-    ("magdiff", "MagDiff / MagArea(ref)", "relative change of MagArea (fraction)"),
+    ("magdiff", f"{_label('magdiff')} / {_label('magarea')}(ref)",
+     "relative change of MagArea (fraction)"),
     ("mag_half_tconv", "rel. change Mag(0.5 t_ref)", "relative change of Mag (fraction)"),
-    ("recall", "recall (k={k})", "share of reference points"),
-    ("coverage", "coverage (k={k})", "share of reference points"),
-    ("precision", "precision (k={k})", "share of perturbed points"),
-    ("density", "density (k={k})", "mean neighbourhoods per point / k"),
-    ("vendi", "Vendi Score (cosine; dotted: reference)", "effective number of points"),
+    ("recall", _label("recall") + " (k={k})", "share of reference points"),
+    ("coverage", _label("coverage") + " (k={k})", "share of reference points"),
+    ("precision", _label("precision") + " (k={k})", "share of perturbed points"),
+    ("density", _label("density") + " (k={k})", "mean neighbourhoods per point / k"),
+    # the registry's description, "Vendi Score (cosine)", with what the dotted line is
+    ("vendi", get_measure("vendi").description.removesuffix(")") + "; dotted: reference)",
+     "effective number of points"),
 )
 STYLE = {"sequential": (PAIR[0], "-"), "simultaneous": (PAIR[1], "--")}
 DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}

@@ -32,10 +32,13 @@ def draw_figure3(r2: pd.DataFrame, measures, data: str, path, pdf=None) -> tuple
         ax.set_xticks(np.arange(len(models)), models, rotation=25, ha="right", fontsize=8)
         ax.set_title(task)
     axes[0][0].set_ylabel("R² (isotonic regression of temperature)")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    # The legend sits right of the last panel, outside every axes: inside one it covered that
+    # panel's points (wherever the R² of a task happen to lie), and no corner is always free.
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                       borderaxespad=0.0, title="measure", title_fontsize=8)
     fig.suptitle(f"Predicting the softmax temperature from each diversity measure "
                  f"({DATA_LABELS.get(data, data)}; mean ± sd over CV folds)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout()  # makes room for the legend outside the axes
     return save_figure(fig, path, pdf=pdf)
 
 

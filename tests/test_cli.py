@@ -298,8 +298,46 @@ def test_json_never_holds_nan_or_infinity(files, capsys, monkeypatch):
     (["--k", "0"], "--k must be an integer in [1, 10000]"),
     (["--seed", "-1"], "--seed must be an integer in [0, 9223372036854775807]"),
     (["--subsample", "1"], "--subsample must be an integer in [2, 10000000]"),
+    (["--device", "gpu"], "--device: unknown device 'gpu' for the magnitude engine"),
 ])
 def test_bad_options(files, capsys, option, message):
     tmp, _, _ = files
     rc, out, err = _run(["score", str(tmp / "x.npy"), *option], capsys)
     assert rc == 2 and message in err and out == ""
+
+
+def test_the_engine_device_gives_the_same_scores(files, capsys):
+    """``--device torch:cpu`` runs magnitude on the engine's torch path (issue 36): the same
+    numbers as the NumPy engine to 1e-9, for ``score`` and ``compare``; a GPU the machine lacks
+    is one line, exit 2."""
+    pytest.importorskip("torch")
+    tmp, _, _ = files
+    base = ["score", str(tmp / "x.npy"), "--reference", str(tmp / "r.npz"), "--json",
+            "--metrics", "magarea,magdiff"]
+    results = []
+    for device in ("cpu", "torch:cpu"):
+        rc, out, _ = _run([*base, "--device", device], capsys)
+        assert rc == 0
+        results.append(json.loads(out))
+    numpy_path, torch_path = results
+    assert torch_path["t_cut"] == pytest.approx(numpy_path["t_cut"], rel=1e-9)
+    for where in ("embeddings", "reference", "comparison"):
+        for m, v in numpy_path["scores"][where].items():
+            assert torch_path["scores"][where][m] == pytest.approx(v, rel=1e-9)
+    tables = []
+    for device in ("cpu", "torch:cpu"):
+        rc, out, _ = _run(["compare", str(tmp / "x.npy"), str(tmp / "r.npz"), "--json",
+                           "--device", device], capsys)
+        assert rc == 0
+        tables.append(json.loads(out))
+    assert "--device torch:cpu" in tables[1]["options_line"]
+    assert tables[1]["t_cut"] == pytest.approx(tables[0]["t_cut"], rel=1e-9)
+    assert tables[1]["options"]["device"] == "torch:cpu"
+    assert [row["magarea"] for row in tables[1]["sets"].values()] == pytest.approx(
+        [row["magarea"] for row in tables[0]["sets"].values()], rel=1e-9)
+    import torch
+
+    if not torch.cuda.is_available():
+        rc, out, err = _run([*base, "--device", "cuda"], capsys)
+        assert rc == 2 and out == "" and "torch sees no CUDA GPU" in err
+        assert len(err.strip().splitlines()) == 1

@@ -626,11 +626,7 @@ def test_a_tie_at_one_is_reported_as_a_tie():
             rows.loc["mmd_rbf", "gap_high"]) == (0.0, 0.0, 0.0)
     assert 0 < rows.loc["recall", "ci_low"] < rows.loc["recall", "ci_high"] < 1  # flipped
     assert rows.loc["recall", "gap_low"] > 0  # MagDiff ahead beyond the interval
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from graphs_spearman import versus_magdiff
-    finally:
-        sys.path.pop(0)
+    versus_magdiff = protocol.versus_magdiff
     assert versus_magdiff("mmd_rbf", 0.0, 0.0) == "tied"
     assert versus_magdiff("recall", rows.loc["recall", "gap_low"], 1.0) == "behind"
     assert versus_magdiff("x", -0.2, -0.1) == "ahead"
@@ -684,3 +680,68 @@ def test_prepare_script_is_reproducible(tmp_path):
     for key in outs[0].files:
         np.testing.assert_array_equal(outs[0][key], outs[1][key])
     assert (tmp_path / "c0.json").read_text() == (tmp_path / "c1.json").read_text()
+
+
+# --------------------------------------------------------------------------------------------
+# the protocol the rule scripts call: one dataset prepared, the two tables of the analysis
+# --------------------------------------------------------------------------------------------
+
+def test_dataset_seeds_are_distinct_per_dataset_and_choice():
+    a, b = protocol.dataset_seeds(5, "lobster"), protocol.dataset_seeds(5, "grid")
+    assert list(a) == ["generate", "split", "cluster", "order", "dropping", "collapse"]
+    assert len(set(a.values())) == len(a) and a != b
+    assert a == protocol.dataset_seeds(5, "lobster") != protocol.dataset_seeds(6, "lobster")
+    with pytest.raises(ValueError):
+        protocol.dataset_seeds(5, "no such dataset")
+
+
+def test_prepare_sweeps_indexes_the_perturbed_half():
+    seeds = protocol.dataset_seeds(5, "lobster")
+    graphs = data_graphs.load_dataset("lobster", {"n_graphs": 30}, seed=seeds["generate"])
+    arrays, summary = protocol.prepare_sweeps(
+        graphs, "lobster", seeds=seeds, sweep="graded", p_step=0.05, wl_iterations=1,
+        ap_damping=[0.5, 0.7, 0.9], ap_max_iter=1000)
+    ref, pert = arrays["reference_idx"], arrays["perturbed_idx"]
+    assert len(ref) == 15 and len(pert) == 15 and not set(ref) & set(pert)
+    assert summary["n_graphs"] == 30 and summary["n_clusters"] == len(arrays["exemplars"])
+    assert summary["cluster_sizes"] == np.bincount(arrays["labels"]).tolist()
+    for experiment in protocol.EXPERIMENTS:
+        ps, sets = arrays[f"{experiment}_p"], arrays[f"{experiment}_sets"]
+        assert summary[f"{experiment}_steps"] == len(ps) == len(sets)
+        assert ps[0] == 0 and ps[-1] == 1 and np.all(np.diff(ps) > 0)
+        assert sets.shape[1] == len(pert) and sets.min() >= 0 and sets.max() < len(pert)
+        np.testing.assert_array_equal(sets[0], np.arange(len(pert)))  # p = 0: unperturbed
+    assert summary["seeds"] == seeds
+
+
+def test_spearman_tables_summarise_every_panel():
+    rng = np.random.default_rng(3)
+    p = np.linspace(0, 1, 21)
+    values = p[None, :, None] + rng.normal(scale=0.3, size=(4, 21, len(protocol.MEASURES)))
+    measures = pd.concat([_sweep_table(values, p, dataset=d, experiment=e)
+                          for d in ("x", "y") for e in protocol.EXPERIMENTS], ignore_index=True)
+    clusters = {"x": {"n_clusters": 7, "collapse_steps": 21, "dropping_steps": 20},
+                "y": {"n_clusters": 9, "collapse_steps": 21, "dropping_steps": 19}}
+    rho, summary = protocol.spearman_tables(measures, clusters, n_boot=50, seed=0, level=0.9)
+    assert len(rho) == 2 * 2 * len(protocol.MEASURES) * 4
+    first = rho[(rho["dataset"] == "x") & (rho["experiment"] == "collapse")]
+    assert list(dict.fromkeys(first["metric"])) == list(protocol.MEASURES)
+    assert list(summary.columns) == protocol.SUMMARY_COLUMNS
+    assert len(summary) == 2 * 2 * len(protocol.MEASURES)
+    assert set(summary.loc[summary["dataset"] == "y", "n_clusters"]) == {9}
+    steps = summary.set_index(["dataset", "experiment"])["n_steps"]
+    assert set(steps.loc[("y", "dropping")]) == {19}
+    for _, panel in summary.groupby(["dataset", "experiment"]):
+        assert panel["rank"].min() == 1 and (panel["n_settings"] == 4).all()
+        assert panel.loc[panel["metric"] == "magdiff", "vs_magdiff"].item() == "magdiff"
+        mean = rho.merge(panel[["dataset", "experiment", "metric"]]).groupby(
+            "metric", sort=False)["spearman"].mean()
+        np.testing.assert_allclose(panel.set_index("metric")["mean"], mean.reindex(
+            panel["metric"]))
+
+
+def test_graph_measures_are_registered():
+    from diversity_core.measures import MEASURES as REGISTRY
+
+    assert set(protocol.MEASURES) <= set(REGISTRY)
+    assert set(protocol.FLIPPED_MEASURES) <= set(protocol.MEASURES)

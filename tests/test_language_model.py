@@ -225,3 +225,38 @@ def test_generate_plan_batches_and_caches_per_prompt(tiny_lm, tmp_path):
         language_model.generate_plan("resp", _PLAN + _PLAN[:1], batch_sets=2, **options)
     with pytest.raises(ValueError, match="batch_sets"):
         language_model.generate_plan("resp", _PLAN, batch_sets=0, **options)
+
+
+def _former_processor(temperatures, seeds, device="cpu"):
+    """The processor as it was before issue 36 (generators and noise on the model's device),
+    kept here to show that drawing the noise on the CPU changed no CPU-sampled token."""
+    from transformers import LogitsProcessor
+
+    class Former(LogitsProcessor):
+        def __init__(self):
+            self.temperatures = torch.as_tensor(np.asarray(temperatures, dtype=np.float32),
+                                                device=device)
+            self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+
+        def __call__(self, input_ids, scores):
+            uniform = torch.stack([torch.rand(scores.shape[1], generator=g, device=scores.device)
+                                   for g in self.generators])
+            gumbel = -torch.log(-torch.log(uniform.clamp_(min=1e-20, max=1.0 - 1e-7)))
+            return scores.float() / self.temperatures[:, None] + gumbel
+
+    return Former()
+
+
+def test_cpu_noise_samples_the_tokens_it_always_sampled(tiny_lm, monkeypatch):
+    scores = torch.randn(5, 32, generator=torch.Generator().manual_seed(3))
+    seeds = [language_model.row_seed(0, "resp:1", 0.7, i) for i in range(5)]
+    new = language_model.gumbel_temperature_processor([0.7] * 5, seeds)
+    old = _former_processor([0.7] * 5, seeds)
+    for _ in range(3):  # successive steps of the streams, bit for bit
+        assert torch.equal(new(None, scores), old(None, scores))
+    now = _sample(tiny_lm, [0.3, 1.0, 2.0], n=5)
+    from diversity_core.language_model import sampling
+
+    monkeypatch.setattr(sampling, "gumbel_temperature_processor", _former_processor)
+    assert _sample(tiny_lm, [0.3, 1.0, 2.0], n=5) == now
+    assert len(set(now[0][2.0])) > 1  # sampled, not greedy: the streams mattered

@@ -9,7 +9,14 @@ import pytest
 from scipy import integrate
 
 import diversity_core as dc
-from diversity_core.magnitude import MagnitudeWarning, _quadrature, _solver
+from diversity_core.magnitude import (
+    MagnitudeWarning,
+    _common,
+    _elementwise,
+    _quadrature,
+    _similarity,
+    _solver,
+)
 
 
 def equidistant(n, d):
@@ -381,7 +388,7 @@ def test_conjugate_gradients_reach_float64_accuracy(monkeypatch, metric, float32
     for t in (2.0 * t_conv, t_conv, 0.5 * t_conv):
         solution = space._solver._solve_cg(t)
         assert solution is not None
-        w, residual = solution
+        w, residual, _ = solution
         np.testing.assert_allclose(residual, 1.0 - np.exp(-t * D) @ w, atol=1e-12)
         assert np.linalg.norm(residual) <= _solver._CG_RTOL * np.sqrt(len(D)) * 10
         expected = dc.magnitude_function(dc.MagnitudeSpace(D, solver="direct"), t)[0]
@@ -399,7 +406,7 @@ def test_float64_conjugate_gradients_take_over_where_float32_cannot_help(monkeyp
     t = 0.1 * dc.MagnitudeSpace(D, solver="direct").convergence_scale()
     solver = dc.MagnitudeSpace(D)._solver
     assert solver._solve_cg_mixed(t) is None
-    w, residual = solver._solve_cg(t)
+    w, residual, _ = solver._solve_cg(t)
     assert solver._cg32_floor == t and solver._cg_floor == 0.0
     exact = np.linalg.solve(np.exp(-t * D), np.ones(len(D)))
     assert w.sum() + residual @ w == pytest.approx(exact.sum(), rel=1e-11)
@@ -430,14 +437,14 @@ def test_similarity_fill_matches_numpy(full, threads):
     t = 400.0 / D.max()  # far enough that some entries fall below exp(-345)
     Z = np.full(D.shape, np.nan)
     Z32 = np.full(D.shape, np.nan, dtype=np.float32)
-    _solver._fill_similarity(D, t, Z, Z32, fill64=True, full=full, clamp=True, threads=threads)
-    expected = np.maximum(D * -t, -_solver._EXPONENT_FLOOR)
-    _solver._exp_inplace(expected)
-    np.testing.assert_allclose(expected, np.exp(-t * np.minimum(D, _solver._EXPONENT_FLOOR / t)),
+    _elementwise._fill_similarity(D, t, Z, Z32, fill64=True, full=full, clamp=True, threads=threads)
+    expected = np.maximum(D * -t, -_common.EXPONENT_FLOOR)
+    _elementwise._exp_inplace(expected)
+    np.testing.assert_allclose(expected, np.exp(-t * np.minimum(D, _common.EXPONENT_FLOOR / t)),
                                rtol=1e-15, atol=0)
     upper = np.triu_indices(len(D))
     np.testing.assert_array_equal(Z[upper], expected[upper])
-    expected32 = np.where(expected >= _solver._FLOAT32_FLOOR, expected, 0.0).astype(np.float32)
+    expected32 = np.where(expected >= _common.FLOAT32_FLOOR, expected, 0.0).astype(np.float32)
     np.testing.assert_array_equal(Z32[upper], expected32[upper])
     lower = np.tril_indices(len(D), -1)
     if full:
@@ -490,7 +497,7 @@ def test_compiled_exponential_depends_on_the_value_only():
         _vexp.exp_inplace(part)
         np.testing.assert_array_equal(part, whole[offset:])
     strided = np.repeat(x, 2)[::2]  # a view with stride 16 bytes
-    _solver._exp_inplace(strided)
+    _elementwise._exp_inplace(strided)
     np.testing.assert_array_equal(strided, whole)
     with pytest.raises(TypeError, match="float64"):
         _vexp.exp_inplace(np.zeros(4, dtype=np.float32))
@@ -512,7 +519,7 @@ def test_magnitude_with_numpy_exponential_agrees(monkeypatch):
         return t, dc.mag_area(D, t), dc.magnitude.mag_areas(sets, 3.0)
 
     t_fast, area_fast, areas_fast = scores()
-    monkeypatch.setattr(_solver, "_vexp_inplace", None)
+    monkeypatch.setattr(_elementwise, "_vexp_inplace", None)
     t_numpy, area_numpy, areas_numpy = scores()
     assert t_numpy == pytest.approx(t_fast, rel=1e-12)
     assert area_numpy == pytest.approx(area_fast, rel=1e-10)
@@ -523,20 +530,20 @@ def _paired_scales_spy(monkeypatch):
     """Records, for every similarity matrix asked for, whether an announced pair formed it and
     how many smaller partners were waiting."""
     calls = []
-    original = _solver._DenseSolver._paired_similarity
+    original = _similarity.SimilarityBuffer._paired
 
     def spy(self, t):
         paired = original(self, t)
         calls.append((paired, len(self._stash)))
         return paired
 
-    monkeypatch.setattr(_solver._DenseSolver, "_paired_similarity", spy)
+    monkeypatch.setattr(_similarity.SimilarityBuffer, "_paired", spy)
     return calls
 
 
 def _unpaired_area(D, t_cut, monkeypatch, **options):
     with monkeypatch.context() as m:
-        m.setattr(_solver, "_PAIR_MIN_POINTS", 10**9)
+        m.setattr(_similarity, "_PAIR_MIN_POINTS", 10**9)
         return dc.mag_area(dc.MagnitudeSpace(D), t_cut, **options)
 
 
@@ -556,7 +563,8 @@ def test_mag_area_forms_the_larger_of_paired_scales_by_division(n, monkeypatch):
     assert sum(paired for paired, _ in calls) >= 23
     assert area == pytest.approx(expected, rel=1e-13 if n < _solver._CG_MIN_POINTS else 1e-10)
     solver = space._solver
-    assert solver._E_total is None and not solver._stash and not solver._spare  # freed
+    assert solver.buffer._E_total is None and not solver.buffer._stash \
+        and not solver.buffer._spare  # freed
 
 
 def test_paired_order_forms_each_pair_together():
@@ -574,16 +582,17 @@ def test_paired_scales_asked_out_of_order_take_exponentials(monkeypatch):
     D = dc.pairwise_distances(np.random.default_rng(5).normal(size=(90, 3)))
     solver = dc.MagnitudeSpace(D)._solver
     T = 2.0
-    solver._similarity(T)  # exp(-TD) is then copied, not formed again
-    solver.expect_pairs([(1.5, T - 1.5), (1.2, T - 1.2)], T, T / 2)
+    solver.buffer.similarity(T)  # exp(-TD) is then copied, not formed again
+    solver.buffer.announce_pairs([(1.5, T - 1.5), (1.2, T - 1.2)], T, T / 2)
     calls = _paired_scales_spy(monkeypatch)
     upper = np.triu_indices(len(D))
     for t in (1.5, 1.2, T / 2, T - 1.2, T - 1.5):
-        np.testing.assert_allclose(solver._similarity(t)[upper], np.exp(-t * D)[upper],
+        np.testing.assert_allclose(solver.buffer.similarity(t)[upper], np.exp(-t * D)[upper],
                                    rtol=2e-15)
     assert [paired for paired, _ in calls] == [True, False, True, False, True]
-    solver.expect_pairs([], None, None)
-    assert solver._E_total is None and not solver._stash and not solver._spare
+    solver.buffer.announce_pairs([], None, None)
+    assert solver.buffer._E_total is None and not solver.buffer._stash \
+        and not solver.buffer._spare
 
 
 def test_quarter_of_the_paired_total_takes_square_roots(monkeypatch):
@@ -592,18 +601,18 @@ def test_quarter_of_the_paired_total_takes_square_roots(monkeypatch):
     D = dc.pairwise_distances(np.random.default_rng(6).normal(size=(90, 3)))
     solver = dc.MagnitudeSpace(D)._solver
     T = 2.0
-    solver._similarity(T)
-    solver.expect_pairs([(0.75 * T, 0.25 * T)], T, None)
+    solver.buffer.similarity(T)
+    solver.buffer.announce_pairs([(0.75 * T, 0.25 * T)], T, None)
     scales = []
-    original = _solver._exponentials
-    monkeypatch.setattr(_solver, "_exponentials",
+    original = _elementwise._exponentials
+    monkeypatch.setattr(_elementwise, "_exponentials",
                         lambda D, t, out, **k: (scales.append(t), original(D, t, out, **k)))
     upper = np.triu_indices(len(D))
     for t in (0.75 * T, 0.25 * T):
-        np.testing.assert_allclose(solver._similarity(t)[upper], np.exp(-t * D)[upper],
+        np.testing.assert_allclose(solver.buffer.similarity(t)[upper], np.exp(-t * D)[upper],
                                    rtol=4e-15)
     assert scales == []
-    solver.expect_pairs([], None, None)
+    solver.buffer.announce_pairs([], None, None)
 
 
 @pytest.mark.parametrize("shift", [1e-7, -3e-6, 5e-4])
@@ -615,15 +624,16 @@ def test_similarity_at_a_nearby_scale_is_shifted_not_formed_again(shift, monkeyp
     D *= 10.0 / D.max()
     solver = dc.MagnitudeSpace(D)._solver
     s = 3.0
-    solver._similarity(s)
+    solver.buffer.similarity(s)
     scales = []
-    original = _solver._exponentials
-    monkeypatch.setattr(_solver, "_exponentials",
+    original = _elementwise._exponentials
+    monkeypatch.setattr(_elementwise, "_exponentials",
                         lambda D, t, out, **k: (scales.append(t), original(D, t, out, **k)))
     t = s + shift
     upper = np.triu_indices(len(D))
-    np.testing.assert_allclose(solver._similarity(t)[upper], np.exp(-t * D)[upper], rtol=2e-14)
-    assert (scales == []) == (abs(shift) * D.max() <= _solver._SHIFT_LIMIT)
+    np.testing.assert_allclose(solver.buffer.similarity(t)[upper], np.exp(-t * D)[upper],
+                               rtol=2e-14)
+    assert (scales == []) == (abs(shift) * D.max() <= _elementwise._SHIFT_LIMIT)
 
 
 def test_warm_start_is_the_polynomial_through_the_nearest_solutions():
@@ -639,12 +649,12 @@ def test_warm_start_is_the_polynomial_through_the_nearest_solutions():
         return a + s * (b + s * (c + s * d))
 
     solver._cg_solutions = {s: cubic(s) for s in (0.5, 1.0, 1.5, 2.0, 8.0)}
-    Z = solver._similarity(1.2)
+    Z = solver.buffer.similarity(1.2)
     w, residual = solver._warm_start(Z, 1.2)
     np.testing.assert_allclose(w, cubic(1.2), rtol=1e-12)
     np.testing.assert_allclose(residual, 1.0 - np.exp(-1.2 * D) @ w, rtol=1e-12, atol=1e-12)
     solver._cg_solutions = {s: cubic(s) for s in (1.0, 1.0 + 1e-9, 2.0)}
-    w, _ = solver._warm_start(solver._similarity(4.0), 4.0)
+    w, _ = solver._warm_start(solver.buffer.similarity(4.0), 4.0)
     np.testing.assert_allclose(w, 3.0 * cubic(2.0) - 2.0 * cubic(1.0 + 1e-9), rtol=1e-6)
 
 
@@ -654,7 +664,7 @@ def test_paired_scales_not_where_exp_meets_its_floor(share, monkeypatch):
     without subnormals), exponentials alone beyond it, where the clamped entries would break
     the identity; the integral is the same either way."""
     D = dc.pairwise_distances(np.random.default_rng(14).normal(size=(100, 4)))
-    T = share * _solver._EXPONENT_FLOOR / D.max()
+    T = share * _common.EXPONENT_FLOOR / D.max()
     calls = _paired_scales_spy(monkeypatch)
     area = dc.mag_area(D, T)
     paired = sum(used for used, _ in calls)
@@ -671,11 +681,11 @@ def test_derivative_is_the_same_from_every_source(cloud):
     dense = float(w @ ((cloud * np.exp(-t * cloud)) @ w))
     fresh = space._solver.weighted_distance_form(t, w)  # the factorisation overwrote the buffer
     space._solver._factor(t, keep_similarity=True)
-    assert (space._solver._Z_lower_scale, space._solver._Z_scale) == (t, None)
+    assert (space._solver.buffer.lower_scale, space._solver.buffer.scale) == (t, None)
     from_lower = space._solver.weighted_distance_form(t, w)
-    space._solver._similarity(t)
+    space._solver.buffer.similarity(t)
     # The fill touched the lower triangle.
-    assert (space._solver._Z_lower_scale, space._solver._Z_scale) == (None, t)
+    assert (space._solver.buffer.lower_scale, space._solver.buffer.scale) == (None, t)
     from_upper = space._solver.weighted_distance_form(t, w)
     for value in (fresh, from_lower, from_upper):
         assert value == pytest.approx(dense, rel=1e-12)
@@ -713,7 +723,7 @@ def test_large_factorisations_run_single_threaded(monkeypatch, threshold, expect
                 return attr
 
             def dpotrf(*args, **kwargs):
-                controllers = _solver._threadpools().select(user_api="blas").lib_controllers
+                controllers = _common.threadpools().select(user_api="blas").lib_controllers
                 seen.append(max(c.num_threads for c in controllers))
                 return attr(*args, **kwargs)
 
@@ -731,7 +741,7 @@ def _fill_in_child(queue):
     rng = np.random.default_rng(16)
     D = dc.pairwise_distances(rng.normal(size=(100, 3)))
     Z = np.zeros_like(D)
-    _solver._fill_similarity(D, 1.0, Z, None, fill64=True, full=True, clamp=False, threads=2)
+    _elementwise._fill_similarity(D, 1.0, Z, None, fill64=True, full=True, clamp=False, threads=2)
     queue.put(bool(np.allclose(Z, np.exp(-D))))
 
 
@@ -742,7 +752,7 @@ def test_threaded_fill_works_in_a_forked_child():
 
     rng = np.random.default_rng(17)
     D = dc.pairwise_distances(rng.normal(size=(100, 3)))
-    _solver._fill_similarity(D, 1.0, np.zeros_like(D), None, fill64=True, full=True,
+    _elementwise._fill_similarity(D, 1.0, np.zeros_like(D), None, fill64=True, full=True,
                                clamp=False, threads=2)  # the parent's pool now exists
     context = multiprocessing.get_context("fork")
     queue = context.Queue()

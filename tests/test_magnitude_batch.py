@@ -8,7 +8,14 @@ from test_magnitude import k32  # Leinster's K_{3,2}: Z_t indefinite below log â
 
 import diversity_core as dc
 from diversity_core import magnitude as mg
-from diversity_core.magnitude import MagnitudeBatchError, MagnitudeWarning, _batch
+from diversity_core.magnitude import (
+    MagnitudeBatchError,
+    MagnitudeWarning,
+    _batch,
+    _batch_solve,
+    _lapack,
+    _quadrature,
+)
 
 AGREE = 1e-10  # batch = single space, relative
 
@@ -169,7 +176,7 @@ def test_settings_batch_methods_follow_their_conventions(mixed):
 def test_gil_free_lapack_is_bitwise_scipys():
     """The ctypes route to SciPy's packed LAPACK routines (used on threads) gives SciPy's
     wrappers' bits, for odd and even sizes; the packed factor solves as the full one does."""
-    gil_free = _batch._gil_free_lapack()
+    gil_free = _lapack._gil_free_lapack()
     if gil_free is None:
         pytest.skip("SciPy's Cython LAPACK table is not readable here")
     rng = np.random.default_rng(5)
@@ -177,12 +184,12 @@ def test_gil_free_lapack_is_bitwise_scipys():
         D = dc.pairwise_distances(rng.normal(size=(n, 3)))
         Z = np.exp(-2.0 * D)
         results = []
-        for calls in (gil_free, _batch._scipy_lapack()):
-            P = _batch._packed(Z)
+        for calls in (gil_free, _lapack._scipy_lapack()):
+            P = _lapack._packed(Z)
             assert calls.pftrf(P, n)
             u = calls.tfsm(P, np.ones(n), False)
             upper = np.zeros((n, n))
-            calls.tfttr(_batch._packed(D * Z), upper)
+            calls.tfttr(_lapack._packed(D * Z), upper)
             results.append((P, u, calls.tfsm(P, u.copy(), True), upper))
         for a, b in zip(*results, strict=True):
             np.testing.assert_array_equal(a, b)
@@ -196,19 +203,19 @@ def test_complements_pair_the_chebyshev_nodes():
     """MagArea's nodes on [0, T] pair up as t, T - t (the larger formed by division), T/2 and
     T stand alone, and a scale without its complement is plain."""
     T = 35.21
-    first = _batch._cc_nodes(0.0, T, 12)[1:]  # the first level: 12 scales, T/2 and T among them
+    first = _quadrature._cc_nodes(0.0, T, 12)[1:]  # the first level: 12 scales, T/2 and T
     rows = np.zeros(len(first), dtype=np.intp)
-    codes = _batch._complements(rows, first, T)
-    assert codes[-1] == _batch._WHOLE and codes[5] == _batch._HALF
+    codes = _batch_solve._complements(rows, first, T)
+    assert codes[-1] == _batch_solve._WHOLE and codes[5] == _batch_solve._HALF
     for p in range(5):
         assert codes[p] == 10 - p and codes[10 - p] == p
-    second = _batch._cc_nodes(0.0, T, 24)[1::2]  # the next level's new scales: 6 pairs
-    codes = _batch._complements(np.zeros(12, dtype=np.intp), second, T)
+    second = _quadrature._cc_nodes(0.0, T, 24)[1::2]  # the next level's new scales: 6 pairs
+    codes = _batch_solve._complements(np.zeros(12, dtype=np.intp), second, T)
     np.testing.assert_array_equal(codes, np.arange(12)[::-1])
     # Two members, interleaved; a scale whose complement is missing is plain.
     ts = np.array([first[0], first[0], first[10], 1.234])
-    codes = _batch._complements(np.array([0, 1, 0, 1]), ts, T)
-    np.testing.assert_array_equal(codes, [2, _batch._PLAIN, 0, _batch._PLAIN])
+    codes = _batch_solve._complements(np.array([0, 1, 0, 1]), ts, T)
+    np.testing.assert_array_equal(codes, [2, _batch_solve._PLAIN, 0, _batch_solve._PLAIN])
 
 
 def test_mag_areas_where_the_complements_would_meet_the_floor():

@@ -28,3 +28,19 @@ def test_compare_columns_are_the_registry_names():
     measured = [c for c in result.table.columns if c in MEASURES]
     assert measured == [n for n in get_measure_names() if n in result.table.columns]
     assert set(get_measure_names(needs_reference=False)) <= set(measured)
+
+
+def test_the_experiments_read_names_and_paper_labels_from_the_registry():
+    """The text and model experiments' measure tables come from the registry: names (under the
+    text experiment's declared spelling) and the paper's labels (the Vendi Score is VS in the
+    paper's Figure 3 and Table 2, and so in the committed tables and figures)."""
+    from diversity_core.experiments import model_distinguishing as md
+    from diversity_core.experiments import text_temperature as tt
+
+    assert get_measure("vendi").in_paper == "VS" and get_measure("vendi").label == "Vendi"
+    assert get_measure("magarea").in_paper == "MagArea"  # no paper label: the label
+    assert md.MEASURE_LABELS == {m: get_measure(m).in_paper for m in md.MEASURES}
+    assert md.SCALAR_MEASURES == tuple(get_measure_names(needs_reference=False))
+    for name, registered in tt.REGISTRY_NAMES.items():
+        assert tt.MEASURE_LABELS[name].startswith(get_measure(registered).in_paper)
+    assert tt.MEASURE_LABELS["vendi"] == md.MEASURE_LABELS["vendi"] == "VS"

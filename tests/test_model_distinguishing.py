@@ -172,6 +172,46 @@ def test_summarise_sets_shares_one_grid():
         assert out[name].shape == (4,) and np.all(np.isfinite(out[name]))
 
 
+def test_summarise_sets_keeps_the_papers_stored_grid_bit_for_bit():
+    """Through the protocol (diversity_core.magnitude.sets, in chunks): the bits of the
+    experiment's own arithmetic, convergence scales per chunk, their median, the functions on
+    linspace(0, t_cut, n_ts) and MagArea = functions @ trapezoid weights on that stored grid,
+    whatever magnitude.integration says (the model experiment cannot honour it: MagArea and
+    MagDiff share the stored grid, as in the paper)."""
+    rng = np.random.default_rng(8)
+    spaces = [rng.normal(size=(70, 5)) * (1 + i % 3) for i in range(md._BATCH_SETS + 9)]
+    settings = MagnitudeSettings(n_ts=9, integration="quad")
+    distances = [pairwise_distances(X, "cosine") for X in spaces]
+    t_conv = np.concatenate([settings.convergence_scales(distances[s:s + md._BATCH_SETS])
+                             for s in range(0, len(spaces), md._BATCH_SETS)])
+    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv)
+    functions, ts = settings.magnitude_functions(distances, t_cut)
+    out = md.summarise_sets(spaces, settings)
+    assert out["t_cut"] == t_cut
+    np.testing.assert_array_equal(out["t_conv"], t_conv)
+    np.testing.assert_array_equal(out["ts"], ts)
+    np.testing.assert_array_equal(out["functions"], functions)
+    np.testing.assert_array_equal(out["magarea"], functions @ md.trapezoid_weights(ts))
+
+
+def test_summarise_sets_refuses_a_set_without_a_convergence_scale():
+    rng = np.random.default_rng(0)
+    spaces = [rng.normal(size=(8, 3)), np.ones((8, 3)), rng.normal(size=(8, 3))]
+    with pytest.raises(ValueError, match="set 1: .*single distinct point"):
+        md.summarise_sets(spaces, MagnitudeSettings(), metric="euclidean")
+
+
+def test_measure_labels_are_the_registrys_as_table2_shows_them():
+    from diversity_core.measures import get_measure
+
+    assert md.MEASURE_LABELS == {"magdiff": "MagDiff", "magarea": "MagArea", "vendi": "VS",
+                                 "avgsim": "AvgSim", "gmstds": "GMStds", "isoscore": "IsoScore",
+                                 "dcscore": "DCScore"}
+    assert all(get_measure(m).name == m for m in md.MEASURES)
+    table2 = pd.read_csv(REPO / "results" / "models" / "table2.csv")
+    assert set(table2["measure"]) == set(md.MEASURE_LABELS.values())
+
+
 MODELS = ("all-MiniLM-L6-v2", "paraphrase-MiniLM-L3-v2-onnx", "glove-6B-50d-mean")
 CORPORA = ("jargon", "fortunes")
 

@@ -55,3 +55,14 @@ def test_every_experiment_has_a_tiny_configuration():
         assert config["experiments"] == [experiment]
     assert {p.stem for p in TEST_CONFIGS.glob("config_*.yaml")} == {
         f"config_{e}" for e in experiments}
+
+
+def test_the_magnitude_section_is_checked_before_any_job():
+    from diversity_core.settings import config_problems
+
+    assert config_problems({"device": "cuda:1"}) == []  # by name: the job's node may have it
+    assert config_problems({"device": "torch:cpu", "n_ts": 40}) == []
+    [problem] = config_problems({"device": "gpu"})
+    assert problem.startswith("magnitude.device: unknown device 'gpu'")
+    [problem] = config_problems({"target": 1.5})
+    assert "magnitude.target" in problem

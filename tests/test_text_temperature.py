@@ -112,6 +112,46 @@ def test_score_sets_orders_spread_sets_and_handles_identical_responses():
     assert scores["gm_stds"][-1] == 0.0 and scores["iso_score"][-1] == 0.0
 
 
+def test_score_sets_keeps_the_experiments_arithmetic_bit_for_bit():
+    """MagArea and t_conv through the protocol (diversity_core.magnitude.sets) are the bits of the
+    experiment's own arithmetic: settings.convergence_scales of the sets with several distinct
+    responses, settings.reference_free_t_cut of them, settings.mag_areas of every set."""
+    from diversity_core import pairwise_distances
+    from diversity_core.settings import MagnitudeSettings
+
+    rng = np.random.default_rng(5)
+    sets = [rng.normal(size=(10, 32)) * (0.1 + i / 8) for i in range(17)]
+    sets[4][2] = sets[4][7]  # a repeated response
+    sets.append(np.tile(rng.normal(size=32), (10, 1)))  # ten identical responses
+    settings = MagnitudeSettings()
+    distances = [pairwise_distances(X, "cosine") for X in sets]
+    several = np.array([D.max() > 0 for D in distances])
+    t_conv = np.full(len(sets), np.nan)
+    t_conv[several] = settings.convergence_scales([D for D, k in zip(distances, several,
+                                                                     strict=True) if k])
+    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv[several])
+    scores, got_t_cut = protocol.score_sets(sets, settings, measures=["mag_area"])
+    assert got_t_cut == t_cut
+    np.testing.assert_array_equal(scores["t_conv"], t_conv)
+    np.testing.assert_array_equal(scores["mag_area"], settings.mag_areas(distances, t_cut))
+
+
+def test_score_sets_refuses_a_set_it_cannot_measure(monkeypatch):
+    """Only a set of identical responses may lack a convergence scale; any other failure of a
+    set (here: distances the engine refuses) is an error that names the set."""
+    rng = np.random.default_rng(0)
+    sets = [rng.normal(size=(5, 4)) for _ in range(3)]
+    real = protocol.pairwise_distances
+
+    def broken_second(X, metric):
+        D = real(X, metric)
+        return -D if X is sets[1] else D
+
+    monkeypatch.setattr(protocol, "pairwise_distances", broken_second)
+    with pytest.raises(ValueError, match="set 1: .*negative distances"):
+        protocol.score_sets(sets, measures=["mag_area"])
+
+
 def test_score_sets_rejects_unknown_measures_and_all_identical_sets():
     with pytest.raises(ValueError, match="unknown measures"):
         protocol.score_sets([np.eye(3)], measures=["magarea"])
@@ -322,3 +362,50 @@ def test_temperature_caps_are_checked_before_use(tmp_path):
         bad.to_csv(path, index=False)
         with pytest.raises(ValueError, match=message):
             protocol.read_temperature_caps(path)
+
+
+def test_measure_names_and_labels_come_from_the_registry():
+    """The experiment's spelling of each measure maps onto the registry, and its labels are the
+    registry's as the paper shows them (the committed tables and figures: VS, MagArea, ...)."""
+    from diversity_core.measures import MEASURES as REGISTRY
+
+    assert set(protocol.REGISTRY_NAMES) == set(protocol.MEASURES)
+    assert all(name in REGISTRY for name in protocol.REGISTRY_NAMES.values())
+    assert protocol.MEASURE_LABELS == {
+        "mag_area": "MagArea", "vendi": "VS", "avg_sim": "AvgSim", "gm_stds": "GMStds",
+        "gm_stds_unit": "GMStds (unit)", "iso_score": "IsoScore", "dc_score": "DCScore"}
+    assert set(protocol.PAPER_MEASURES) <= set(protocol.MEASURES)
+
+
+def test_figure3_legend_covers_no_data(monkeypatch, tmp_path):
+    """Figure 3's legend lies outside every panel (it used to sit on the prompt panel's points)
+    and inside the figure, on a synthetic R² table of three tasks, three models, every measure."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    try:
+        import text_figures
+    finally:
+        sys.path.pop(0)
+    rng = np.random.default_rng(0)
+    r2 = pd.DataFrame([{"task": task, "model": model, "measure": measure,
+                        "r2_mean": rng.uniform(-0.1, 0.8), "r2_std": 0.05}
+                       for task in ("story", "resp", "prompt")
+                       for model in ("all-mpnet-base-v2", "all-MiniLM-L6-v2", "m3")
+                       for measure in protocol.MEASURES])
+    figures = []
+    monkeypatch.setattr(text_figures, "save_figure", lambda fig, path, pdf=None: figures.append(
+        fig))
+    text_figures.draw_figure3(r2, list(protocol.MEASURES), "generated", tmp_path / "f.png")
+    fig = figures[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 1
+    box = legends[0].get_window_extent(renderer)
+    assert [t.get_text() for t in legends[0].get_texts()] == [
+        protocol.MEASURE_LABELS[m] for m in protocol.MEASURES]
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
+    whole = fig.bbox
+    assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 <= box.y1 <= whole.y1

@@ -9,6 +9,8 @@
 * :mod:`.pins`: what makes an asset pinned, strict mode (the unpinned assets of a pipeline
   configuration: :mod:`diversity_core.experiments.unpinned`);
 * :mod:`.manifest`: the ``.pins.json`` every fetch writes last and every loader checks first;
+* :mod:`.pinned`: the one pinned fetch of an asset kept in a folder of its own (text corpora,
+  sentence models): pins, strict mode, verify-or-fetch into a staged folder, the manifest;
 * :mod:`.cache`: caches written under a lock to unique temporary names, merged with what another
   process wrote, a corrupt one named and rebuilt.
 
@@ -31,6 +33,7 @@ from .fetch import (
     staged_folder,
 )
 from .manifest import MANIFEST, read_manifest, verify_manifest, write_manifest
+from .pinned import PinnedAsset, fetch_pinned, verify_pinned_files
 from .pins import UnpinnedAssetError, require_pinned, strict_assets
 from .verify import (
     RestrictedUnpickler,
@@ -44,6 +47,7 @@ from .verify import (
 
 __all__ = [
     "MANIFEST",
+    "PinnedAsset",
     "RestrictedUnpickler",
     "UnpinnedAssetError",
     "apt_download",
@@ -52,6 +56,7 @@ __all__ = [
     "extract_deb",
     "extract_from_wheel",
     "extract_tar",
+    "fetch_pinned",
     "file_digest",
     "folder_lock",
     "inside",
@@ -68,5 +73,6 @@ __all__ = [
     "update_cache",
     "verify_checksum",
     "verify_manifest",
+    "verify_pinned_files",
     "write_manifest",
 ]

@@ -57,11 +57,11 @@ from ..assets.fetch import (
     extract_deb,
     extract_from_wheel,
     pip_download_wheel,
-    staged_folder,
 )
 from ..assets.hub import HF_ENDPOINT, fetch_hub_files, hub_file_url
-from ..assets.manifest import read_manifest, verify_manifest, write_manifest
-from ..assets.pins import corpus_pin_problems, require_pinned
+from ..assets.manifest import read_manifest, verify_manifest
+from ..assets.pinned import PinnedAsset, fetch_pinned, verify_pinned_files
+from ..assets.pins import corpus_pin_problems
 from ..assets.verify import check_file, inside, relative_name
 
 __all__ = [
@@ -334,24 +334,14 @@ def fetch_corpus(name: str, dest_dir, pins: Mapping | None = None) -> Path:
         corpus, its configuration key and the offline default.
     """
     pins = corpus_pins(name, pins)
-    require_pinned(corpus_pin_problems(pins), asset=f"corpus {name}",
-                   config_key=f"text_assets.corpora.{name}")
-    dest_dir = Path(dest_dir)
-    if dest_dir.exists():
-        verify_corpus(name, dest_dir, pins)
-        # Recorded anew: the folder may predate manifests, or a checksum may have been pinned
-        # since it was fetched.
-        _write_corpus_manifest(name, pins, dest_dir)
-        return dest_dir
-    with staged_folder(dest_dir) as (scratch, staging):
+    asset = _pinned_asset(name, pins)
+
+    def assemble(scratch: Path, staging: Path) -> None:
         for i, source in enumerate(pins["sources"]):
-            try:
-                _fetch_source(source, scratch / f"source{i}", staging, name)
-            except ValueError as exc:
-                raise ValueError(f"corpus {name!r}: {exc}") from exc
-        _write_corpus_manifest(name, pins, staging)
-    log.info("corpus %s: %d files verified in %s", name, len(_pinned_files(pins)), dest_dir)
-    return dest_dir
+            _fetch_source(source, scratch / f"source{i}", staging, name)
+
+    return fetch_pinned(asset, dest_dir, verify=lambda folder: verify_corpus(name, folder, pins),
+                        assemble=assemble, n_files=len(_pinned_files(pins)))
 
 
 def _source_label(source: Mapping) -> str:
@@ -362,10 +352,12 @@ def _source_label(source: Mapping) -> str:
     return f"hf:{source['repo']}@{source['revision']}"
 
 
-def _write_corpus_manifest(name: str, pins: Mapping, folder: Path) -> None:
-    write_manifest(folder, asset=name, config_key=f"text_assets.corpora.{name}",
-                   source=", ".join(map(_source_label, pins["sources"])),
-                   pinned={rel: sha for rel, sha in _pinned_files(pins).items() if sha})
+def _pinned_asset(name: str, pins: Mapping) -> PinnedAsset:
+    # A Hugging Face file pinned as None is recorded as taken on trust (``pinned: false``).
+    return PinnedAsset("corpus", name, f"text_assets.corpora.{name}",
+                       source=", ".join(map(_source_label, pins["sources"])),
+                       pinned={rel: sha for rel, sha in _pinned_files(pins).items() if sha},
+                       problems=corpus_pin_problems(pins))
 
 
 def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None:
@@ -412,20 +404,7 @@ def verify_corpus(name: str, folder, pins: Mapping | None = None) -> None:
     Raises ``ValueError`` naming the corpus and the first missing, altered or escaping file.
     """
     pins = corpus_pins(name, pins)
-    folder = Path(folder)
-    what = f"corpus {name!r}"
-    unpinned = []
-    for file_name, sha256 in _pinned_files(pins).items():
-        path = inside(folder, file_name, what=what)
-        if not path.is_file():
-            raise ValueError(f"corpus {name!r}: {path} is missing; delete {folder} to fetch it "
-                             "again.")
-        if sha256 is None:  # a Hugging Face file not pinned yet: its first-seen digest
-            unpinned.append(file_name)
-            continue
-        check_file(path, sha256, what=what, hint=f" Delete {folder} to fetch it again.")
-    if unpinned:
-        verify_manifest(folder, what=what, files=unpinned)
+    verify_pinned_files(folder, _pinned_files(pins), what=f"corpus {name!r}")
 
 
 def check_corpus(name: str, folder, pins: Mapping | None = None) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DEVICES", "check_device", "resolve_device"]
+from .._memory import available_memory
+
+__all__ = ["DEVICES", "check_device", "resolve_device", "free_memory"]
 
 DEVICES = "cpu, cuda, cuda:N (N = 0, 1, ...) or auto"
 _DEVICE = re.compile(r"cpu|cuda|cuda:[0-9]+|auto", re.ASCII)
@@ -41,3 +43,14 @@ def resolve_device(device: str = "auto") -> str:
                              f"GPU{'s' if count > 1 else ''} (cuda:0"
                              + (f" to cuda:{count - 1})." if count > 1 else ")."))
     return device
+
+
+def free_memory(device: str) -> int:
+    """Bytes free on a torch device now: CUDA's ``torch.cuda.mem_get_info`` for ``cuda`` and
+    ``cuda:N``; for the CPU the host's ``MemAvailable`` (/proc/meminfo), else its physical
+    memory. What the magnitude engine's torch path measures a computation's need against."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    return available_memory()

@@ -33,6 +33,11 @@ import numpy as np
 
 from .. import baselines
 from ..distances import pairwise_distances
+from ..magnitude.sets import measure_sets
+
+# The trapezoid weights of the stored grid belong to the protocol; importable from here as before.
+from ..magnitude.sets import trapezoid_weights as trapezoid_weights
+from ..measures import get_measure
 from ..settings import MagnitudeSettings
 
 __all__ = [
@@ -67,12 +72,13 @@ _BATCH_SETS = 64
 # How an embedding space enters the comparison (models.variants[].preprocessing; preprocess).
 PREPROCESSINGS = ("raw", "pca", "pca_uncentred", "presto")
 
-# Single-number measures, in table order; MagDiff is the one distance between functions.
-SCALAR_MEASURES = ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore")
+# Single-number measures, in table order; MagDiff is the one distance between functions. Names
+# and labels are the registry's (diversity_core.measures); the labels are those of the paper's
+# Table 2 (Measure.in_paper: the Vendi Score is "VS"), which results/models/table2.csv shows.
+SCALAR_MEASURES = tuple(get_measure(name).name for name in
+                        ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore"))
 MEASURES = ("magdiff", *SCALAR_MEASURES)
-MEASURE_LABELS = {"magdiff": "MagDiff", "magarea": "MagArea", "vendi": "VS",
-                  "avgsim": "AvgSim", "gmstds": "GMStds", "isoscore": "IsoScore",
-                  "dcscore": "DCScore"}
+MEASURE_LABELS = {name: get_measure(name).in_paper for name in MEASURES}
 
 
 def select_documents(documents: Sequence[str], n_documents: int, *, min_words: int,
@@ -277,16 +283,19 @@ def scalar_scores(X, *, dcscore_tau: float = 1.0) -> dict[str, float]:
             "dcscore": baselines.dc_score(X, tau=dcscore_tau)}
 
 
-def trapezoid_weights(ts) -> np.ndarray:
-    """Weights ``w`` with ``Σ w_k f(t_k) = trapezoid(f, ts)`` for increasing scales ``ts``."""
-    ts = np.asarray(ts, dtype=np.float64)
-    if ts.ndim != 1 or len(ts) < 2 or np.any(np.diff(ts) <= 0):
-        raise ValueError("ts must be at least two increasing scales.")
-    w = np.zeros_like(ts)
-    steps = np.diff(ts)
-    w[:-1] += steps / 2
-    w[1:] += steps / 2
-    return w
+class _LazyDistances(Sequence):
+    """The sets' distance matrices, each formed when read (``pairwise_distances``): with
+    :func:`~diversity_core.magnitude.sets.measure_sets`' ``chunk_size``, only one chunk of them
+    exists at a time."""
+
+    def __init__(self, spaces: Sequence[np.ndarray], metric: str):
+        self.spaces, self.metric = spaces, metric
+
+    def __len__(self) -> int:
+        return len(self.spaces)
+
+    def __getitem__(self, i):
+        return pairwise_distances(self.spaces[i], self.metric)
 
 
 def summarise_sets(spaces: Sequence[np.ndarray], settings: MagnitudeSettings, *,
@@ -297,7 +306,8 @@ def summarise_sets(spaces: Sequence[np.ndarray], settings: MagnitudeSettings, *,
     Parameters
     ----------
     spaces : m arrays of shape (n_i, d_i): the subsampled embedding sets
-    settings : magnitude conventions (convergence target and tolerance, ``n_ts``)
+    settings : magnitude conventions (convergence target and tolerance, ``n_ts``; not
+        ``integration`` nor ``integration_rtol``: see below)
     metric : distance of magnitude (``cosine`` or ``euclidean``)
 
     Returns
@@ -305,34 +315,31 @@ def summarise_sets(spaces: Sequence[np.ndarray], settings: MagnitudeSettings, *,
     dict with ``ts`` (n_ts,), ``functions`` (m, n_ts), ``t_conv`` (m,), ``t_cut`` (),
     and one (m,) array per measure of :data:`SCALAR_MEASURES` (MagArea: the trapezoid integral
     of the stored function, in effective points × scale).
-    """
-    from tqdm.auto import tqdm
 
+    The protocol is :func:`~diversity_core.magnitude.sets.measure_sets` (t_cut the median
+    convergence scale) with ``area_rule="grid_trapezoid"``: MagArea is the trapezoid rule on
+    the stored grid ``linspace(0, t_cut, n_ts)``, the grid MagDiff is computed on, as in the
+    paper (one shared stored grid for both measures); ``magnitude.integration`` is not honoured
+    here (an integral to ``integration_rtol`` would change the committed tables).
+    """
     # Two passes over chunks of sets, so that the distance matrices never all sit in memory
     # (1,200 of them of 300 x 300 points would take 860 MB): convergence scales first, then the
     # functions; each chunk is one batch (diversity_core.magnitude._batch).
-    chunks = [range(start, min(start + _BATCH_SETS, len(spaces)))
-              for start in range(0, len(spaces), _BATCH_SETS)]
-
-    def batches(desc):
-        with tqdm(total=len(spaces), desc=desc, disable=not progress, mininterval=10.0) as bar:
-            for chunk in chunks:
-                yield chunk, [pairwise_distances(spaces[i], metric) for i in chunk]
-                bar.update(len(chunk))
-
-    t_conv = np.concatenate([settings.convergence_scales(distances)
-                             for _, distances in batches("convergence scales")])
-    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv)
-    functions = np.empty((len(spaces), settings.n_ts))
-    for chunk, distances in batches("magnitude functions"):
-        functions[chunk.start:chunk.stop], ts = settings.magnitude_functions(distances, t_cut)
+    mag = measure_sets(_LazyDistances(spaces, metric), **settings.as_dict(), functions=True,
+                       area_rule="grid_trapezoid", chunk_size=_BATCH_SETS,
+                       progress=progress)
+    failed = {i: mag.failure(i) for i in range(len(spaces)) if mag.failure(i)}
+    if failed:  # every set must have a convergence scale and a function, as it always had to
+        raise ValueError("; ".join(f"set {i}: {why}" for i, why in failed.items()))
+    for line in mag.warning_lines():
+        log.warning("%s", line)
     scores = {name: np.empty(len(spaces)) for name in SCALAR_MEASURES}
     for i, X in enumerate(spaces):
         for name, value in scalar_scores(X, dcscore_tau=dcscore_tau).items():
             scores[name][i] = value
-    scores["magarea"] = functions @ trapezoid_weights(ts)
-    return {"ts": ts, "functions": functions, "t_conv": t_conv, "t_cut": np.float64(t_cut),
-            **scores}
+    scores["magarea"] = mag.areas
+    return {"ts": mag.ts, "functions": mag.functions, "t_conv": mag.t_conv,
+            "t_cut": np.float64(mag.t_cut), **scores}
 
 
 def magdiff_matrix(functions, ts) -> np.ndarray:

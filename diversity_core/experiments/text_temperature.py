@@ -54,6 +54,8 @@ import numpy as np
 
 from ..baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from ..distances import pairwise_distances
+from ..magnitude.sets import measure_sets
+from ..measures import get_measure
 from ..settings import MagnitudeSettings
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ __all__ = [
     "MEASURES",
     "MEASURE_LABELS",
     "PAPER_MEASURES",
+    "REGISTRY_NAMES",
     "PAPER_RESULTS",
     "score_sets",
     "isotonic_cv_r2",
@@ -78,10 +81,18 @@ __all__ = [
     "CAP_COLUMNS",
 ]
 
-MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds", "gm_stds_unit", "iso_score", "dc_score")
-MEASURE_LABELS = {"mag_area": "MagArea", "vendi": "VS", "avg_sim": "AvgSim", "gm_stds": "GMStds",
-                  "gm_stds_unit": "GMStds (unit)", "iso_score": "IsoScore",
-                  "dc_score": "DCScore"}
+# The experiment's names of its measures: the configuration's ``text.measures`` and the committed
+# tables (results/text/*.csv: rows and headers such as ``mag_area``) spell them so. Each is the
+# registry's measure (diversity_core.measures) under this spelling; ``gm_stds_unit`` (GMStds of
+# the L2-normalised vectors) is the experiment's own variant of ``gmstds``.
+REGISTRY_NAMES = {"mag_area": "magarea", "vendi": "vendi", "avg_sim": "avgsim",
+                  "gm_stds": "gmstds", "gm_stds_unit": "gmstds", "iso_score": "isoscore",
+                  "dc_score": "dcscore"}
+MEASURES = tuple(REGISTRY_NAMES)
+# Labels of the figures: the registry's as the paper shows them (Figure 3: the Vendi Score is
+# "VS"; Measure.in_paper), and the variant marked.
+MEASURE_LABELS = {name: get_measure(REGISTRY_NAMES[name]).in_paper
+                  + (" (unit)" if name == "gm_stds_unit" else "") for name in MEASURES}
 # The measures of the paper's Figure 3 and of its ranking.
 PAPER_MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds")
 
@@ -138,16 +149,20 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
     settings = settings or MagnitudeSettings()
     embeddings = [np.asarray(X, dtype=np.float64) for X in embeddings]
     distances = [pairwise_distances(X, "cosine") for X in embeddings]
-    # A set of identical responses (all distances 0: one distinct point) has no convergence
-    # scale; every other set's is computed in one batch (diversity_core.magnitude._batch).
-    several = np.array([D.max() > 0 for D in distances])
-    if not several.any():
+    # The reference-free protocol, written once (diversity_core.magnitude.sets): every set's
+    # convergence scale in one batch, t_cut their median (a set of identical responses, one
+    # distinct point, has none and is left out), every MagArea on [0, t_cut] in one batch.
+    mag = measure_sets(distances, **settings.as_dict(), areas="mag_area" in measures)
+    if mag.t_cut is None:
         raise ValueError("every set has a single distinct response: no convergence scale, "
                          "no t_cut.")
-    t_conv = np.full(len(distances), np.nan)
-    t_conv[several] = settings.convergence_scales(
-        [D for D, keep in zip(distances, several, strict=True) if keep])
-    t_cut = settings.reference_free_t_cut(convergence_scales=t_conv[several])
+    failed = {i: mag.failure(i) for i in range(len(distances))
+              if mag.failure(i) and mag.n_distinct[i] != 1}
+    if failed:  # anything but a single distinct response is a fault, as it always was
+        raise ValueError("; ".join(f"set {i}: {why}" for i, why in failed.items()))
+    for line in mag.warning_lines():
+        log.warning("%s", line)
+    t_conv, t_cut = mag.t_conv, mag.t_cut
     functions = {
         "vendi": lambda X: vendi_score(X, "cosine"),
         "avg_sim": avg_sim,
@@ -156,7 +171,7 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
         "iso_score": _iso_score_or_zero,
         "dc_score": lambda X: dc_score(X, tau=dc_tau, kernel="cosine"),
     }
-    scores = {m: (settings.mag_areas(distances, t_cut) if m == "mag_area"
+    scores = {m: (mag.areas if m == "mag_area"
                   else np.array([functions[m](X) for X in embeddings]))
               for m in measures}
     scores["t_conv"] = t_conv

@@ -74,6 +74,11 @@ def gumbel_temperature_processor(temperatures, seeds, device="cpu"):
     takes is then a draw from ``softmax(scores_i / T_i)`` (the Gumbel-max trick). transformers'
     own sampling takes one temperature per call and one random stream per batch; this gives every
     row its own temperature and its own reproducible stream.
+
+    The generators and the noise live on the CPU whatever ``device`` the model runs on (the
+    noise is moved to the scores' device): CUDA's generators draw other numbers from the same
+    seed, so a GPU run would otherwise sample other responses than the CPU run even where its
+    logits agree. On the CPU this is the computation it always was (the same tokens).
     """
     import torch
     from transformers import LogitsProcessor
@@ -84,17 +89,17 @@ def gumbel_temperature_processor(temperatures, seeds, device="cpu"):
                                                 device=device)
             if torch.any(self.temperatures <= 0):
                 raise ValueError("temperatures must be positive.")
-            self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+            self.generators = [torch.Generator(device="cpu").manual_seed(int(s)) for s in seeds]
 
         def __call__(self, input_ids, scores):
             if scores.shape[0] != len(self.generators):
                 raise ValueError(f"batch of {scores.shape[0]} rows, {len(self.generators)} "
                                  "random streams.")
-            uniform = torch.stack([
-                torch.rand(scores.shape[1], generator=g, device=scores.device)
-                for g in self.generators])
+            uniform = torch.stack([torch.rand(scores.shape[1], generator=g)
+                                   for g in self.generators])
+            # The logarithms on the CPU too: the noise then has the same bits on every device.
             gumbel = -torch.log(-torch.log(uniform.clamp_(min=1e-20, max=1.0 - 1e-7)))
-            return scores.float() / self.temperatures[:, None] + gumbel
+            return scores.float() / self.temperatures[:, None] + gumbel.to(scores.device)
 
     return GumbelTemperature()
 

@@ -52,26 +52,47 @@ How it is computed, and why it differs from the authors' ``magnipy``:
   kernel (Schur product theorem). It can still be numerically singular at small ``t`` when there
   are many more points than dimensions, which is where the fallback then applies.
 
-The package's modules: :mod:`~diversity_core.magnitude.api` (the functions below),
-``_space`` (:class:`MagnitudeSpace` and the cache of prepared spaces), ``_solver`` (the dense
-linear algebra at one scale; :data:`EXPONENTIAL` names the routine that forms exp(-tD)),
-``_vexp`` (compiled, see ``_vexp.c``: glibc's vector exponential), ``_quadrature`` (MagArea's
-integral and :class:`ScaleGrid`).
+The package's modules, from the top down (none imports one above it: no import cycles):
+
+* :mod:`~diversity_core.magnitude.api`: the public functions below (and the defaults,
+  re-exported from ``_common``); ``sets``: the reference-free protocol for many sets; ``_torch``
+  (and ``_torch_batch``): the torch (GPU) path, a space class with the same interface;
+* ``_batch``: many spaces at once (validation, grouping by size, the searches and integrals
+  advanced together); ``_batch_solve``: its stacked and looped solvers at one scale;
+  ``_lapack``: LAPACK on packed triangles without the GIL;
+* ``_large``: :class:`LargeMagnitudeSpace`, the large-n path (float32 distances, products formed
+  on the fly);
+* ``_space``: :class:`MagnitudeSpace` (validated, de-duplicated, every evaluated scale
+  remembered), the operations every space offers, and the cache of prepared spaces;
+* ``_solver``: the dense solvers of one space at one scale (conjugate gradients, Cholesky,
+  mixed precision, the fallbacks); ``_similarity``: its similarity buffer (exp(-tD) by
+  exponentials, by a shift from a nearby scale, or from MagArea's pairs of scales);
+  ``_elementwise``: the row-block passes that form, shift and copy exp(-tD) on threads, and the
+  exponential (:data:`EXPONENTIAL` names its routine; ``_vexp``, compiled from ``_vexp.c``:
+  glibc's vector exponential); ``_cg``: conjugate gradients, one routine for the dense and the
+  large-n path;
+* ``_search``: the convergence-scale search; ``_quadrature``: MagArea's integral (the
+  Clenshaw–Curtis levels, for one space or a batch) and :class:`ScaleGrid`;
+* ``_common``: what all share, written once: the defaults, :class:`MagnitudeWarning`, the
+  duplicate tolerance and merge, the exponent floors, and the thread count.
 """
 
 from __future__ import annotations
 
 from ._batch import MagnitudeBatchError
+from ._common import MagnitudeWarning
+from ._elementwise import EXPONENTIAL as EXPONENTIAL
 from ._large import LargeMagnitudeSpace
 
 # The option tuples and defaults are public too (the settings and the CLI read them).
 from ._quadrature import INTEGRATION_METHODS as INTEGRATION_METHODS
 from ._quadrature import ScaleGrid
-from ._solver import EXPONENTIAL as EXPONENTIAL
 from ._solver import PRECISIONS as PRECISIONS
 from ._solver import SOLVERS as SOLVERS
-from ._solver import MagnitudeWarning
 from ._space import MagnitudeSpace, clear_cache
+from ._torch import ENGINE_DEVICES as ENGINE_DEVICES
+from ._torch import TorchMagnitudeSpace, resolve_engine_device, space_on_device
+from ._torch_batch import TorchMagnitudeBatch, batch_on_device
 from .api import DEFAULT_INTEGRATION as DEFAULT_INTEGRATION
 from .api import DEFAULT_INTEGRATION_RTOL as DEFAULT_INTEGRATION_RTOL
 from .api import DEFAULT_N_TS as DEFAULT_N_TS
@@ -95,6 +116,8 @@ from .api import (
     reference_free_t_cut,
     space_path,
 )
+from .sets import AREA_RULES as AREA_RULES
+from .sets import MedianTCut, SetMagnitudes, measure_sets, trapezoid_weights
 
 __all__ = [
     "MagnitudeSpace",
@@ -119,4 +142,15 @@ __all__ = [
     "LargeMagnitudeSpace",
     "ScaleGrid",
     "clear_cache",
+    # many sets on one integration limit: the reference-free protocol (issue 34)
+    "measure_sets",
+    "SetMagnitudes",
+    "MedianTCut",
+    "trapezoid_weights",
+    # the torch path (CUDA, or the CPU to check it; issue 36)
+    "resolve_engine_device",
+    "space_on_device",
+    "batch_on_device",
+    "TorchMagnitudeSpace",
+    "TorchMagnitudeBatch",
 ]

@@ -14,13 +14,14 @@ overhead and one LAPACK call per scale dominate such small spaces. Here:
   solve for up to ``_STACKED_MAX_POINTS`` points (one C call per chunk, no Python per member),
   and LAPACK member by member above that, through SciPy's Cython table without the GIL (3 times
   as fast per matrix as NumPy's stacked routines at 300 points: 0.30 against 0.95 ms), on one
-  packed triangle (:func:`_looped_values`), MagArea's pairs of scales t, T - t formed from each
-  other;
+  packed triangle, MagArea's pairs of scales t, T - t formed from each other (these solvers
+  at one scale: ``_batch_solve``; the LAPACK calls: ``_lapack``);
 * members prepared once for a sequence of batch calls on the same matrices
   (:func:`_prepared_batch`);
 * the convergence-scale searches advance together, each by the same safeguarded Newton steps as
   a single space (``_search._ScaleSearch``), and the Clenshaw–Curtis levels of the integral are
-  the single space's (``_quadrature``), evaluated for all members sharing ``t_cut`` at once;
+  the single space's loop (``_quadrature._cc_levels``), evaluated for all members sharing
+  ``t_cut`` at once;
 * members of ``_BATCH_MAX_POINTS`` distinct points or more take the single-space path unchanged
   (conjugate gradients pay off there), and so does any member whose similarity matrix is not
   numerically positive definite at some scale (the fallback solvers, their warning naming the
@@ -33,55 +34,36 @@ search that does not converge) does not stop the others: see :class:`MagnitudeBa
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import functools
-import os
 import warnings
-from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack
 
 from .._validation import check_scales
-from ._quadrature import (
-    _CC_LEVELS,
-    INTEGRATION_METHODS,
-    _cc_nodes,
-    _cc_refine,
-    _cc_rule,
-    _integrate,
-)
-from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch
-from ._solver import (
-    _CG_MIN_POINTS,
-    _EXPONENT_FLOOR,
+from ._batch_solve import _STACKED_MAX_POINTS, _looped_slopes, _looped_values, _stacked_solve
+from ._common import (
+    DEFAULT_MAX_ITER,
+    DUPLICATE_RTOL,
     MagnitudeWarning,
-    _executor,
-    _exp_inplace,
-    _exponentials,
-    _single_threaded_if,
-    _threadpools,
+    allowed_threads,
+    map_threads,
+    single_threaded_if,
 )
+from ._quadrature import _CC_LEVELS, _cc_levels, _cc_refine, _integrate, check_integration
+from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch
+from ._solver import _CG_MIN_POINTS
 from ._space import (
     _CACHE_BYTES,
-    _DUPLICATE_RTOL,
     MagnitudeSpace,
     _content_key,
     _prepared_batches,
     _prepared_lock,
 )
 
-# Members of up to this many distinct points are solved by NumPy's stacked linear algebra (one
-# call per chunk of matrices); above it, by SciPy's LAPACK wrappers one matrix at a time. At 10
-# points a stacked Cholesky cost 0.4 µs per matrix and SciPy's dpotrf + dtrtrs 2.1 µs (call
-# overhead); at 100 points the two were even, at 300 points SciPy's was 3 times faster.
-_STACKED_MAX_POINTS = 64
 # From this many distinct points on, a member takes the single-space path (conjugate gradients,
 # see _solver), which is faster there than any stacking.
 _BATCH_MAX_POINTS = _CG_MIN_POINTS
-# Similarity entries per stacked chunk: 8 MiB of float64, whatever the members' size.
-_CHUNK_ENTRIES = 1 << 20
 # Work (matrices × size³) below which a batch evaluation stays on one thread.
 _MIN_WORK = 1 << 22
 ERRORS = ("raise", "nan")
@@ -131,7 +113,39 @@ class _Group:
         return 5.0 / np.median(off.min(axis=2), axis=1)
 
 
-class _Batch:
+class PreparedBatch:
+    """What the batch functions below need of a prepared batch of m spaces: the NumPy engine's
+    :class:`_Batch`, and the torch path's ``_torch_batch.TorchMagnitudeBatch``, which runs the
+    same functions (one search, one quadrature) on another device.
+
+    Attributes: ``m``; ``failures`` (member -> why it has no result); ``ok`` (m,) bool;
+    ``n_points``, ``n_unique`` (m,) ints; ``D`` (each member's de-duplicated distance matrix,
+    None where it failed); ``single`` (members measured on their own single-space path,
+    :meth:`space`; none on the torch path).
+    """
+
+    single: list[int] = []
+
+    def evaluate(self, idx, ts, *, derivative: bool = False, complement: float | None = None):
+        """(Mag, dMag/dt or None) of member ``idx[k]`` at scale ``ts[k] > 0``: arrays of
+        len(idx). ``complement``: a scale T whose nodes come in pairs t, T - t (a hint)."""
+        raise NotImplementedError
+
+    def initial_scales(self):
+        """(member, first scale of its convergence-scale search) of every valid member, in the
+        order the searches are run; NaN for a member of one distinct point."""
+        raise NotImplementedError
+
+    def known_magnitude(self, i: int, t: float) -> float | None:
+        """Mag of member ``i`` at ``t`` where it is known without a solve, else None."""
+        return None
+
+    def space(self, i: int):
+        """Member ``i`` as a prepared single space (for the members in ``single``)."""
+        raise NotImplementedError
+
+
+class _Batch(PreparedBatch):
     """The members of a batch, validated and de-duplicated, and how to evaluate them."""
 
     def __init__(self, spaces):
@@ -209,7 +223,7 @@ class _Batch:
             asym = np.abs(Ds - Ds.transpose(0, 2, 1)).max(axis=(1, 2))
             valid = (finite & (Ds.min(axis=(1, 2)) >= 0) & (diag <= 1e-10 * scale)
                      & (asym <= 1e-10 * scale))
-            close = Ds <= (_DUPLICATE_RTOL * D_max)[:, None, None]
+            close = Ds <= (DUPLICATE_RTOL * D_max)[:, None, None]
         close[:, np.arange(n), np.arange(n)] = False
         plain = valid & ~close.any(axis=(1, 2))
         for k, (i, A) in enumerate(items):
@@ -220,6 +234,20 @@ class _Batch:
                 self._construct(i, A)
 
     # -- evaluation -------------------------------------------------------------------------
+    def initial_scales(self):
+        for group in self.groups:
+            if group.size == 1:
+                yield from ((int(i), np.nan) for i in group.members)
+                continue
+            yield from zip(group.members.tolist(), group.initial_scales(), strict=True)
+        for i in self.single:
+            yield i, _initial_scale(self.D[i])
+
+    def known_magnitude(self, i: int, t: float) -> float | None:
+        """What the caller's own space has evaluated already (see
+        :meth:`MagnitudeSpace.known_magnitude`)."""
+        return self.spaces[i].known_magnitude(t) if self.given[i] else None
+
     def space(self, i: int) -> MagnitudeSpace:
         """Member i as a prepared space (made from its de-duplicated matrix on first need)."""
         if self.spaces[i] is None:
@@ -231,8 +259,8 @@ class _Batch:
 
         ``complement``: a scale T for which the scales of a member come in pairs t, T - t (the
         Chebyshev nodes of [0, T]), which the looped solver forms from each other (see
-        :func:`_looped_values`). Members of the single-space path are evaluated in the order
-        given."""
+        ``_batch_solve._looped_values``). Members of the single-space path are evaluated in the
+        order given."""
         idx = np.asarray(idx, dtype=np.intp)
         ts = np.asarray(ts, dtype=np.float64)
         mag = np.empty(len(idx))
@@ -255,18 +283,14 @@ class _Batch:
                 dmag[k] = d
         for k, i in enumerate(idx):  # what the caller's own spaces evaluated, they remember
             if self.given[i]:
-                self.spaces[i]._cache.setdefault(float(ts[k]), float(mag[k]))
+                self.spaces[i].record_magnitude(float(ts[k]), float(mag[k]))
         return mag, dmag
 
     def _evaluate_single(self, i: int, t: float, derivative: bool):
         space = self.space(i)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = (space.magnitude_and_derivative(t) if derivative
-                      else (space.magnitude(t), None))
-        for w in caught:  # the member's warnings, naming the member
-            warnings.warn_explicit(f"member {i}: {w.message}", w.category, w.filename, w.lineno)
-        return result
+        with _member_warnings(i):
+            return (space.magnitude_and_derivative(t) if derivative
+                    else (space.magnitude(t), None))
 
     def _evaluate_group(self, group: _Group, rows, ts, derivative: bool, complement):
         """Mag (dMag/dt) of the group's members ``rows`` at ``ts``, and which were solved."""
@@ -279,26 +303,24 @@ class _Batch:
         # Contiguous shares of the work on the allowed threads: NumPy's stacked routines and
         # ufuncs release the GIL, and so do the ctypes calls of the looped solvers. A share ends
         # where a member's run of scales does (its pairs of scales stay together).
-        threads = min(_thread_count(), max(1, len(rows) * group.size**3 // _MIN_WORK))
+        threads = min(allowed_threads(), max(1, len(rows) * group.size**3 // _MIN_WORK))
         bounds = np.linspace(0, len(rows), threads + 1).astype(int)
         for k in range(1, threads):
             while 0 < bounds[k] < len(rows) and rows[bounds[k]] == rows[bounds[k] - 1]:
                 bounds[k] += 1
         parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
-        with _single_threaded_if(True):  # small matrices: one BLAS thread each is fastest
-            if len(parts) == 1:
-                results = [solve(group, rows, ts)]
-            else:
-                results = list(_executor(os.getpid()).map(
-                    lambda part: solve(group, rows[part], ts[part]), parts))
+        with single_threaded_if(True):  # small matrices: one BLAS thread each is fastest
+            results = map_threads(lambda part: solve(group, rows[part], ts[part]), parts,
+                                  len(parts))
         values = np.concatenate([r[0] for r in results])
         slopes = np.concatenate([r[1] for r in results]) if derivative else None
         solved = np.concatenate([r[2] for r in results])
         return values, slopes, solved
 
 
-def _prepared_batch(spaces) -> _Batch:
-    """The :class:`_Batch` of ``spaces``: the last one prepared if it had the same inputs.
+def _prepared_batch(spaces) -> PreparedBatch:
+    """The :class:`_Batch` of ``spaces``: the last one prepared if it had the same inputs (a
+    :class:`PreparedBatch` given is used as it is).
 
     The reference-free protocol calls ``convergence_scales`` and then ``mag_areas`` on the same
     matrices; preparing them (checks, duplicates, groups) cost 0.08 to 0.1 s of about 3 for 200
@@ -307,6 +329,8 @@ def _prepared_batch(spaces) -> _Batch:
     members), so a matrix changed in place in between is prepared afresh. Only plain float64
     matrices, up to ``_CACHE_BYTES`` in all, and one batch at a time.
     """
+    if isinstance(spaces, PreparedBatch):
+        return spaces
     if isinstance(spaces, MagnitudeSpace) or (isinstance(spaces, np.ndarray)
                                                and spaces.ndim != 3):
         return _Batch(spaces)  # which says why not
@@ -323,278 +347,6 @@ def _prepared_batch(spaces) -> _Batch:
             _prepared_batches.clear()
             _prepared_batches[key] = batch
     return batch
-
-
-def _thread_count() -> int:
-    """Threads a batch may use: as many as BLAS is allowed (a Snakemake job's ``threads``, an
-    OMP_NUM_THREADS), which the caller's limits set."""
-    return max((c.num_threads for c in _threadpools().select(user_api="blas").lib_controllers),
-               default=1)
-
-
-def _stacked_solve(group: _Group, rows, ts, *, derivative: bool):
-    """Mag (and wᵀ(D∘Z)w) of members ``rows`` of a group of small distance matrices (stacked)
-    at scales ``ts``, in chunks of ``_CHUNK_ENTRIES``; ``solved`` is False where a similarity
-    matrix is not numerically positive definite (NumPy's Cholesky fails)."""
-    D_all = group.D
-    P, m = len(rows), D_all.shape[1]
-    values = np.full(P, np.nan)
-    slopes = np.zeros(P) if derivative else None
-    solved = np.ones(P, dtype=bool)
-    chunk = max(1, _CHUNK_ENTRIES // (m * m))
-    for start in range(0, P, chunk):
-        part = slice(start, start + chunk)
-        D = D_all[rows[part]]
-        # exp(-tD) as the single-space fill forms it (exponent clamped at -345).
-        Z = D * (-ts[part])[:, None, None]
-        np.maximum(Z, -_EXPONENT_FLOOR, out=Z)
-        _exp_inplace(Z)
-        ok = np.ones(len(Z), dtype=bool)
-        try:
-            np.linalg.cholesky(Z)
-        except np.linalg.LinAlgError:  # which ones? (the stacked call does not say)
-            for p in range(len(Z)):
-                try:
-                    np.linalg.cholesky(Z[p])
-                except np.linalg.LinAlgError:
-                    ok[p] = False
-        solved[part] = ok
-        if ok.all():
-            w = np.linalg.solve(Z, np.ones((len(Z), m, 1)))[..., 0]
-            values[part] = w.sum(axis=1)
-            if derivative:
-                slopes[part] = np.einsum("pi,pij,pj->p", w, D * Z, w)
-        elif ok.any():
-            w = np.linalg.solve(Z[ok], np.ones((int(ok.sum()), m, 1)))[..., 0]
-            values[part][ok] = w.sum(axis=1)
-            if derivative:
-                slopes[part][ok] = np.einsum("pi,pij,pj->p", w, D[ok] * Z[ok], w)
-    return values, slopes, solved
-
-
-def _looped_values(group: _Group, rows, ts, complement: float | None = None):
-    """As :func:`_stacked_solve` without the derivative, matrix by matrix: ``Mag = ‖L⁻¹1‖²``
-    with the Cholesky factor L of Z = exp(-tD) in rectangular full packed format (LAPACK's
-    dpftrf and dtfsm), the n(n + 1)/2 entries of one triangle in one contiguous array.
-
-    Why packed: exponentials are much of a solve's cost where NumPy's float64 exp is scalar
-    (without AVX-512: 6 to 8 ns an entry here, against 0.4 ms for the factorisation of 300
-    points), and the packed triangle is formed by one product and one exp over exactly half the
-    entries, in a buffer that stays in cache for its factorisation. A solve is six calls that
-    release the GIL instead of thirty (the row blocks of a full-storage triangle), which is what
-    two threads contend on: at 300 points, 0.55 against 0.73 ms a matrix on two threads here
-    (dpftrf itself took 0.36 against dpotrf's 0.41 ms). The results differ from full storage's
-    by round-off (at most 7e-16 relative in the magnitudes of 300-point cosine sets).
-
-    ``complement`` T: the scales of a member come in pairs t, T - t about T/2 (MagArea's
-    Chebyshev nodes of [0, T]). Then exp(-(T - t)D) = exp(-TD) / exp(-tD), one division an entry
-    instead of an exponential, and exp(-TD/2) = sqrt(exp(-TD)). Those entries are off the
-    exponential's by a few units in the last place; only scales of T/2 and above are formed so,
-    where Z is well conditioned, and not where exp(-TD) meets its floor (``_EXPONENT_FLOOR``),
-    which would break the identity.
-    """
-    P, m = len(rows), group.size
-    lapack_calls = _gil_free_lapack() or _scipy_lapack()
-    values = np.full(P, np.nan)
-    solved = np.ones(P, dtype=bool)
-    done = np.zeros(P, dtype=bool)
-    codes = (_complements(rows, ts, complement) if complement is not None
-             else np.full(P, _PLAIN, dtype=np.intp))
-    packed = m * (m + 1) // 2
-    Z, Z_pair = np.empty(packed), np.empty(packed)
-    Z_T = Z_T_row = D_row = D = None
-
-    def solve(p: int, Z: np.ndarray) -> None:  # Z is overwritten by its factor
-        done[p] = True
-        if not lapack_calls.pftrf(Z, m):
-            solved[p] = False
-            return
-        v = lapack_calls.tfsm(Z, np.ones(m), False)
-        values[p] = v @ v
-
-    for p in range(P):
-        if done[p]:  # as the partner of an earlier scale
-            continue
-        r, t = int(rows[p]), float(ts[p])
-        if D_row != r:
-            D, D_row = _packed(group.D[r]), r
-        if codes[p] == _PLAIN or complement * group.D_max[r] > _EXPONENT_FLOOR:
-            _exponentials(D, t, Z, clamp=t * group.D_max[r] > _EXPONENT_FLOOR)
-            solve(p, Z)
-            continue
-        if Z_T_row != r:
-            Z_T = np.empty(packed) if Z_T is None else Z_T
-            _exponentials(D, complement, Z_T, clamp=False)
-            Z_T_row = r
-        q = codes[p]
-        if q == _WHOLE:
-            np.copyto(Z_pair, Z_T)
-            solve(p, Z_pair)
-        elif q == _HALF:
-            np.sqrt(Z_T, out=Z_pair)
-            solve(p, Z_pair)
-        else:  # the smaller of t, T - t by exponentials, the larger by division
-            low, high = (p, q) if t < ts[q] else (q, p)
-            _exponentials(D, float(ts[low]), Z, clamp=False)
-            np.divide(Z_T, Z, out=Z_pair)
-            solve(low, Z)
-            solve(high, Z_pair)
-    return values, None, solved
-
-
-def _packed(D: np.ndarray) -> np.ndarray:
-    """The upper triangle (C order) of D in rectangular full packed format: LAPACK's "L"
-    triangle of the Fortran view, with TRANSR = "N"."""
-    packed, info = lapack.dtrttf(D.T, transr="N", uplo="L")
-    if info != 0:
-        raise RuntimeError(f"LAPACK dtrttf failed (info={info}).")
-    return packed
-
-
-def _looped_slopes(group: _Group, rows, ts):
-    """Mag and dMag/dt matrix by matrix, Z = exp(-tD) packed as in :func:`_looped_values`:
-    ``w = L⁻ᵀ L⁻¹ 1`` (dpftrf, dtfsm), ``Mag = Σ w``, ``dMag/dt = wᵀ (D∘Z) w`` with D∘Z formed
-    packed and unpacked to one triangle (dtfttr): ``wᵀ A w = 2 wᵀ U w − Σ A_ii w_i²`` for the
-    upper triangle U of a symmetric A. Against full storage (exponentials of both triangles,
-    dpotrf, dtrtrs): 0.75 against 0.86 ms a solve at 300 points on two threads here (medians of
-    10 alternating runs of 200 members); the results differ by round-off.
-    """
-    P, m = len(rows), group.size
-    lapack_calls = _gil_free_lapack() or _scipy_lapack()
-    values = np.full(P, np.nan)
-    slopes = np.zeros(P)
-    solved = np.ones(P, dtype=bool)
-    packed = m * (m + 1) // 2
-    Z, DZ = np.empty(packed), np.empty(packed)
-    DZ_upper = np.zeros((m, m))  # unpacked D∘Z: its strict lower triangle stays 0
-    D_row = D = None
-    for p in range(P):
-        r, t = int(rows[p]), float(ts[p])
-        if D_row != r:
-            D, D_row = _packed(group.D[r]), r
-        _exponentials(D, t, Z, clamp=t * group.D_max[r] > _EXPONENT_FLOOR)
-        np.multiply(D, Z, out=DZ)
-        if not lapack_calls.pftrf(Z, m):
-            solved[p] = False
-            continue
-        w = lapack_calls.tfsm(Z, lapack_calls.tfsm(Z, np.ones(m), False), True)
-        values[p] = w.sum()
-        lapack_calls.tfttr(DZ, DZ_upper)
-        slopes[p] = 2.0 * (w @ (DZ_upper @ w)) - np.diagonal(DZ_upper) @ (w * w)
-    return values, slopes, solved
-
-
-# Codes of _complements besides a partner's index.
-_PLAIN, _WHOLE, _HALF = -1, -2, -3
-
-
-def _complements(rows, ts, T: float) -> np.ndarray:
-    """For each scale, the index of the same member's scale T - t (the two within a few units in
-    the last place of T), or ``_WHOLE`` where t = T, ``_HALF`` where t = T/2, ``_PLAIN`` else."""
-    codes = np.full(len(ts), _PLAIN, dtype=np.intp)
-    tol = 8 * np.spacing(T)
-    by_row: dict[int, list[int]] = {}
-    for p, r in enumerate(rows.tolist()):
-        by_row.setdefault(r, []).append(p)
-    for items in by_row.values():
-        items.sort(key=lambda p: ts[p])
-        lo, hi = 0, len(items) - 1
-        while lo < hi:  # the smallest and largest left: a pair, or one of them has none
-            a, b = items[lo], items[hi]
-            gap = ts[a] + ts[b] - T
-            if abs(gap) <= tol:
-                codes[a], codes[b] = b, a
-                lo, hi = lo + 1, hi - 1
-            elif gap < 0:
-                lo += 1
-            else:
-                hi -= 1
-        for p in items:
-            if codes[p] == _PLAIN and ts[p] == T:
-                codes[p] = _WHOLE
-            elif codes[p] == _PLAIN and abs(2 * ts[p] - T) <= tol:
-                codes[p] = _HALF
-    return codes
-
-
-class _LapackCalls(NamedTuple):
-    """The LAPACK routines of the looped solvers, on a C-ordered buffer (see their callers)."""
-
-    pftrf: Callable  # pftrf(Z, n) -> bool: Cholesky in place, packed (see _packed)
-    tfsm: Callable  # tfsm(L, b, transpose) -> x: L x = b (Lᵀ x = b), L packed; b overwritten
-    tfttr: Callable  # tfttr(Z, out): packed Z -> the upper triangle (C order) of out
-
-
-def _scipy_lapack() -> _LapackCalls:
-    """The routines through SciPy's wrappers (which hold the GIL)."""
-
-    def pftrf(Z, n):
-        _, info = lapack.dpftrf(n, Z, transr="N", uplo="L", overwrite_a=1)
-        return info == 0
-
-    def tfsm(L, b, transpose):
-        return lapack.dtfsm(1.0, L, b[:, None], transr="N", side="L", uplo="L",
-                            trans="T" if transpose else "N", diag="N", overwrite_b=1)[:, 0]
-
-    def tfttr(Z, out):
-        full, _ = lapack.dtfttr(len(out), Z, transr="N", uplo="L")
-        out[...] = np.triu(full.T)
-
-    return _LapackCalls(pftrf, tfsm, tfttr)
-
-
-@functools.cache
-def _gil_free_lapack() -> _LapackCalls | None:
-    """The routines of SciPy's own LAPACK called through ctypes, or None.
-
-    SciPy's Python wrappers hold the GIL (two threads factorising 300-point matrices took as
-    long as one); ctypes releases it. The functions come from SciPy's Cython LAPACK table
-    (``scipy.linalg.cython_lapack``, the interface SciPy documents for compiled callers): the
-    same library and routines as the wrappers, so the results are bit for bit theirs, and
-    200 factorisations of 300 points took 32 to 39 ms on two threads against 62 ms on one. If
-    that table cannot be read, the wrappers are used on one thread.
-    """
-    try:
-        from scipy.linalg import cython_lapack
-
-        api = ctypes.pythonapi
-        api.PyCapsule_GetName.restype = ctypes.c_char_p
-        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-        def function(name, *argtypes):
-            capsule = cython_lapack.__pyx_capi__[name]
-            pointer = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
-            return ctypes.CFUNCTYPE(None, *argtypes)(pointer)
-
-        int_p, char_p, ptr = ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_void_p
-        dpftrf = function("dpftrf", char_p, char_p, int_p, ptr, int_p)
-        dtfsm = function("dtfsm", char_p, char_p, char_p, char_p, char_p, int_p, int_p,
-                         ctypes.POINTER(ctypes.c_double), ptr, ptr, int_p)
-        dtfttr = function("dtfttr", char_p, char_p, int_p, ptr, ptr, int_p, int_p)
-    except Exception:  # noqa: BLE001 - any failure: fall back to the wrappers
-        return None
-    one, unit = ctypes.c_int(1), ctypes.c_double(1.0)
-
-    def pftrf(Z, n):
-        n, info = ctypes.c_int(n), ctypes.c_int(0)
-        dpftrf(b"N", b"L", ctypes.byref(n), Z.ctypes.data, ctypes.byref(info))
-        return info.value == 0
-
-    def tfsm(L, b, transpose):
-        n = ctypes.c_int(len(b))
-        dtfsm(b"N", b"L", b"L", b"T" if transpose else b"N", b"N", ctypes.byref(n),
-              ctypes.byref(one), ctypes.byref(unit), L.ctypes.data, b.ctypes.data,
-              ctypes.byref(n))
-        return b
-
-    def tfttr(Z, out):
-        n, info = ctypes.c_int(len(out)), ctypes.c_int(0)
-        dtfttr(b"N", b"L", ctypes.byref(n), Z.ctypes.data, out.ctypes.data, ctypes.byref(n),
-               ctypes.byref(info))
-
-    return _LapackCalls(pftrf, tfsm, tfttr)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -617,7 +369,7 @@ def _check_errors(errors: str) -> None:
         raise ValueError(f"errors must be one of {ERRORS}; got {errors!r}.")
 
 
-def convergence_scales(spaces, target: float, *, rtol: float, max_iter: int = 100,
+def convergence_scales(spaces, target: float, *, rtol: float, max_iter: int = DEFAULT_MAX_ITER,
                        errors: str = "raise") -> np.ndarray:
     """Batch version of :func:`~diversity_core.magnitude.convergence_scale` (see
     :mod:`diversity_core.magnitude.api` for the documented signature)."""
@@ -628,19 +380,13 @@ def convergence_scales(spaces, target: float, *, rtol: float, max_iter: int = 10
     failures = dict(batch.failures)
     out = np.full(batch.m, np.nan)
     searches: dict[int, _ScaleSearch] = {}
-    for group in batch.groups:
-        if group.size == 1:
-            for i in group.members:
-                failures[int(i)] = _no_convergence_scale(int(batch.n_points[i]))
-            continue
-        for i, t in zip(group.members, group.initial_scales(), strict=True):
-            n = int(batch.n_unique[i])
-            searches[int(i)] = _ScaleSearch(n, target * n, t, rtol=rtol, max_iter=max_iter)
-    for i in batch.single:
+    for i, t in batch.initial_scales():
         n = int(batch.n_unique[i])
-        searches[i] = _ScaleSearch(n, target * n, _initial_scale(batch.D[i]), rtol=rtol,
-                                   max_iter=max_iter)
-    while searches:
+        if n == 1:
+            failures[i] = _no_convergence_scale(int(batch.n_points[i]))
+            continue
+        searches[i] = _ScaleSearch(n, target * n, t, rtol=rtol, max_iter=max_iter)
+    while searches:  # one evaluation of every unfinished search per step
         idx = np.fromiter(searches, dtype=np.intp, count=len(searches))
         mag, dmag = batch.evaluate(idx, [searches[i].t for i in idx], derivative=True)
         for k, i in enumerate(idx.tolist()):
@@ -681,8 +427,7 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
               errors: str = "raise") -> np.ndarray:
     """Batch version of :func:`~diversity_core.magnitude.mag_area`."""
     _check_errors(errors)
-    if method not in INTEGRATION_METHODS:
-        raise ValueError(f"method must be one of {INTEGRATION_METHODS}; got {method!r}.")
+    check_integration(method, rtol, n_ts)
     batch = _prepared_batch(spaces)
     t_cuts = np.broadcast_to(check_scales(t_cut, name="t_cut"), (batch.m,)) \
         if np.ndim(t_cut) == 0 else check_scales(t_cut, name="t_cut")
@@ -692,8 +437,6 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
     failures = dict(batch.failures)
     out = np.full(batch.m, np.nan)
     members = np.flatnonzero(batch.ok)
-    if method == "chebyshev" and not rtol > 0:
-        raise ValueError(f"rtol must be positive; got {rtol}.")
     single = np.zeros(batch.m, dtype=bool)
     single[batch.single] = True
     for i in members[single[members]]:  # large members: their own single-space integral
@@ -707,8 +450,6 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
         elif method == "chebyshev":
             out[group] = _chebyshev_areas(batch, group, float(T), rtol)
         elif method == "trapezoid":
-            if n_ts < 2:
-                raise ValueError(f"the trapezoid rule needs n_ts >= 2 scales; got {n_ts}.")
             ts = np.linspace(0.0, float(T), n_ts)
             values = np.ones((len(group), n_ts))
             idx = np.repeat(group, n_ts - 1)
@@ -717,45 +458,55 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
             out[group] = np.trapezoid(values, ts, axis=1)
         else:
             for i in group:
-                out[i] = _integrate(lambda t, i=i: _one(batch, i, t), float(T), method=method,
-                                    rtol=rtol, n_ts=n_ts)
+                with _member_warnings(i):
+                    out[i] = _integrate(lambda t, i=i: _one(batch, i, t), float(T),
+                                        method=method, rtol=rtol, n_ts=n_ts)
     return _finish(out, failures, errors)
 
 
-def _one(batch: _Batch, i: int, t: float) -> float:
+@contextlib.contextmanager
+def _member_warnings(i: int):
+    """Re-raise the warnings of member ``i``'s own computation naming the member, as data: the
+    same category, the text prefixed ``member {i}: ``, and the attributes ``member`` (the
+    index in the batch) and ``text`` (the member's own message), which callers that keep
+    warnings per member read (``diversity_core.magnitude.sets``). A warning that already names
+    its member (a nested call) passes unchanged."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        message = w.message
+        if getattr(message, "member", None) is None:
+            text = str(message)
+            message = w.category(f"member {i}: {text}")
+            message.member, message.text = i, text
+        warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+
+
+def _one(batch: PreparedBatch, i: int, t: float) -> float:
     return 1.0 if t == 0.0 else float(batch.evaluate([i], [t])[0][0])
 
 
-def _chebyshev_areas(batch: _Batch, members: np.ndarray, t_cut: float, rtol: float):
-    """The single-space Clenshaw–Curtis integral (``_integrate_chebyshev``) of many members on
-    one [0, t_cut]: the first panel's nested levels evaluated for all unfinished members at
-    once (the same nodes), then bisection member by member where a panel is not enough."""
-    finest = _CC_LEVELS[-1]
-    values = np.full((len(members), finest + 1), np.nan)
+def _chebyshev_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rtol: float):
+    """The single-space Clenshaw–Curtis integral of many members on one [0, t_cut]: the
+    quadrature's nested levels (``_quadrature._cc_levels``, the single space's loop) evaluated
+    for all unfinished members at once (the same nodes), then bisection member by member where
+    a panel is not enough."""
+    values = np.full((len(members), _CC_LEVELS[-1] + 1), np.nan)  # on the finest grid
     values[:, 0] = 1.0  # Mag(0)
     for k, i in enumerate(members):  # scales a member's own space has evaluated already
-        if batch.given[i] and t_cut in batch.spaces[i]._cache:
-            values[k, finest] = batch.spaces[i]._cache[t_cut]
-    estimate = np.full(len(members), np.nan)
-    error = np.full(len(members), np.nan)
-    active = np.arange(len(members))
-    for n in _CC_LEVELS:
-        stride = finest // n
-        ts = _cc_nodes(0.0, t_cut, n)
-        # New scales from the largest down, member by member, as _cc_panel takes them.
-        pairs = [(k, j) for k in active for j in range(n, -1, -1)
-                 if np.isnan(values[k, j * stride])]
-        if pairs:
-            rows, nodes = np.array(pairs).T
-            values[rows, nodes * stride] = batch.evaluate(members[rows], ts[nodes],
-                                                          complement=t_cut)[0]
-        est, err = _cc_rule(values[np.ix_(active, np.arange(n + 1) * stride)], 0.0, t_cut)
-        estimate[active], error[active] = est, err
-        active = active[~(err <= rtol * np.abs(est))]
-        if not active.size:
-            break
+        mag = batch.known_magnitude(int(i), t_cut)
+        if mag is not None:
+            values[k, -1] = mag
+
+    def evaluate(rows, nodes, ts, n):
+        return batch.evaluate(members[rows], ts[nodes], complement=t_cut)[0]
+
+    estimate, error = _cc_levels(evaluate, 0.0, t_cut, len(members), rtol=rtol, values=values)
     areas = estimate.copy()
-    for k in active:  # bisection, as for a single space
+    for k in np.flatnonzero(~(error <= rtol * np.abs(estimate))):  # bisection, as for one space
         i = int(members[k])
-        areas[k] = _cc_refine(lambda t, i=i: _one(batch, i, t), t_cut, float(estimate[k]), rtol)
+        with _member_warnings(i):
+            areas[k] = _cc_refine(lambda t, i=i: _one(batch, i, t), t_cut, float(estimate[k]),
+                                  rtol)
     return areas

@@ -35,34 +35,33 @@ whose distance is below 1e-12 of the largest one.
 
 from __future__ import annotations
 
-import collections
 import math
-import os
 import warnings
 
 import numpy as np
 
 from .._validation import check_embeddings, unit_rows
-from ._quadrature import _integrate
-from ._solver import (
-    _CG_DELAY,
+from ._cg import conjugate_gradients
+from ._common import (
+    DUPLICATE_RTOL,
+    EXPONENT_FLOOR,
+    FLOAT32_EXPONENT_FLOOR,
     MagnitudeWarning,
-    _executor,
-    _single_threaded_if,
-    _threadpools,
+    allowed_threads,
+    duplicate_groups,
+    map_threads,
+    single_threaded_if,
 )
+from ._quadrature import _integrate
 from ._space import _Operations
 
 METRICS = ("euclidean", "cosine")
 _PANEL_ROWS = 256  # rows of the distance matrix per stored panel (its upper trapezoid)
 _CHUNK_COLUMNS = 2048  # columns per on-the-fly block: 256 x 2048 float32 = 2 MiB, in L2
-# Exponents below -46 (entries under 1e-20) are raised to it in float32 blocks, so that their
-# products with CG vectors stay normal numbers (float32 subnormals slowed products 5 times on the
-# dense path); the change is at most n · 1e-20 per row, 1e-15 at n = 100,000, far below float32's
-# precision, and the float64 residuals of the refinement see the exact entries.
-_FLOAT32_EXPONENT_FLOOR = 46.0
-_FLOAT64_EXPONENT_FLOOR = 345.0  # as the dense path: exp(-345) = 1e-150, no subnormals in float64
-_DUPLICATE_RTOL = 1e-12
+# Exponents below -FLOAT32_EXPONENT_FLOOR (entries under 1e-20) are raised to it in float32
+# blocks (see _common); the change is at most n · 1e-20 per row, 1e-15 at n = 100,000, far below
+# float32's precision, and the float64 residuals of the refinement see the exact entries. Float64
+# blocks are clamped at EXPONENT_FLOOR, as on the dense path.
 DEFAULT_SOLVER_RTOL = 1e-7  # per-scale accuracy of Mag, in units of n (see the module docstring)
 _INNER_RTOL = 1e-3  # relative residual of each float32 CG solve inside the refinement
 _MAX_REFINEMENTS = 12
@@ -144,12 +143,8 @@ class LargeMagnitudeSpace(_Operations):
         self._build(n_features)
         near = self._near_pairs
         if near:  # points within 1e-12 of the largest distance: merge them and start again
-            merged = _merge(len(Y), near)
-            first_of = np.unique(merged, return_index=True)[1]
-            kept = np.sort(first_of)
-            relabel = np.empty(merged.max() + 1, dtype=np.intp)
-            relabel[merged[kept]] = np.arange(len(kept))
-            labels = relabel[merged[labels]]
+            kept, merged = duplicate_groups(len(Y), *np.array(near, dtype=np.intp).T)
+            labels = merged[labels]
             self._Y = Y[kept]
             self._build(n_features)
         self.n_unique = len(self._Y)
@@ -160,7 +155,6 @@ class LargeMagnitudeSpace(_Operations):
             self.group_of_point = self.multiplicity = None
         self._cache: dict[float, float] = {0.0: 1.0}
         self._last = None  # last weighting: the warm start of the next scale
-        self._atol = 0.0  # a looser absolute accuracy the current MagArea allows (_integrate)
         # scale -> solver error, and solver plus distance error, of the cached Mag
         self._solver_errors: dict[float, float] = {0.0: 0.0}
         self._errors: dict[float, float] = {0.0: 0.0}
@@ -181,7 +175,7 @@ class LargeMagnitudeSpace(_Operations):
         nn = np.full(n, np.inf)
         results = self._map(lambda p: _distance_panel(Y, sq, p, self.metric,
                                                       getattr(self, "_roundoff", 0.0),
-                                                      2 * _DUPLICATE_RTOL * bound), starts)
+                                                      2 * DUPLICATE_RTOL * bound), starts)
         self._panels = [r[0] for r in results]
         D_max = 0.0
         candidates = []
@@ -191,7 +185,7 @@ class LargeMagnitudeSpace(_Operations):
             D_max = max(D_max, pmax)
             candidates += pairs
         self.D_max = D_max
-        tol = _DUPLICATE_RTOL * D_max
+        tol = DUPLICATE_RTOL * D_max
         self._near_pairs = [(i, j) for i, j, d in candidates if d <= tol]
         self._nn = nn
         # Relative error of the stored distances: float32 rounding, plus the Gram matrix's
@@ -207,21 +201,24 @@ class LargeMagnitudeSpace(_Operations):
 
     def _map(self, fn, items):
         """``fn`` over ``items`` on the space's threads (BLAS on one thread each)."""
-        threads = self._thread_count()
-        with _single_threaded_if(True):
-            if threads <= 1 or len(items) < 2:
-                return [fn(i) for i in items]
-            return list(_executor(os.getpid()).map(fn, items))
+        with single_threaded_if(True):
+            return map_threads(fn, items, self._thread_count())
 
     def _thread_count(self) -> int:
+        """``threads`` if given, else ``_common.allowed_threads()`` (BLAS's limit, at most the
+        usable cores). The products' float32 sums over the shares depend on it (the
+        engine's only results that do: ``_product32`` adds the threads' parts)."""
         if self.threads is not None:
             return max(1, int(self.threads))
-        return max((c.num_threads for c in _threadpools().select(user_api="blas").lib_controllers),
-                   default=1)
+        return allowed_threads()
 
-    def _initial_scale(self) -> float:
+    def initial_scale(self) -> float:
         """As the dense path: 5 / median nearest-neighbour distance."""
         return 5.0 / float(np.median(self._nn))
+
+    def search_accuracy(self, goal: float) -> float:
+        """Magnitude is solved to ``solver_rtol · n_unique``: a search ends at that accuracy."""
+        return max(1e-10, self.solver_rtol * self.n_unique / goal)
 
     # -- products with Z_t ------------------------------------------------------------------
     def _shares(self):
@@ -236,7 +233,7 @@ class LargeMagnitudeSpace(_Operations):
         """exp(-tD) x in float32 (x float32)."""
         n = len(x)
 
-        clamp = t * self.D_max > _FLOAT32_EXPONENT_FLOOR
+        clamp = t * self.D_max > FLOAT32_EXPONENT_FLOOR
 
         def share(bounds):
             a, b = bounds
@@ -255,7 +252,7 @@ class LargeMagnitudeSpace(_Operations):
         n = len(x)
         columns = [v for v, wanted in ((x, derivative), (np.abs(x), absolute)) if wanted]
         V = np.stack(columns, axis=1) if columns else None
-        clamp = t * self.D_max > _FLOAT64_EXPONENT_FLOOR
+        clamp = t * self.D_max > EXPONENT_FLOOR
 
         def share(bounds):
             a, b = bounds
@@ -273,11 +270,12 @@ class LargeMagnitudeSpace(_Operations):
         return [Zx] + [WV[:, k] for k in range(len(columns))]
 
     # -- one scale ----------------------------------------------------------------------------
-    def _solve(self, t: float, *, derivative: bool = False):
-        """Weighting at scale t by float32 CG inside float64 refinement; returns
-        ``(mag, dmag or None, w)`` and appends the scale's record."""
+    def _solve(self, t: float, *, derivative: bool = False, atol: float = 0.0):
+        """Weighting at scale t by float32 CG inside float64 refinement, to an absolute error of
+        ``max(solver_rtol · n, atol)``; returns ``(mag, dmag or None, w)`` and appends the
+        scale's record."""
         n = self.n_unique
-        atol = max(self.solver_rtol * n, self._atol)
+        atol = max(self.solver_rtol * n, atol)
         ones = np.ones(n)
         x = np.zeros(n) if self._last is None else self._last.copy()
         # Every float64 pass also forms (D ∘ Z) x (if asked) and (D ∘ Z)|x| (the distance
@@ -294,8 +292,9 @@ class LargeMagnitudeSpace(_Operations):
             size = previous_r
             # The correction solves Z d = r / ‖r‖: its energy, times ‖r‖², is what the step
             # adds to the estimate, so the inner CG may stop once what it leaves is below atol.
-            d, used, left = _cg32(lambda v: self._product32(t, v), (r / size).astype(np.float32),
-                                  _INNER_RTOL, _MAX_INNER_ITERATIONS, energy_tol=atol / size**2)
+            d, used, left = _cg32(lambda v, _: self._product32(t, v),
+                                  (r / size).astype(np.float32), _INNER_RTOL,
+                                  _MAX_INNER_ITERATIONS, energy_tol=atol / size**2)
             iterations += used
             x_new = x + size * d.astype(np.float64)
             Zx, *extra_new = self._product64(t, x_new, derivative=derivative, absolute=True)
@@ -335,13 +334,14 @@ class LargeMagnitudeSpace(_Operations):
                 "CG at this scale); the value is a lower bound.", MagnitudeWarning, stacklevel=3)
         return value, dmag, x
 
-    def magnitude(self, t: float) -> float:
-        """Mag(t) at one scale t >= 0, to ``solver_rtol · n_unique`` (estimated); a scale
+    def magnitude(self, t: float, *, atol: float = 0.0) -> float:
+        """Mag(t) at one scale t >= 0, to ``max(solver_rtol · n_unique, atol)`` (estimated;
+        ``atol``: a looser absolute accuracy a MagArea allows, see :meth:`_integrate`); a scale
         evaluated before is solved again only if its error was larger than now allowed."""
         t = float(t)
-        atol = max(self.solver_rtol * self.n_unique, self._atol)
+        atol = max(self.solver_rtol * self.n_unique, atol)
         if t not in self._cache or self._solver_errors.get(t, 0.0) > atol:
-            self._cache[t] = self._solve(t)[0]
+            self._cache[t] = self._solve(t, atol=atol)[0]
         return self._cache[t]
 
     def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
@@ -361,14 +361,15 @@ class LargeMagnitudeSpace(_Operations):
         height of Mag(t_cut) / 2 or more, as on [0, t_conv], leaves half of rtol to the
         quadrature); the budget below checks what that gave."""
         t_cut = float(t_cut)
+        atol = 0.0
         if t_cut > 0 and method != "trapezoid":
-            self.magnitude(t_cut)
-            self._atol = rtol * abs(self._cache[t_cut]) / 16
-        try:
-            area, quadrature = _integrate(self.magnitude, t_cut, method=method, rtol=rtol,
-                                          n_ts=n_ts, return_error=True)
-        finally:
-            self._atol = 0.0
+            atol = rtol * abs(self.magnitude(t_cut)) / 16
+
+        def magnitude(t: float) -> float:
+            return self.magnitude(t, atol=atol)
+
+        area, quadrature = _integrate(magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
+                                      return_error=True)
         # The errors of the values the integral used (those in the cache now).
         inside = [error for t, error in self._errors.items() if 0 < t <= t_cut]
         evaluation = t_cut * max(inside, default=0.0)
@@ -425,7 +426,7 @@ def _panel_product32(panel, p: int, t: float, x, y, block, clamp: bool) -> None:
         Z = block[:D.size].reshape(D.shape)
         np.multiply(D, -t, out=Z)
         if clamp:  # only where some t·D exceeds the floor (17% of a product's time)
-            np.maximum(Z, -_FLOAT32_EXPONENT_FLOOR, out=Z)
+            np.maximum(Z, -FLOAT32_EXPONENT_FLOOR, out=Z)
         np.exp(Z, out=Z)
         cols = slice(p + c, p + c + D.shape[1])
         y[rows] += Z @ x[cols]
@@ -445,7 +446,7 @@ def _panel_product64(panel, p: int, t: float, x, V, out, block, weighted, clamp:
         Z = block[:D32.size].reshape(D32.shape)
         np.multiply(D32, -t, out=Z, dtype=np.float64)
         if clamp:
-            np.maximum(Z, -_FLOAT64_EXPONENT_FLOOR, out=Z)
+            np.maximum(Z, -EXPONENT_FLOOR, out=Z)
         np.exp(Z, out=Z)
         cols = slice(p + c, p + c + D32.shape[1])
         first = h if c == 0 else 0  # the diagonal block is stored whole: no mirror for it
@@ -462,42 +463,15 @@ def _panel_product64(panel, p: int, t: float, x, V, out, block, weighted, clamp:
 
 
 def _cg32(product, b, rtol: float, maxiter: int, energy_tol: float = 0.0):
-    """Conjugate gradients in float32 for ``Z d = b`` from 0 (``product``: float32 Z v), until
-    the residual is ``rtol`` times ``b`` or, with ``energy_tol``, until the Hestenes–Stiefel
-    estimate of the energy error left (the last ``_CG_DELAY`` decrements ``α_k ‖r_k‖²``, see
-    the dense path's ``_conjugate_gradients_from``) is below a quarter of it.
+    """Conjugate gradients in float32 for ``Z d = b`` from 0 (``_cg.conjugate_gradients``,
+    the dense path's routine; ``product(v, out)``: float32 Z v), until the residual is ``rtol``
+    times ``b`` or, with ``energy_tol``, until the Hestenes–Stiefel estimate of the energy
+    error left is below a quarter of it.
 
-    Returns ``(d, iterations, estimate)``, ``estimate`` that window's sum where the energy
-    criterion stopped the loop, else infinity."""
-    x = np.zeros_like(b)
-    r = b.copy()
-    p = b.copy()
-    rr = float(r @ r)
-    stop = rtol * rtol * rr
-    decrements = collections.deque(maxlen=_CG_DELAY)
-    for iteration in range(1, maxiter + 1):
-        q = product(p)
-        alpha = rr / float(p @ q)
-        x += np.float32(alpha) * p
-        r -= np.float32(alpha) * q
-        decrements.append(alpha * rr)
-        if energy_tol > 0 and len(decrements) == _CG_DELAY \
-                and sum(decrements) <= 0.25 * energy_tol:
-            return x, iteration, float(sum(decrements))
-        rr_next = float(r @ r)
-        if rr_next <= stop or not math.isfinite(rr_next):
-            return x, iteration, math.inf
-        p *= np.float32(rr_next / rr)
-        p += r
-        rr = rr_next
-    return x, maxiter, math.inf
-
-
-def _merge(n: int, pairs) -> np.ndarray:
-    """Connected components of the graph of close pairs: a label per point."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    i, j = np.array(pairs, dtype=np.intp).T
-    graph = coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n))
-    return connected_components(graph, directed=False)[1]
+    Returns ``(d, iterations, estimate)``, ``estimate`` the energy error's estimate where the
+    energy criterion stopped the loop, else infinity."""
+    result = conjugate_gradients(product, np.zeros_like(b), b,
+                                 stop=rtol * rtol * float(b @ b), budget=maxiter,
+                                 energy_tol=energy_tol)
+    return result.x, result.iterations, (result.estimate if result.stop == "energy"
+                                         else math.inf)

@@ -21,7 +21,7 @@ from scipy.fft import dct
 from scipy.optimize import brentq
 
 from .._validation import check_scales
-from ._solver import MagnitudeWarning
+from ._common import MagnitudeWarning
 
 INTEGRATION_METHODS = ("chebyshev", "quad", "trapezoid")
 # Nested Clenshaw–Curtis grids: N + 1 Chebyshev points on a panel; each contains the previous.
@@ -38,11 +38,22 @@ def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
     """∫_0^t_cut f by ``method``; with ``return_error``, also its estimated absolute error (NaN
     for the trapezoid rule, whose error is not estimated). ``announce``: see :func:`_cc_panel`."""
     t_cut = float(check_scales(t_cut, name="t_cut")[0])
-    if method not in INTEGRATION_METHODS:
-        raise ValueError(f"method must be one of {INTEGRATION_METHODS}; got {method!r}.")
+    check_integration(method, rtol, n_ts)
     value, error = _integrate_with_error(f, t_cut, method=method, rtol=rtol, n_ts=n_ts,
                                          announce=announce)
     return (value, error) if return_error else value
+
+
+def check_integration(method: str, rtol: float, n_ts: int) -> None:
+    """Refuse integration options before any work (``ValueError`` naming the option): the one
+    check of the single-space, batch and many-set paths."""
+    if method not in INTEGRATION_METHODS:
+        raise ValueError(f"method must be one of {INTEGRATION_METHODS}; got {method!r}.")
+    if method == "trapezoid":
+        if n_ts < 2:
+            raise ValueError(f"the trapezoid rule needs n_ts >= 2 scales; got {n_ts}.")
+    elif not rtol > 0:
+        raise ValueError(f"rtol must be positive; got {rtol}.")
 
 
 def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
@@ -50,12 +61,8 @@ def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: in
     if t_cut == 0.0:
         return 0.0, 0.0
     if method == "trapezoid":
-        if n_ts < 2:
-            raise ValueError(f"the trapezoid rule needs n_ts >= 2 scales; got {n_ts}.")
         ts = np.linspace(0.0, t_cut, n_ts)
         return float(np.trapezoid([f(float(t)) for t in ts], ts)), math.nan
-    if not rtol > 0:
-        raise ValueError(f"rtol must be positive; got {rtol}.")
     if method == "chebyshev":
         return _integrate_chebyshev(f, t_cut, rtol, return_error=True, announce=announce)
     with warnings.catch_warnings():
@@ -142,27 +149,59 @@ def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0, announ
     ``announce(pairs, total, half)``, if given, is told each level's new scales before ``f`` is
     asked for them: ``pairs`` lists (t_j, t_(N-j)) for the new j > N/2 (the larger first, in
     the order ``f`` will be asked), ``total`` is a + b and ``half`` is t_(N/2) if new, else
-    None. The dense solver forms exp(-t_j D) from exp(-(a + b)D) and exp(-t_(N-j) D) with it
-    (see ``_solver._DenseSolver.expect_pairs``).
+    None. The dense space's similarity buffer forms exp(-t_j D) from exp(-(a + b)D) and
+    exp(-t_(N-j) D) with it (see ``_similarity.SimilarityBuffer.announce_pairs``).
     """
-    values: dict[int, float] = {}  # index on the finest grid -> f(t)
-    finest = _CC_LEVELS[-1]
-    for n in _CC_LEVELS:
-        stride = finest // n
-        ts = _cc_nodes(a, b, n)
-        # New scales from the largest down: CG converges best there, and once it fails at
-        # some scale it is not tried again below it (with ``announce``: pair by pair, the
-        # smaller scales still descending; see _paired_order).
-        new = [j for j in range(n, -1, -1) if j * stride not in values]
+
+    def evaluate(rows, nodes, ts, n):
+        # New scales from the largest down (as _cc_levels lists them): CG converges best
+        # there, and once it fails at some scale it is not tried again below it (with
+        # ``announce``: pair by pair, the smaller scales still descending; see _paired_order).
+        new = [int(j) for j in nodes]
         if announce is not None:
             new = _paired_order(new, n)
             announce([(float(ts[j]), float(ts[n - j])) for j in new if 2 * j > n and j < n],
                      a + b, float(ts[n // 2]) if n // 2 in new else None)
-        for j in new:
-            values[j * stride] = f(float(ts[j]))
-        estimate, error = _cc_rule(np.array([values[j * stride] for j in range(n + 1)]), a, b)
-        estimate, error = float(estimate), float(error)
-        if error <= max(tol, rtol * abs(estimate)):
+        value = {j: f(float(ts[j])) for j in new}
+        return [value[int(j)] for j in nodes]
+
+    estimate, error = _cc_levels(evaluate, a, b, 1, tol=tol, rtol=rtol)
+    return float(estimate[0]), float(error[0])
+
+
+def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rtol: float = 0.0,
+               values: np.ndarray | None = None):
+    """The nested Clenshaw–Curtis levels on [a, b] for ``count`` integrands at once, each
+    stopping at the first level whose estimated error is below ``tol`` or ``rtol`` times its
+    estimate: the loop of :func:`_cc_panel` (one integrand) and of the batch (many spaces, the
+    same nodes; ``_batch._chebyshev_areas``), written once.
+
+    ``evaluate(rows, nodes, ts, n)``: the integrands ``rows`` at the scales ``ts[nodes]`` of
+    level ``n`` (``ts`` its n + 1 nodes, ascending), a sequence of len(rows) values; asked for
+    each level's new nodes only, integrand by integrand, each integrand's nodes from the largest
+    down. ``values`` (count, 49): values known beforehand on the finest grid (NaN: unknown).
+
+    Returns ``(estimate, error)``, arrays of shape (count,) from each integrand's last level.
+    """
+    finest = _CC_LEVELS[-1]
+    if values is None:
+        values = np.full((count, finest + 1), np.nan)
+    have = ~np.isnan(values)
+    estimate = np.full(count, np.nan)
+    error = np.full(count, np.nan)
+    active = np.arange(count)
+    for n in _CC_LEVELS:
+        stride = finest // n
+        ts = _cc_nodes(a, b, n)
+        pending = [(k, j) for k in active for j in range(n, -1, -1) if not have[k, j * stride]]
+        if pending:
+            rows, nodes = np.array(pending).T
+            values[rows, nodes * stride] = evaluate(rows, nodes, ts, n)
+            have[rows, nodes * stride] = True
+        est, err = _cc_rule(values[np.ix_(active, np.arange(n + 1) * stride)], a, b)
+        estimate[active], error[active] = est, err
+        active = active[~(err <= np.maximum(tol, rtol * np.abs(est)))]
+        if not active.size:
             break
     return estimate, error
 
@@ -455,6 +494,3 @@ class ScaleGrid:
 def _shifted_chebval(s: float, coef: np.ndarray, level: float) -> float:
     return chebyshev.chebval(s, coef) - level
 
-
-def _shifted_chebval(s: float, coef: np.ndarray, level: float) -> float:
-    return chebyshev.chebval(s, coef) - level

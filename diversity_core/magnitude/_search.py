@@ -11,6 +11,9 @@ import math
 
 import numpy as np
 
+from ._common import map_threads
+from ._similarity import elementwise_threads
+
 
 def _initial_scale(D: np.ndarray) -> float:
     """A first guess: points separate once t exceeds a few inverse nearest-neighbour distances.
@@ -20,15 +23,24 @@ def _initial_scale(D: np.ndarray) -> float:
     31 to 34 (29 to 34) with 6 to 10."""
     n = D.shape[0]
     nn = np.empty(n)
-    # Row blocks through one small buffer: no copy of D, and no fresh memory per block (first
-    # touches of fresh pages cost more than the copy here).
+    # Row blocks through one small buffer per thread: no copy of D, and no fresh memory per
+    # block (first touches of fresh pages cost more than the copy here). Each row's minimum is
+    # one thread's, so the thread count changes no bit.
     rows = max(1, min(n, 2**17 // n))
-    buffer = np.empty((rows, n))
-    for start in range(0, n, rows):
-        block = buffer[:min(rows, n - start)]
-        np.copyto(block, D[start:start + rows])
-        block[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
-        nn[start:start + len(block)] = block.min(axis=1)
+    starts = list(range(0, n, rows))
+    threads = min(elementwise_threads(n), len(starts))
+
+    def share(part) -> None:
+        buffer = np.empty((rows, n))
+        for start in part:
+            block = buffer[:min(rows, n - start)]
+            np.copyto(block, D[start:start + rows])
+            block[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
+            nn[start:start + len(block)] = block.min(axis=1)
+
+    bounds = np.linspace(0, len(starts), threads + 1).astype(int)
+    map_threads(share, [starts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
+                threads)
     return 5.0 / np.median(nn)
 
 
@@ -106,15 +118,23 @@ class _ScaleSearch:
 
 
 def _find_scale(space, goal: float, *, rtol: float, max_iter: int) -> float:
-    """The convergence scale of one prepared space (see :class:`_ScaleSearch`). A space that
-    evaluates magnitude less accurately than the dense path's 1e-10 (the large-n path: to
-    ``solver_rtol · n``) ends the search at its own accuracy."""
-    large = hasattr(space, "solver_rtol")
-    t0 = space._initial_scale() if large else _initial_scale(space.D)
-    mag_rtol = max(1e-10, space.solver_rtol * space.n_unique / goal) if large else 1e-10
-    search = _ScaleSearch(space.n_unique, goal, t0, rtol=rtol, max_iter=max_iter,
-                          mag_rtol=mag_rtol)
+    """The convergence scale of one prepared space (see :class:`_ScaleSearch`), from the
+    space's ``initial_scale()``. A space that evaluates magnitude less accurately than the
+    dense path's 1e-10 (the large-n path: to ``solver_rtol · n``) says so in
+    ``search_accuracy(goal)``, and the search ends at that accuracy."""
+    search = _ScaleSearch(space.n_unique, goal, space.initial_scale(), rtol=rtol,
+                          max_iter=max_iter, mag_rtol=space.search_accuracy(goal))
     while True:
         result = search.step(*space.magnitude_and_derivative(search.t))
         if result is not None:
             return result
+
+
+def _convergence_scale(space, target: float, *, rtol: float, max_iter: int) -> float:
+    """The convergence scale of a prepared space for ``target`` (a share of its distinct
+    points); the checks and messages of :func:`~diversity_core.magnitude.convergence_scale`."""
+    if not 0.0 < target < 1.0:
+        raise ValueError(f"target must lie in (0, 1); got {target}.")
+    if space.n_unique == 1:
+        raise ValueError(_no_convergence_scale(space.n_points))
+    return _find_scale(space, target * space.n_unique, rtol=rtol, max_iter=max_iter)

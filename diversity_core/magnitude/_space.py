@@ -8,20 +8,38 @@ from collections import OrderedDict
 
 import numpy as np
 import xxhash
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from .._validation import check_distance_matrix, check_scales
+from ._common import (
+    DEFAULT_INTEGRATION,
+    DEFAULT_INTEGRATION_RTOL,
+    DEFAULT_MAX_ITER,
+    DEFAULT_N_TS,
+    DEFAULT_T_CONV_RTOL,
+    DEFAULT_TARGET,
+    DUPLICATE_RTOL,
+    duplicate_groups,
+    summarise_fallbacks,
+)
+from ._quadrature import _integrate
+from ._search import _convergence_scale, _initial_scale
 from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
-# Points closer than this (relative to the largest distance) are treated as duplicates: their
-# rows of Z_t agree to machine precision at every scale, so Z_t is numerically singular anyway.
-_DUPLICATE_RTOL = 1e-12
+_DUPLICATE_RTOL = DUPLICATE_RTOL  # its former name here
 
 
 class _Operations:
     """What every prepared space offers on top of ``magnitude(t)`` and ``unique_weights(t)``
     (:class:`MagnitudeSpace` and :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)."""
+
+    def initial_scale(self) -> float:
+        """The convergence-scale search's first scale (``_search._initial_scale``)."""
+        return _initial_scale(self.D)
+
+    def search_accuracy(self, goal: float) -> float:
+        """The relative accuracy of ``Mag`` near ``goal`` that a convergence-scale search may
+        ask of this space: the dense solvers' 1e-10."""
+        return 1e-10
 
     def weights(self, t: float) -> np.ndarray:
         """Weighting of the input points at t > 0; see :func:`magnitude_weights`."""
@@ -43,17 +61,17 @@ class _Operations:
             self.magnitude(t)
         return np.array([self._cache[float(t)] for t in ts])
 
-    def convergence_scale(self, target: float | None = None, **kwargs) -> float:
+    def convergence_scale(self, target: float | None = None, *,
+                          rtol: float = DEFAULT_T_CONV_RTOL,
+                          max_iter: int = DEFAULT_MAX_ITER) -> float:
         """See :func:`convergence_scale`."""
-        from .api import DEFAULT_TARGET, convergence_scale
+        return _convergence_scale(self, DEFAULT_TARGET if target is None else target,
+                                  rtol=rtol, max_iter=max_iter)
 
-        return convergence_scale(self, DEFAULT_TARGET if target is None else target, **kwargs)
-
-    def mag_area(self, t_cut: float, **kwargs) -> float:
-        """See :func:`mag_area`."""
-        from .api import mag_area
-
-        return mag_area(self, t_cut, **kwargs)
+    def mag_area(self, t_cut: float, *, method: str = DEFAULT_INTEGRATION,
+                 rtol: float = DEFAULT_INTEGRATION_RTOL, n_ts: int = DEFAULT_N_TS) -> float:
+        """See :func:`mag_area` (each kind of space integrates itself: ``_integrate``)."""
+        return self._integrate(t_cut, method=method, rtol=rtol, n_ts=n_ts)
 
 
 class MagnitudeSpace(_Operations):
@@ -114,29 +132,17 @@ class MagnitudeSpace(_Operations):
         D = check_distance_matrix(D, name=name)
         self.n_points = D.shape[0]
         # Merging duplicates removes no distance value: the largest one stays (up to tol).
-        D_max = float(D.max())
-        # Relative, as documented at _DUPLICATE_RTOL: an absolute floor would merge every point
-        # of a space whose distances are all tiny (data scaled by 1e-300 became one point).
-        tol = _DUPLICATE_RTOL * D_max
-        near = D <= tol
+        # Relative, as documented at DUPLICATE_RTOL.
+        near = D <= DUPLICATE_RTOL * float(D.max())
         # Duplicates are off-diagonal near-zero distances; without any (the common case) the
-        # graph below is not needed (it cost 0.4 ms of 0.6 at 300 points).
+        # graph of duplicate_groups is not needed (it cost 0.4 ms of 0.6 at 300 points).
+        keep = None
         if np.count_nonzero(near) > np.count_nonzero(np.diagonal(near)):
-            # Sparse graph of near-zero distances: a dense input would make csgraph copy D.
-            rows, cols = np.nonzero(near)
-            close = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=D.shape)
-            n_groups, labels = connected_components(close, directed=False)
-        else:
-            n_groups = self.n_points
+            keep, group = duplicate_groups(self.n_points, *np.nonzero(near))
         del near
-        if n_groups < self.n_points:
-            # First occurrence of each group, in input order: nothing the caller sees is reordered.
-            _, first = np.unique(labels, return_index=True)
-            keep = np.sort(first)
-            relabel = np.empty(n_groups, dtype=np.intp)
-            relabel[labels[keep]] = np.arange(n_groups)
-            self.group_of_point = relabel[labels]
-            self.multiplicity = np.bincount(self.group_of_point, minlength=n_groups)
+        if keep is not None and len(keep) < self.n_points:
+            self.group_of_point = group
+            self.multiplicity = np.bincount(group, minlength=len(keep))
             D = np.ascontiguousarray(D[np.ix_(keep, keep)])
         else:
             self.group_of_point = None
@@ -156,39 +162,43 @@ class MagnitudeSpace(_Operations):
         return self._solver.fallbacks
 
     def fallback_summary(self) -> list[dict]:
-        """The fallback records grouped by solver: for each, the scales' range ``t_min``,
-        ``t_max``, their ``count``, the largest ``relative_residual`` and ``mag_error_bound``.
-
-        A MagArea over ``[0, t_cut]`` errs by at most ``t_cut`` times the largest
-        ``mag_error_bound`` of the scales inside it, on top of its quadrature tolerance (the
-        quadrature weights are positive and sum to ``t_cut``)."""
-        summary = []
-        for solver in dict.fromkeys(r["solver"] for r in self.fallbacks):
-            records = [r for r in self.fallbacks if r["solver"] == solver]
-            ts = [r["t"] for r in records]
-            summary.append({"solver": solver, "t_min": min(ts), "t_max": max(ts),
-                            "count": len(records),
-                            "relative_residual": max(r["relative_residual"] for r in records),
-                            "mag_error_bound": max(r["mag_error_bound"] for r in records)})
-        return summary
+        """The fallback records grouped by solver (:func:`._common.summarise_fallbacks`: the
+        scales' range, their count, the largest residual and error bound)."""
+        return summarise_fallbacks(self.fallbacks)
 
     # -- evaluations ------------------------------------------------------------------------
-    def magnitude(self, t: float) -> float:
-        """Mag(t) at one scale t >= 0 (effective number of points)."""
+    def magnitude(self, t: float, *, atol: float = 0.0) -> float:
+        """Mag(t) at one scale t >= 0 (effective number of points).
+
+        ``atol``: the absolute error the caller allows (0, the default: the solvers' full
+        accuracy); a MagArea passes its share of the integral's tolerance (see
+        :meth:`_integrate`). A cached value is reused if it is at least that accurate."""
         t = float(t)
-        if self._needs_solve(t):
+        if self._needs_solve(t, atol):
             with self._solver.blas_threads():
-                self._cache[t] = self._solver.magnitude(t)
-            if self._solver.last_error > 0:
-                self._cache_error[t] = self._solver.last_error
+                self._cache[t], error = self._solver.magnitude_with_error(t, atol)
+            if error > 0:
+                self._cache_error[t] = error
             else:
                 self._cache_error.pop(t, None)
         return self._cache[t]
 
-    def _needs_solve(self, t: float) -> bool:
-        """Whether :meth:`magnitude` at t asks the solver: not cached, or cached less accurately
-        than the current MagArea asks."""
-        return t not in self._cache or self._cache_error.get(t, 0.0) > self._solver.atol
+    def _needs_solve(self, t: float, atol: float = 0.0) -> bool:
+        """Whether :meth:`magnitude` at t with ``atol`` asks the solver: not cached, or cached
+        less accurately than ``atol``."""
+        return t not in self._cache or self._cache_error.get(t, 0.0) > atol
+
+    def known_magnitude(self, t: float) -> float | None:
+        """Mag(t) if this space has evaluated it (or was told it, :meth:`record_magnitude`),
+        else None; evaluates nothing. A scale solved inside a MagArea may be known only to that
+        integral's accuracy (``rtol · Mag(t_cut) / 16``), good enough for any MagArea of the
+        same tolerance."""
+        return self._cache.get(float(t))
+
+    def record_magnitude(self, t: float, mag: float) -> None:
+        """Remember Mag(t) computed elsewhere, to full accuracy (by a batch that solved this
+        space's matrix), unless this space knows Mag(t) already."""
+        self._cache.setdefault(float(t), float(mag))
 
     def unique_weights(self, t: float) -> np.ndarray:
         """Weighting of the de-duplicated space (shape (n_unique,)); t > 0."""
@@ -213,27 +223,31 @@ class MagnitudeSpace(_Operations):
         (about half of it on [0, t_conv]: an eighth of the budget). Conjugate gradients then stop
         on the estimated error of the magnitude itself instead of a residual of 1e-9; at small t,
         where Mag is small and Z ill-conditioned, that halved their iterations. Mag(t_cut) itself,
-        and every scale outside an integral, are solved to full accuracy."""
-        from ._quadrature import _integrate
-
+        and every scale outside an integral, are solved to full accuracy (the allowed error is
+        an argument of :meth:`magnitude`, not a state of the solver)."""
         t_cut = float(check_scales(t_cut, name="t_cut")[0])
         if method != "chebyshev" or t_cut == 0.0:
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
-        if self._solver._use_cg:
-            self._solver.atol = rtol * abs(self.magnitude(t_cut)) / 16
-        try:
-            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                              announce=self._announce_pairs)
-        finally:
-            self._solver.atol = 0.0
-            self._solver.expect_pairs([], None, None)
+        # Only conjugate gradients can use a looser accuracy.
+        atol = rtol * abs(self.magnitude(t_cut)) / 16 if self._solver.uses_cg else 0.0
 
-    def _announce_pairs(self, pairs, total: float, half) -> None:
-        """Tell the solver the quadrature's next pairs of scales (see
-        ``_DenseSolver.expect_pairs``), those of them it will be asked to solve."""
-        pending = self._needs_solve
-        self._solver.expect_pairs([(hi, lo) for hi, lo in pairs if pending(hi) and pending(lo)],
-                                  total, half if half is not None and pending(half) else None)
+        def magnitude(t: float) -> float:
+            return self.magnitude(t, atol=atol)
+
+        def announce(pairs, total: float, half) -> None:
+            # The quadrature's next pairs of scales (see SimilarityBuffer.announce_pairs),
+            # those of them the solver will be asked to solve.
+            def pending(t):
+                return self._needs_solve(t, atol)
+            self._solver.buffer.announce_pairs(
+                [(hi, lo) for hi, lo in pairs if pending(hi) and pending(lo)], total,
+                half if half is not None and pending(half) else None)
+
+        try:
+            return _integrate(magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
+                              announce=announce)
+        finally:
+            self._solver.buffer.announce_pairs([], None, None)
 
 
 # ----------------------------------------------------------------------------------------------

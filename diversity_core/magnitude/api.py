@@ -4,15 +4,23 @@ and :mod:`diversity_core`). Each takes a distance matrix or a prepared
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from .._memory import available_memory  # what magnitude_space and compare measure against
 from .._validation import check_embeddings, check_scales
 from . import _batch
+from ._common import (  # the package's defaults, written once there
+    DEFAULT_INTEGRATION,
+    DEFAULT_INTEGRATION_RTOL,
+    DEFAULT_MAX_ITER,
+    DEFAULT_N_TS,
+    DEFAULT_T_CONV_RTOL,
+    DEFAULT_TARGET,
+)
 from ._large import LargeMagnitudeSpace, large_memory
-from ._search import _find_scale, _no_convergence_scale
-from ._solver import _FLOAT32_CG_FROM, _pair_memory
+from ._search import _convergence_scale, _find_scale, _no_convergence_scale  # noqa: F401
+from ._similarity import _pair_memory
+from ._solver import _FLOAT32_CG_FROM
 from ._space import MagnitudeSpace, _as_space
 
 __all__ = [
@@ -32,17 +40,6 @@ __all__ = [
     "available_memory",
 ]
 
-# The package's defaults, each written once: every signature below uses these names, and the
-# pipeline's configuration schema must agree with them (tests/test_settings.py checks it).
-DEFAULT_TARGET = 0.95  # convergence scale: Mag(t_conv) = 0.95 n (paper, Definition 3.5)
-DEFAULT_T_CONV_RTOL = 1e-9  # relative tolerance of the convergence-scale search
-DEFAULT_INTEGRATION = "chebyshev"
-# Relative tolerance of the MagArea integral: the estimated error (conservative: true errors
-# were 3 to 100 times smaller on clustered, uniform, cosine and curvature clouds) must be below
-# it. At 1e-6, 25 Chebyshev scales did for every cloud tried (true errors 1e-11 to 1e-7); 1e-8
-# asked for 49 scales on about half of them, for digits no use of MagArea needs.
-DEFAULT_INTEGRATION_RTOL = 1e-6
-DEFAULT_N_TS = 30  # evenly spaced scales of the trapezoid rule (magnipy's default)
 DIFF_NORMALISATIONS = (None, "t_cut", "reference_area")
 
 
@@ -93,7 +90,8 @@ def magnitude_derivative(D, ts) -> np.ndarray:
 
 
 def convergence_scale(
-    D, target: float = DEFAULT_TARGET, *, rtol: float = DEFAULT_T_CONV_RTOL, max_iter: int = 100
+    D, target: float = DEFAULT_TARGET, *, rtol: float = DEFAULT_T_CONV_RTOL,
+    max_iter: int = DEFAULT_MAX_ITER,
 ) -> float:
     """The scale ``t_conv`` at which ``Mag(t_conv) = target * n`` (paper, Definition 3.5).
 
@@ -115,13 +113,9 @@ def convergence_scale(
     -------
     t_conv : float (units: 1 / distance)
     """
-    if not 0.0 < target < 1.0:
+    if not 0.0 < target < 1.0:  # before D is prepared
         raise ValueError(f"target must lie in (0, 1); got {target}.")
-    space = _as_space(D)
-    if space.n_unique == 1:
-        raise ValueError(_no_convergence_scale(space.n_points))
-    goal = target * space.n_unique
-    return _find_scale(space, goal, rtol=rtol, max_iter=max_iter)
+    return _convergence_scale(_as_space(D), target, rtol=rtol, max_iter=max_iter)
 
 
 def mag_area(
@@ -409,16 +403,3 @@ def space_path(n_points: int, path: str = "auto") -> str:
     if path == "auto":
         return "dense" if int(n_points) <= _DENSE_MAX_POINTS else "large"
     return path
-
-
-def available_memory() -> int:
-    """MemAvailable of /proc/meminfo (Linux), else the physical memory, in bytes (what
-    :func:`magnitude_space` and ``compare`` measure a set's need against)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

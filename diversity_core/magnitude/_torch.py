@@ -1,0 +1,414 @@
+"""Magnitude on a torch device (a CUDA GPU; the CPU for tests): dense float64, one space.
+
+The same mathematics as the NumPy engine (see :mod:`diversity_core.magnitude`): one Cholesky
+factorisation of ``Z_t = exp(-tD)`` per scale (``torch.linalg.cholesky_ex``, in place),
+``Mag(t) = ‖L⁻¹1‖²``, the weighting ``w = L⁻ᵀL⁻¹1`` and ``dMag/dt = wᵀ(D∘Z_t)w`` when asked for,
+duplicates merged without reordering, and the scales' values remembered. The convergence-scale
+search takes exactly the NumPy engine's steps (``_search._ScaleSearch`` from the same first
+guess) and MagArea uses its quadrature (``_quadrature._integrate``), so the results agree with
+the NumPy engine's direct solver to round-off (the tests check 1e-9 relative).
+
+What it does not do: conjugate gradients (the NumPy engine's default from 500 points; the two
+then agree to the accuracy CG is asked for, about 1e-10 for t_conv and ``rtol / 16`` per scale
+inside a MagArea) and the large-n path (float32 distances): on a GPU the float64 factorisation
+of 10,000 points took 16 ms, and the matrices must fit in the device's memory
+(:func:`torch_magnitude_memory`; refused beforehand by :func:`check_torch_memory`).
+
+Where ``Z_t`` is not numerically positive definite, the scale is solved on the CPU as the NumPy
+engine solves it (symmetric indefinite LDLᵀ, else a pseudo-inverse), recorded in
+:attr:`TorchMagnitudeSpace.fallbacks` and announced by a :class:`MagnitudeWarning` naming the
+scale: never a silently wrong number.
+
+torch is imported when a space is made, never when this module is: the package imports
+without it. The engine's device: :func:`resolve_engine_device` (``auto`` is the NumPy engine on
+the CPU, so that committed tables do not depend on the machine).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_distance_matrix
+from ._common import DUPLICATE_RTOL as _DUPLICATE_RTOL
+from ._common import EXPONENT_FLOOR as _EXPONENT_FLOOR
+from ._common import duplicate_groups
+from ._quadrature import _integrate
+from ._solver import fallback_solve
+from ._space import _Operations
+
+__all__ = [
+    "TorchMagnitudeSpace",
+    "ENGINE_DEVICES",
+    "resolve_engine_device",
+    "torch_magnitude_memory",
+    "check_torch_memory",
+]
+
+# Entries per row block of the derivative's product (exp(-tD) formed afresh block by block:
+# one O(n²) pass beside an O(n³) factorisation, instead of a third n × n matrix in memory).
+_BLOCK_ENTRIES = 1 << 24
+# Bytes of device memory per pair of distinct points: the distance matrix and the similarity
+# matrix that is factorised in place (float64 each), plus one more for the factorisation's own
+# workspace and the allocator's slack (cuSOLVER's potrf may copy an aliased output).
+_BYTES_PER_PAIR = 3 * 8
+_OVERHEAD_BYTES = 64 * 2**20
+
+
+def _torch():
+    try:
+        import torch
+    except ModuleNotFoundError as exc:  # pragma: no cover - torch comes with the embeddings
+        if exc.name != "torch":
+            raise
+        raise ImportError("the magnitude engine's torch path needs torch (pip install torch); "
+                          "device 'cpu' uses the NumPy engine without it.") from exc
+    return torch
+
+
+# The engine's devices: the NumPy engine (auto, cpu), the torch path on a GPU (cuda, cuda:N),
+# and the torch path on the CPU, to check it where no GPU is (CI).
+ENGINE_DEVICES = ("auto", "cpu", "cuda", "cuda:N", "torch:cpu")
+
+
+def resolve_engine_device(device: str = "auto") -> str | None:
+    """Where the magnitude engine runs: None for the NumPy engine (``auto``, ``cpu``), else
+    the torch device of the torch path (``cuda``, ``cuda:N``; ``torch:cpu`` gives ``cpu``:
+    the torch path on the CPU, slower than the NumPy engine, to check it without a GPU).
+
+    ``auto`` means the NumPy engine on the CPU, unlike the embedding networks' ``auto`` (CUDA
+    when there is one): the tables committed from a run must not depend on the machine it ran
+    on. A CUDA device is used only when asked for by name.
+
+    Raises
+    ------
+    ValueError
+        In one line, for a name that is no device (``gpu``, ``cuda:x``) and for a CUDA device
+        torch does not see (or without torch).
+    """
+    from ..embed.device import check_device, resolve_device
+
+    if device == "torch:cpu":
+        _torch()  # one line without torch
+        return "cpu"
+    if not isinstance(device, str) or device not in ("auto", "cpu") and not (
+            device.startswith("cuda")):
+        raise ValueError(f"unknown device {device!r} for the magnitude engine; the devices "
+                         f"are {ENGINE_DEVICES}.")
+    check_device(device)
+    if device in ("auto", "cpu"):
+        return None
+    try:
+        return resolve_device(device)
+    except ImportError as exc:
+        raise ValueError(f"device {device!r} requested but torch is not installed.") from exc
+
+
+def space_on_device(D, device: str | None):
+    """``D`` (a distance matrix or a prepared space) where the engine runs: itself for the
+    NumPy engine (``device`` None, :func:`resolve_engine_device`) and for a large or torch
+    space; else a :class:`TorchMagnitudeSpace` of its (de-duplicated) distances on ``device``."""
+    from ._large import LargeMagnitudeSpace
+    from ._space import MagnitudeSpace
+
+    if device is None or isinstance(D, (LargeMagnitudeSpace, TorchMagnitudeSpace)):
+        return D
+    return TorchMagnitudeSpace(D.D if isinstance(D, MagnitudeSpace) else D, device=device)
+
+
+def torch_magnitude_memory(n_points: int, n_features: int = 0) -> int:
+    """Device memory, in bytes, of a :class:`TorchMagnitudeSpace` of ``n_points`` distinct
+    points and a convergence scale and MagArea of it: the float64 distance and similarity
+    matrices and one matrix of workspace (24 bytes per pair of points: 2.4 GB at 10,000 points,
+    60 GB at 50,000), the points themselves (``n_features``, where the distances are formed on
+    the device) and a derivative block."""
+    n, d = int(n_points), int(n_features)
+    if n < 1 or d < 0:
+        raise ValueError(f"need at least one point and no negative width; got {n} x {d}.")
+    block = 8 * min(n * n, _BLOCK_ENTRIES) * 2
+    return _BYTES_PER_PAIR * n * n + 8 * n * d + block + 16 * 8 * n + _OVERHEAD_BYTES
+
+
+def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
+                       what: str = "this computation") -> None:
+    """Raise ``MemoryError`` in one line, before anything is allocated, if ``need`` bytes
+    exceed the free memory of ``device`` (CUDA: ``torch.cuda.mem_get_info``; the CPU: the
+    host's available memory) or ``memory_limit``."""
+    from ..embed.device import free_memory
+
+    limit = free_memory(str(device)) if memory_limit is None else int(memory_limit)
+    if need > limit:
+        have = "free" if memory_limit is None else "allowed (memory_limit)"
+        raise MemoryError(f"{what} needs about {need / 2**30:.2f} GiB on {device}; "
+                          f"{limit / 2**30:.2f} GiB {have}.")
+
+
+def _torch_device(device):
+    """``torch.device(device)``, a CUDA device first checked by :func:`resolve_engine_device`
+    (one line for a GPU torch does not see, rather than CUDA's error at the first allocation)."""
+    torch = _torch()
+    if not isinstance(device, torch.device):
+        from ..embed.device import check_device
+
+        if device != "cpu":
+            check_device(device)
+    device = torch.device(device)
+    if device.type == "cuda":
+        resolve_engine_device(str(device))
+    return device
+
+
+def _duplicate_groups(near_pairs: np.ndarray, n: int):
+    """(keep, group_of_point, multiplicity) from the (k, 2) index pairs of near-zero
+    distances, merged as ``MagnitudeSpace`` merges them (``_common.duplicate_groups``); None if
+    there are no duplicates."""
+    rows, cols = near_pairs[:, 0], near_pairs[:, 1]
+    off = rows != cols
+    if not off.any():
+        return None
+    keep, group_of_point = duplicate_groups(n, rows[off], cols[off])
+    return keep, group_of_point, np.bincount(group_of_point, minlength=len(keep))
+
+
+def _check_distance_tensor(D, name: str):
+    """The checks of ``check_distance_matrix`` on a float64 tensor where it lies."""
+    torch = _torch()
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"{name} must be a square (n, n) distance matrix; got shape "
+                         f"{tuple(D.shape)}.")
+    if D.shape[0] == 0:
+        raise ValueError(f"{name} is an empty set: the distance matrix has no points.")
+    if not bool(torch.isfinite(D).all()):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    low, high = float(D.min()), float(D.max())
+    if low < 0:
+        raise ValueError(f"{name} has negative distances (min {low:.3g}).")
+    scale = high or 1.0
+    if float(D.diagonal().abs().max()) > 1e-10 * scale:
+        raise ValueError(f"{name} has a non-zero diagonal: a point must be at distance 0 from "
+                         "itself.")
+    n, rows = D.shape[0], max(1, _BLOCK_ENTRIES // D.shape[0])
+    # Row block against column block: no n × n temporary (60 GB at 50,000 points).
+    asym = max(float((D[s:s + rows] - D[:, s:s + rows].T).abs().max()) for s in range(0, n, rows))
+    if asym > 1e-10 * scale:
+        raise ValueError(f"{name} is not symmetric (largest |D - D.T| = {asym:.3g}).")
+    return D
+
+
+class TorchMagnitudeSpace(_Operations):
+    """A distance matrix on a torch device, prepared for magnitude (float64, dense).
+
+    The torch counterpart of :class:`~diversity_core.magnitude.MagnitudeSpace`, one more
+    prepared space (``_space._Operations``: ``weights``, ``magnitude_function``,
+    ``convergence_scale``, ``mag_area`` and the package's functions —
+    :func:`~diversity_core.magnitude.convergence_scale`, ``mag_area``, ``mag_diff`` — accept it
+    as they accept a ``MagnitudeSpace``); it evaluates ``magnitude(t)``,
+    ``magnitude_and_derivative(t)`` and ``unique_weights(t)`` on its device. The results agree
+    with the NumPy engine's direct solver to round-off.
+
+    Parameters
+    ----------
+    D : array or tensor of shape (n, n)
+        Distance matrix (a tensor is used where it lies and converted to float64 there).
+    device : str
+        A torch device (``cuda``, ``cuda:1``, ``cpu``); see :func:`resolve_engine_device`.
+    memory_limit : int, optional
+        Bytes the space may use on the device; default: the device's free memory. The need
+        (:func:`torch_magnitude_memory`) is checked before anything is allocated there.
+
+    Attributes
+    ----------
+    D : tensor of shape (n_unique, n_unique), float64, on ``device``
+    fallbacks : list of dict
+        Scales solved on the CPU because ``Z_t`` was not numerically positive definite:
+        ``t``, ``solver`` (``ldl`` or ``pinv``), ``relative_residual``, ``mag_error_bound``.
+    """
+
+    def __init__(self, D, *, device: str = "cpu", memory_limit: int | None = None,
+                 name: str = "D", _memory_checked: bool = False):
+        torch = _torch()
+        self.device = _torch_device(device)
+        if isinstance(D, torch.Tensor):
+            n = D.shape[0] if D.ndim == 2 else 0
+            if not _memory_checked:
+                need = torch_magnitude_memory(max(n, 1))
+                if D.device == self.device and D.dtype == torch.float64 and memory_limit is None:
+                    need -= 8 * D.numel()  # already there: free memory excludes it
+                check_torch_memory(need, self.device, memory_limit=memory_limit,
+                                   what=f"magnitude of {n:,} points")
+            D = _check_distance_tensor(D.to(self.device, torch.float64), name)
+        else:
+            D = check_distance_matrix(D, name=name)
+            n = D.shape[0]
+            check_torch_memory(torch_magnitude_memory(n), self.device,
+                               memory_limit=memory_limit, what=f"magnitude of {n:,} points")
+            D = torch.as_tensor(D, device=self.device)
+        self.n_points = int(D.shape[0])
+        self._merge_duplicates(D)
+        self._ones = torch.ones((self.n_unique, 1), dtype=torch.float64, device=self.device)
+        self._Z = None  # the similarity buffer, factorised in place
+        self._info = torch.zeros((), dtype=torch.int32, device=self.device)
+        self._D_host = None  # for the CPU fallback, made on first need
+        self._cache: dict[float, float] = {0.0: 1.0}
+        self.fallbacks: list[dict] = []
+
+    @classmethod
+    def from_points(cls, X, metric: str = "euclidean", *, device: str = "cpu",
+                    memory_limit: int | None = None) -> TorchMagnitudeSpace:
+        """The space of points ``X`` (shape (n, d)), its distances formed on the device
+        (``euclidean``, ``cityblock`` or ``cosine``: those of
+        :func:`diversity_core.pairwise_distances`, to round-off)."""
+        torch = _torch()
+        from .._validation import check_embeddings
+
+        X = check_embeddings(np.asarray(X) if not isinstance(X, torch.Tensor) else
+                             X.detach().cpu().numpy())
+        n, d = X.shape
+        device = _torch_device(device)
+        check_torch_memory(torch_magnitude_memory(n, d), device,
+                           memory_limit=memory_limit,
+                           what=f"magnitude of {n:,} points in {d} dimensions")
+        Xt = torch.as_tensor(np.asarray(X, dtype=np.float64), device=device)
+        D = _pairwise_distances(Xt, metric)
+        del Xt
+        # Checked above for the whole computation (D is now part of what the device holds).
+        return cls(D, device=device, name="X", _memory_checked=True)
+
+    def _merge_duplicates(self, D) -> None:
+        torch = _torch()
+        tol = _DUPLICATE_RTOL * float(D.max())
+        near = torch.nonzero(D <= tol)
+        groups = (_duplicate_groups(near.cpu().numpy(), D.shape[0])
+                  if near.shape[0] > D.shape[0] else None)
+        del near
+        if groups is None:
+            self.group_of_point = self.multiplicity = None
+            self.D = D.contiguous()
+        else:
+            keep, self.group_of_point, self.multiplicity = groups
+            index = torch.as_tensor(keep, device=D.device)
+            self.D = D.index_select(0, index).index_select(1, index).contiguous()
+        self.n_unique = int(self.D.shape[0])
+
+    # -- one scale ------------------------------------------------------------------------------
+    def _factor(self, t: float):
+        """Cholesky factor of Z_t (lower), in place of the similarity buffer, or None where
+        Z_t is not numerically positive definite."""
+        torch = _torch()
+        if self._Z is None:
+            self._Z = torch.empty_like(self.D)
+        Z = self._Z
+        torch.mul(self.D, -t, out=Z)
+        # The NumPy engine's floor (_EXPONENT_FLOOR): the same matrix, no subnormal products.
+        Z.clamp_(min=-_EXPONENT_FLOOR).exp_()
+        torch.linalg.cholesky_ex(Z, out=(Z, self._info))
+        return Z if int(self._info) == 0 else None
+
+    def _solve(self, t: float, *, weights: bool):
+        """(Mag(t), w or None); the fallback (with its warning and record) where Cholesky
+        fails."""
+        torch = _torch()
+        L = self._factor(t)
+        if L is None:
+            w = self._fallback(t)
+            return float(w.sum()), torch.as_tensor(w[:, None], device=self.device)
+        v = torch.linalg.solve_triangular(L, self._ones, upper=False)
+        mag = float((v * v).sum())
+        if not weights:
+            return mag, None
+        return mag, torch.linalg.solve_triangular(L.mT, v, upper=True)
+
+    def _fallback(self, t: float) -> np.ndarray:
+        if self._D_host is None:
+            self._D_host = self.D.cpu().numpy()
+        w, record = fallback_solve(self._D_host, t, stacklevel=5)
+        self.fallbacks.append(record)
+        return w
+
+    def _weighted_distance_form(self, t: float, w) -> float:
+        """wᵀ (D ∘ exp(-tD)) w, exp(-tD) formed afresh in row blocks (the buffer holds the
+        factor)."""
+        torch = _torch()
+        n = self.n_unique
+        rows = max(1, _BLOCK_ENTRIES // n)
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        for start in range(0, n, rows):
+            Db = self.D[start:start + rows]
+            Mb = torch.mul(Db, -t).clamp_(min=-_EXPONENT_FLOOR).exp_().mul_(Db)
+            total += (w[start:start + rows, 0] @ (Mb @ w[:, 0]))
+        return float(total)
+
+    def magnitude(self, t: float) -> float:
+        """Mag(t) at one scale t >= 0."""
+        t = float(t)
+        if t not in self._cache:
+            self._cache[t] = self._solve(t, weights=False)[0]
+        return self._cache[t]
+
+    def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
+        """Mag(t) and dMag/dt = wᵀ (D ∘ Z_t) w at t > 0."""
+        t = float(t)
+        mag, w = self._solve(t, weights=True)
+        self._cache[t] = mag
+        return mag, self._weighted_distance_form(t, w)
+
+    def unique_weights(self, t: float) -> np.ndarray:
+        """Weighting of the de-duplicated space (shape (n_unique,)), t > 0, on the host."""
+        return self._solve(float(t), weights=True)[1][:, 0].cpu().numpy()
+
+    # -- functions of the space ------------------------------------------------------------------
+    def initial_scale(self) -> float:
+        """``_search._initial_scale`` of the space, on the device: 5 / the median distance to
+        the nearest neighbour (the minima are exact; the median is NumPy's, on the host)."""
+        torch = _torch()
+        n = self.n_unique
+        nn = torch.empty(n, dtype=torch.float64, device=self.device)
+        rows = max(1, _BLOCK_ENTRIES // n)
+        for start in range(0, n, rows):
+            block = self.D[start:start + rows].clone()
+            k = block.shape[0]
+            block[torch.arange(k), torch.arange(start, start + k)] = math.inf
+            nn[start:start + k] = block.min(dim=1).values
+        return 5.0 / float(np.median(nn.cpu().numpy()))
+
+    def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
+        """MagArea on [0, t_cut] by the engine's quadrature (see :func:`mag_area`)."""
+        return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+
+    def release(self) -> None:
+        """Free the similarity buffer (the distance matrix stays)."""
+        self._Z = None
+
+
+def _pairwise_distances(X, metric: str):
+    """(n, n) float64 distances of the rows of a tensor, on its device."""
+    torch = _torch()
+    if metric == "euclidean":
+        # Differences, not the Gram expansion: no cancellation for close points (the NumPy
+        # side's pairwise_distances is exact to round-off too).
+        D = torch.cdist(X, X, p=2.0, compute_mode="donot_use_mm_for_euclid_dist")
+    elif metric == "cityblock":
+        D = torch.cdist(X, X, p=1.0)
+    elif metric == "cosine":
+        norms = X.norm(dim=1, keepdim=True)
+        if bool((norms == 0).any()):
+            raise ValueError("cosine distance is undefined for a zero vector.")
+        U = X / norms
+        D = (1.0 - U @ U.T).clamp_(min=0.0)
+    else:
+        raise ValueError(f"metric must be one of ('euclidean', 'cityblock', 'cosine'); got "
+                         f"{metric!r}.")
+    D.fill_diagonal_(0.0)
+    if metric == "cosine":
+        # A product of U with itself need not be bit-symmetric: its upper triangle is mirrored,
+        # block by block (no n × n temporary). The other two are: |x - y| and |y - x| are
+        # summed alike.
+        n = D.shape[0]
+        rows = max(1, _BLOCK_ENTRIES // n)
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            D[start:stop, :start] = D[:start, start:stop].T
+            block = D[start:stop, start:stop]
+            block.copy_(torch.triu(block) + torch.triu(block, 1).T)
+    return D
