@@ -67,9 +67,10 @@ class MagnitudeSettings:
         Where the engine runs (:func:`~diversity_core.magnitude._torch.resolve_engine_device`):
         ``auto`` and ``cpu`` the NumPy engine (so that tables never depend on the machine);
         ``cuda``/``cuda:N`` the torch path on that GPU, dense float64, agreeing with the NumPy
-        engine to about 1e-12 (docs/gpu.md); ``torch:cpu`` the torch path on the CPU (to check
-        it without a GPU). Checked when the settings are made: a GPU torch does not see is
-        refused in one line before any work. Large prepared spaces
+        engine to the accuracy its solvers are asked for, 1e-10 or better (docs/gpu.md);
+        ``torch:cpu`` the torch path on the CPU (to check it without a GPU). Checked when the
+        settings are made: a GPU torch does not see is refused in one line before any work.
+        Large prepared spaces
         (:class:`~diversity_core.magnitude.LargeMagnitudeSpace`) stay on the CPU.
     """
 

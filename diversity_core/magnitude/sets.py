@@ -238,7 +238,7 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
     device : str
         The engine's device (:func:`~diversity_core.magnitude._torch.resolve_engine_device`):
         ``auto`` or ``cpu``, the NumPy engine; ``cuda``/``cuda:N``, the sets' batches on the
-        torch path (``_torch_batch``; the same functions, agreeing to about 1e-12) — large
+        torch path (``_torch_batch``; the same functions, agreeing to 1e-10 or better) — large
         prepared spaces stay on the CPU; ``torch:cpu``, the torch path on the CPU (to check it
         where there is no GPU).
     chunk_size : int, optional
