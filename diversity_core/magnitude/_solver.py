@@ -17,37 +17,18 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import lapack
 
-from ._cg import _CG_DELAY, _conjugate_gradients, _conjugate_gradients_from, _symmetric_product
+from ._cg import _conjugate_gradients, _conjugate_gradients_from, _symmetric_product
 from ._common import (
-    EXPONENT_FLOOR,
-    FLOAT32_FLOOR,
     MagnitudeWarning,
     map_threads,
     single_threaded_if,
 )
-from ._common import executor as _executor
-from ._common import single_threaded_if as _single_threaded_if
-from ._common import threadpools as _threadpools
 from ._elementwise import (
     _BLOCK_ENTRIES,
-    _SHIFT_LIMIT,
-    EXPONENTIAL,
     _exp_inplace,
-    _exponentials,
-    _fill_similarity,
     _row_blocks,
-    _shift_similarity,
 )
-from ._similarity import _PAIR_MIN_POINTS, SimilarityBuffer, _pair_memory
-
-# Names this module held before the engine was split by job (the similarity buffer, the
-# elementwise passes, conjugate gradients, the shared constants), importable from here still.
-_EXPONENT_FLOOR = EXPONENT_FLOOR
-_FLOAT32_FLOOR = FLOAT32_FLOOR
-_FORMER_NAMES = (MagnitudeWarning, EXPONENTIAL, _CG_DELAY, _SHIFT_LIMIT, _PAIR_MIN_POINTS,
-                 _executor, _single_threaded_if, _threadpools, _exponentials, _fill_similarity,
-                 _row_blocks, _shift_similarity, _pair_memory)
-
+from ._similarity import SimilarityBuffer
 
 # float64 is the default: a single float32 factorisation is about twice as fast, but at large t
 # it meets subnormal intermediates (20 times slower than float64 for 500 points), and measured

@@ -25,8 +25,6 @@ from ._quadrature import _integrate
 from ._search import _convergence_scale, _initial_scale
 from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
-_DUPLICATE_RTOL = DUPLICATE_RTOL  # its former name here
-
 
 class _Operations:
     """What every prepared space offers on top of ``magnitude(t)`` and ``unique_weights(t)``

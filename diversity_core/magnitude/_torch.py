@@ -31,9 +31,7 @@ import math
 import numpy as np
 
 from .._validation import check_distance_matrix
-from ._common import DUPLICATE_RTOL as _DUPLICATE_RTOL
-from ._common import EXPONENT_FLOOR as _EXPONENT_FLOOR
-from ._common import duplicate_groups
+from ._common import DUPLICATE_RTOL, EXPONENT_FLOOR, duplicate_groups
 from ._quadrature import _integrate
 from ._solver import fallback_solve
 from ._space import _Operations
@@ -277,7 +275,7 @@ class TorchMagnitudeSpace(_Operations):
 
     def _merge_duplicates(self, D) -> None:
         torch = _torch()
-        tol = _DUPLICATE_RTOL * float(D.max())
+        tol = DUPLICATE_RTOL * float(D.max())
         near = torch.nonzero(D <= tol)
         groups = (_duplicate_groups(near.cpu().numpy(), D.shape[0])
                   if near.shape[0] > D.shape[0] else None)
@@ -300,8 +298,8 @@ class TorchMagnitudeSpace(_Operations):
             self._Z = torch.empty_like(self.D)
         Z = self._Z
         torch.mul(self.D, -t, out=Z)
-        # The NumPy engine's floor (_EXPONENT_FLOOR): the same matrix, no subnormal products.
-        Z.clamp_(min=-_EXPONENT_FLOOR).exp_()
+        # The NumPy engine's floor (EXPONENT_FLOOR): the same matrix, no subnormal products.
+        Z.clamp_(min=-EXPONENT_FLOOR).exp_()
         torch.linalg.cholesky_ex(Z, out=(Z, self._info))
         return Z if int(self._info) == 0 else None
 
@@ -335,7 +333,7 @@ class TorchMagnitudeSpace(_Operations):
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         for start in range(0, n, rows):
             Db = self.D[start:start + rows]
-            Mb = torch.mul(Db, -t).clamp_(min=-_EXPONENT_FLOOR).exp_().mul_(Db)
+            Mb = torch.mul(Db, -t).clamp_(min=-EXPONENT_FLOOR).exp_().mul_(Db)
             total += (w[start:start + rows, 0] @ (Mb @ w[:, 0]))
         return float(total)
 

@@ -18,7 +18,7 @@ from ._common import (  # the package's defaults, written once there
     DEFAULT_TARGET,
 )
 from ._large import LargeMagnitudeSpace, large_memory
-from ._search import _convergence_scale, _find_scale, _no_convergence_scale  # noqa: F401
+from ._search import _convergence_scale
 from ._similarity import _pair_memory
 from ._solver import _FLOAT32_CG_FROM
 from ._space import MagnitudeSpace, _as_space
