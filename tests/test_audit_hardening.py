@@ -20,6 +20,7 @@ instead of hanging the suite.
 """
 
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -318,6 +319,26 @@ def test_a_folder_that_is_not_a_results_folder_is_one_line_exit_2(tmp_path, wher
     done = _command("audit", target)
     assert time.perf_counter() - start < 60
     _one_error_line(done, str(target))
+
+
+def test_a_walk_past_its_entry_limit_stops_with_an_error(tmp_path, monkeypatch):
+    """A folder input's walk and the results tree's walk stop once they have visited more
+    entries than their limit (a link to / would otherwise walk the disk); at the limit, not."""
+    audit_module = importlib.import_module("diversity_core.provenance.audit")
+    for i in range(3):
+        (tmp_path / "sub" / f"f{i}").parent.mkdir(exist_ok=True)
+        (tmp_path / "sub" / f"f{i}").write_text(str(i))
+    # 4 entries: the folder sub/, then its 3 files.
+    monkeypatch.setattr(digests, "MAX_FOLDER_ENTRIES", 4)
+    assert digests.scan_folder(tmp_path)[0] == ["sub/f0", "sub/f1", "sub/f2"]
+    monkeypatch.setattr(digests, "MAX_FOLDER_ENTRIES", 3)
+    with pytest.raises(ValueError, match="holds more than 3 entries: not a folder the pipeline"):
+        digests.scan_folder(tmp_path)
+    monkeypatch.setattr(audit_module, "MAX_TREE_ENTRIES", 4)
+    assert audit_module._walk(tmp_path)[0] == ["sub/f0", "sub/f1", "sub/f2"]
+    monkeypatch.setattr(audit_module, "MAX_TREE_ENTRIES", 3)
+    with pytest.raises(ValueError, match="holds more than 3 entries: not a results folder"):
+        audit_module._walk(tmp_path)
 
 
 # --- 2. the crate agrees with itself ---------------------------------------------------------

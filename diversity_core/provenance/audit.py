@@ -52,6 +52,7 @@ from .digests import (
     find_manifest,
     listed_files,
     read_manifest,
+    walk_bounded,
 )
 from .records import RecordError, Roots, read_record, record_path
 
@@ -321,17 +322,15 @@ def _walk(results: Path) -> tuple[list[str], list[str], list[str]]:
     file. A link to a folder is not followed (a note); a folder that cannot be listed, or more
     than :data:`MAX_TREE_ENTRIES` entries, is a ``ValueError``: the audit would miss what lies
     there."""
-    files, records, notes, seen = [], [], [], 0
+    files, records, notes = [], [], []
 
     def unlistable(err: OSError):
         raise ValueError(f"cannot list {err.filename} ({err.strerror or err}): the audit "
                          "would miss what it holds.")
 
-    for parent, dirs, names in os.walk(results, onerror=unlistable):
-        seen += len(dirs) + len(names)
-        if seen > MAX_TREE_ENTRIES:
-            raise ValueError(f"{results} holds more than {MAX_TREE_ENTRIES:,} entries: not a "
-                             "results folder the pipeline wrote; not audited.")
+    for parent, dirs, names in walk_bounded(
+            results, limit=MAX_TREE_ENTRIES, onerror=unlistable,
+            refusal="not a results folder the pipeline wrote; not audited."):
         here = Path(parent)
         for name in sorted(dirs):
             if not _skipped(name) and os.path.islink(here / name):

@@ -163,6 +163,20 @@ def file_sha256(path, *, stop: threading.Event | None = None) -> str:
     return h.hexdigest()
 
 
+def walk_bounded(top, *, limit: int, refusal: str,
+                 onerror=None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top, onerror=onerror)``, stopped with a ``ValueError`` once it has visited more
+    than ``limit`` entries (files and folders): a link to ``/`` or a planted tree would
+    otherwise walk the disk. ``refusal`` ends the message (what ``top`` is not; what is not done).
+    """
+    seen = 0
+    for parent, dirs, names in os.walk(top, onerror=onerror):
+        seen += len(dirs) + len(names)
+        if seen > limit:
+            raise ValueError(f"{top} holds more than {limit:,} entries: {refusal}")
+        yield parent, dirs, names
+
+
 def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
     """``(files, set_aside)`` of ``folder``: the relative POSIX paths of its regular files
     (recursive, sorted; a link to a regular file counts as one, as before), without manifests,
@@ -171,12 +185,10 @@ def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
     folders (not followed: ``find -type f`` does not follow them either). Raises ``ValueError``
     past :data:`MAX_FOLDER_ENTRIES` entries."""
     folder = Path(folder)
-    out, aside, seen = [], {}, 0
-    for parent, dirs, files in os.walk(folder):
-        seen += len(dirs) + len(files)
-        if seen > MAX_FOLDER_ENTRIES:
-            raise ValueError(f"{folder} holds more than {MAX_FOLDER_ENTRIES:,} entries: not a "
-                             "folder the pipeline wrote or fetched; not walked further")
+    out, aside = [], {}
+    for parent, dirs, files in walk_bounded(
+            folder, limit=MAX_FOLDER_ENTRIES,
+            refusal="not a folder the pipeline wrote or fetched; not walked further"):
         here = Path(parent)
         for name in list(dirs):
             if os.path.islink(here / name):  # os.walk would not descend; say so

@@ -40,6 +40,7 @@ from pathlib import Path, PurePosixPath
 from .._validation import json_depth
 from ..atomic import atomic_write
 from .digests import (
+    _HEX64,
     MAX_JSON_BYTES,
     RECORD_SUFFIX,
     Hasher,
@@ -53,7 +54,6 @@ ROOTS = ("results", "resources", "workdir")
 # How deep a record's JSON may nest: the writer's records nest 6 levels (params of params); the
 # bound turns a hostile 100,000-level line into one message instead of a RecursionError.
 MAX_DEPTH = 64
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 
 # Packages whose versions go into every record.
