@@ -200,6 +200,13 @@ def _text_models() -> list[str]:
     return text_model_names()
 
 
+def _file_rng(seed: int, path: str) -> np.random.Generator:
+    """The generator of a set's ``--subsample``: it depends only on ``--seed`` and the set's
+    name, so that adding a set, or giving them in another order, draws the same points from
+    every other set."""
+    return np.random.default_rng([seed, zlib.crc32(os.fsencode(path))])
+
+
 def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
     """Raw sets embedded with --embed: data, JSON records and descriptions by path."""
     from tqdm.auto import tqdm
@@ -236,7 +243,7 @@ def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
     bar = tqdm(paths, desc=f"embedding sets ({model})", unit="set", leave=False, file=sys.stderr,
                disable=None if len(paths) >= 2 else True)
     for path in bar:
-        rng = np.random.default_rng([args.seed, zlib.crc32(os.fsencode(path))])
+        rng = _file_rng(args.seed, path)
         everything = items[path]
         keep = subsample_points(np.arange(len(everything))[:, None], args.subsample, rng)[:, 0]
         chosen = [everything[i] for i in keep]
@@ -276,9 +283,7 @@ def _run_compare(args, argv) -> int:
         reads = []
         data, records, described = _embed_sets(paths, args)
     for read in reads:
-        # Each file's subset depends only on --seed and the file's name: adding a set, or
-        # giving them in another order, draws the same points from every other file.
-        rng = np.random.default_rng([args.seed, zlib.crc32(os.fsencode(read.path))])
+        rng = _file_rng(args.seed, read.path)
         data[read.path] = subsample_points(read.data, args.subsample, rng)
         records[read.path] = file_record(read, data[read.path])
         described.append(("reference: " if read.path == args.reference else "")
@@ -420,6 +425,12 @@ def main(argv=None) -> int:
         except ValueError as err:  # InputError and the measures' own input checks
             print(f"error: {err}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # before OSError, of which it is one
+            # The reader of stdout went away (| head): nothing more to say, and Python's own
+            # flush at exit must not fail again.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         except OSError as err:  # a file that cannot be read or written: the user's to fix
             where = f" ({err.filename})" if getattr(err, "filename", None) else ""
             print(f"error: {err.strerror or err}{where}.", file=sys.stderr)
@@ -436,9 +447,3 @@ def main(argv=None) -> int:
         except KeyboardInterrupt:
             print("error: interrupted.", file=sys.stderr)
             return 130
-        except BrokenPipeError:
-            # The reader of stdout went away (| head): nothing more to say, and Python's own
-            # flush at exit must not fail again.
-            with contextlib.suppress(OSError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 1

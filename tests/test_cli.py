@@ -341,3 +341,16 @@ def test_the_engine_device_gives_the_same_scores(files, capsys):
         rc, out, err = _run([*base, "--device", "cuda"], capsys)
         assert rc == 2 and out == "" and "torch sees no CUDA GPU" in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_closed_stdout_ends_quietly(files, capsys, monkeypatch):
+    """A reader of stdout that went away (``| head``) is BrokenPipeError, an OSError: it must
+    end the command quietly with status 1, not as an error of the user's files (status 2)."""
+    tmp, _, _ = files
+
+    def closed_pipe(*args, **kwargs):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("diversity_core.cli.compare", closed_pipe)
+    rc, out, err = _run(["compare", str(tmp / "x.npy"), str(tmp / "r.npz")], capsys)
+    assert (rc, out, err) == (1, "", "")

@@ -62,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import json_depth
-from ..embedding_files import InputError, file_kind, open_regular
+from ..input_files import InputError, file_kind, open_regular
 from .device import check_device
 
 __all__ = ["INCEPTION_PINS", "IMAGE_SUFFIXES", "IMAGE_MODEL", "MAX_JSON_DEPTH",
@@ -147,7 +147,7 @@ def read_texts(path, field: str | None = None) -> list[str]:
     """The texts of a ``.txt`` file (one per non-blank line) or a ``.jsonl`` file (``field`` of
     every non-blank line: a string or a list of strings).
 
-    Raises :class:`~diversity_core.embedding_files.InputError` (a ``ValueError``) in one line
+    Raises :class:`~diversity_core.input_files.InputError` (a ``ValueError``) in one line
     naming the file, and the line where one is at fault: not a regular file, not UTF-8, not
     JSON, nested deeper than :data:`MAX_JSON_DEPTH`, a number too long to read, no ``field``, a
     text with a lone surrogate, no text at all.

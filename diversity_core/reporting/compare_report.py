@@ -236,6 +236,10 @@ def plot_comparison(result, path, *, normalise: str | None = None,
         return write_figure(fig, path)
 
 
+# The figure of a report, beside report.md.
+REPORT_FIGURE = "comparison.png"
+
+
 def write_report(result, folder, *, files: list[str], options: str, command: str,
                  normalise: str | None = None, data: dict[str, str] | None = None) -> Path:
     """Write ``folder/report.md`` with its figure ``folder/comparison.png`` and the files of
@@ -253,9 +257,6 @@ def write_report(result, folder, *, files: list[str], options: str, command: str
         with atomic_write(folder / name, what="--report file") as out:
             out.write(text)
     return folder / "report.md"
-
-
-REPORT_FIGURE = "comparison.png"
 
 
 def report_files(folder, data_names=()) -> list[Path]:

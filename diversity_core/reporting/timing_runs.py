@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .timings import COLUMNS, _summarise, read_benchmark, render_timings
+from .timings import COLUMNS, read_benchmarks, render_timings, summarise_jobs
 
 __all__ = ["RUN_GAP_S", "invocation_starts", "latest_run_timings", "render_run_timings",
            "split_runs"]
@@ -106,12 +106,12 @@ def latest_run_timings(folders: Mapping[str, str | os.PathLike], *, gap_s: float
     invocations = list(invocations)
     rows, runs = [], {}
     for name, folder in folders.items():
-        jobs = [read_benchmark(p) for p in sorted(Path(folder).glob("*.tsv"))]
+        jobs = read_benchmarks(folder)
         if not jobs:
             continue
         grouped = split_runs(jobs, gap_s=gap_s, invocations=invocations)
         latest = grouped[-1]
-        rows.append(_summarise(name, latest))
+        rows.append(summarise_jobs(name, latest))
         runs[name] = {"start": min(job["end"] - job["s"] for job in latest),
                       "jobs": len(latest), "left_out": len(jobs) - len(latest),
                       "earlier_runs": len(grouped) - 1}

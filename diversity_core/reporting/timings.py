@@ -39,6 +39,12 @@ def read_benchmark(path) -> dict:
             "max_rss": number("max_rss"), "end": os.stat(path).st_mtime}
 
 
+def read_benchmarks(folder) -> list[dict]:
+    """The records (:func:`read_benchmark`) of every benchmark file (``*.tsv``) in ``folder``,
+    in order of name; empty when there are none."""
+    return [read_benchmark(p) for p in sorted(Path(folder).glob("*.tsv"))]
+
+
 def experiment_timings(folders: dict[str, str | os.PathLike]) -> pd.DataFrame:
     """Per experiment (``{name: its benchmark folder}``) the timings described in the module.
 
@@ -47,17 +53,20 @@ def experiment_timings(folders: dict[str, str | os.PathLike]) -> pd.DataFrame:
     """
     rows, everything = [], []
     for name, folder in folders.items():
-        jobs = [read_benchmark(p) for p in sorted(Path(folder).glob("*.tsv"))]
+        jobs = read_benchmarks(folder)
         if not jobs:
             continue
         everything += jobs
-        rows.append(_summarise(name, jobs))
+        rows.append(summarise_jobs(name, jobs))
     if len(rows) > 1:
-        rows.append(_summarise("all", everything))
+        rows.append(summarise_jobs("all", everything))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _summarise(name: str, jobs: list[dict]) -> dict:
+def summarise_jobs(name: str, jobs: list[dict]) -> dict:
+    """One row of ``COLUMNS`` over ``jobs`` (records of :func:`read_benchmark`, at least one):
+    their count, span (first start to last end), summed wall and CPU seconds, the longest job
+    and the peak RSS (MB)."""
     frame = pd.DataFrame(jobs)
     start = (frame["end"] - frame["s"]).min()
     longest = frame.loc[frame["s"].idxmax()]
