@@ -382,6 +382,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import torch
 
+    from diversity_core.atomic import atomic_write
     from diversity_core.embed.device import resolve_device
 
     try:
@@ -407,8 +408,9 @@ def main(argv=None) -> int:
     failed = [r["check"] for r in results if not r["ok"]]
     print("all checks within tolerance" if not failed else f"outside tolerance: {failed}")
     if args.json:
-        args.json.write_text(json.dumps({"device": device, "name": where, "tiny": args.tiny,
-                                         "results": results}, indent=2, default=str) + "\n")
+        with atomic_write(args.json) as out:
+            out.write(json.dumps({"device": device, "name": where, "tiny": args.tiny,
+                                  "results": results}, indent=2, default=str) + "\n")
     return 1 if failed else 0
 
 

@@ -18,7 +18,7 @@ def main(table: Output, summary: Output, seed: int):
              "|---|" + "---|" * len(AXIOMS)]
     for measure, row in wide.iterrows():
         lines.append(f"| {measure} | " + " | ".join(row[a] for a in AXIOMS) + " |")
-    with atomic_write(summary, encoding=None) as f:
+    with atomic_write(summary) as f:
         f.write("\n".join(lines) + "\n")
     for r in results:
         log.info("%s / %s: %s (%s)", r.measure, r.axiom, r.verdict, r.counterexample)

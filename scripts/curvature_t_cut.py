@@ -16,7 +16,7 @@ def main(scales: Inputs, t_cut: Output):
     record = {"t_cut": limit, "rule": "median of convergence scales",
               "n_spaces": int(t_conv.size), "t_conv_min": float(t_conv.min()),
               "t_conv_max": float(t_conv.max())}
-    with atomic_write(t_cut, encoding=None) as f:
+    with atomic_write(t_cut) as f:
         json.dump(record, f, indent=2)
     log.info("t_cut = %.6g (median of %d convergence scales)", record["t_cut"], t_conv.size)
 

@@ -34,7 +34,7 @@ def main(downloads: Inputs, setup: Output, clusters: Output, dataset: str, optio
                                               ap_damping=ap_damping, ap_max_iter=ap_max_iter)
     with atomic_write(setup, "wb") as f:
         np.savez(f, **arrays)
-    with atomic_write(clusters, encoding=None) as f:
+    with atomic_write(clusters) as f:
         json.dump(summary, f, indent=2)
         f.write("\n")
 

@@ -27,7 +27,7 @@ def main(embeddings: Inputs, scores: Output, info: Output, magnitude: dict, scen
     )
     with atomic_path(scores) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")
-    with atomic_write(info, encoding=None) as out:
+    with atomic_write(info) as out:
         json.dump(ref_info, out, indent=2, sort_keys=True)
         out.write("\n")
     log.info("reference: %s", ref_info)

@@ -24,7 +24,7 @@ def main(folder: Input, documents: Output, collection: str, choice: str, n_docum
     words = [len(t.split()) for t in texts]
     log.info("%s: %d of %d documents (%s), %.1f words on average", collection, len(texts),
              len(corpus), choice, sum(words) / len(words))
-    with atomic_write(documents, encoding=None) as out:
+    with atomic_write(documents) as out:
         json.dump({"collection": collection, "indices": indices.tolist(), "texts": texts}, out,
                   ensure_ascii=False, indent=0)
     return {"corpus_size": len(corpus)}

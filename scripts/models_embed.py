@@ -21,7 +21,7 @@ def main(documents: Input, model_dir: Input, embeddings: Output, model: str, cac
     ``pins``: the configuration's pins of the model (text_assets.models), None for the
     package's."""
     pins = pins or None
-    with open(documents) as stream:
+    with open(documents, encoding="utf-8") as stream:
         texts = json.load(stream)["texts"]
     start = time.perf_counter()
     X, n_new = embed_with_cache(

@@ -50,7 +50,7 @@ def main(prompts: Input, model: Input, caps: Inputs, sets: Output, stats: Output
     text_tasks.write_sets(sets, records)
     numbers.update({"task": task, "chunk": chunk, "n_prompts": len(mine),
                     "n_sets": len(records)})
-    with atomic_write(stats, encoding=None) as stream:
+    with atomic_write(stats) as stream:
         json.dump(numbers, stream, indent=2, sort_keys=True)
         stream.write("\n")
     log.info("%s chunk %d: %d prompts, %d sets (%d generated now: %d tokens, %.0f CPU s, "

@@ -29,7 +29,7 @@ def main(prompts: Input, model: Input, sets: Output, stats: Output, task: str, p
         seed=seed, cache_dir=cache_dir, device=device)
     text_tasks.write_sets(sets, records)
     numbers.update({"task": task, "n_sets": len(records)})
-    with atomic_write(stats, encoding=None) as stream:
+    with atomic_write(stats) as stream:
         json.dump(numbers, stream, indent=2, sort_keys=True)
         stream.write("\n")
     log.info("%s pilot: %d sets at temperatures %.2f-%.2f (%d generated now, %.0f CPU s)", task,

@@ -595,16 +595,18 @@ def _sweep_table(values, p, metrics=protocol.MEASURES, dataset="d", experiment="
 def test_spearman_along_steps_matches_scipy():
     from scipy.stats import spearmanr
 
+    from diversity_core.experiments.graph_analysis import _spearman_along_steps
+
     rng = np.random.default_rng(0)
     p = np.linspace(0, 1, 25)
     values = rng.normal(size=(3, 25, 2))
     values[1, :, 0] = np.round(values[1, :, 0])  # ties
-    rho = protocol._spearman_along_steps(p[None, :], values)
+    rho = _spearman_along_steps(p[None, :], values)
     for a in range(3):
         for m in range(2):
             assert rho[a, m] == pytest.approx(spearmanr(p, values[a, :, m]).statistic, abs=1e-12)
     values[2, :, 1] = 1.0
-    assert np.isnan(protocol._spearman_along_steps(p[None, :], values)[2, 1])
+    assert np.isnan(_spearman_along_steps(p[None, :], values)[2, 1])
 
 
 def test_a_tie_at_one_is_reported_as_a_tie():

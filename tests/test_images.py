@@ -76,6 +76,36 @@ def test_load_fashion_mnist(tmp_path):
         data_images.load_dataset("fashion_mnist", tmp_path, "train")
 
 
+def test_fetch_fashion_mnist_verifies_an_existing_folder(tmp_path):
+    """An existing folder is the cache: checked file by file (nothing fetched), its .pins.json
+    written; a missing or altered file is refused with the remedy."""
+    from diversity_core.assets.manifest import write_manifest as expected_manifest
+
+    folder = tmp_path / "fmnist"
+    folder.mkdir()
+    pins = {}
+    for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"):
+        (folder / name).write_bytes(name.encode())
+        pins[name] = hashlib.sha256(name.encode()).hexdigest()
+    fetch_args = {"package": "dataset-fashion-mnist", "version": "1.0-1",
+                  "deb_sha256": "0" * 64, "file_sha256": pins}
+    assert data_images.fetch_fashion_mnist(folder, **fetch_args) == folder
+    written = (folder / ".pins.json").read_bytes()
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in pins:
+        (reference / name).write_bytes(name.encode())
+    expected_manifest(reference, asset="fashion_mnist", config_key="images.fashion_mnist",
+                      source="deb:dataset-fashion-mnist=1.0-1", pinned=pins)
+    assert written == (reference / ".pins.json").read_bytes()
+    (folder / "train-labels-idx1-ubyte.gz").write_bytes(b"altered")
+    with pytest.raises(ValueError, match=r"checksum mismatch.*Delete .*fmnist to fetch it again"):
+        data_images.fetch_fashion_mnist(folder, **fetch_args)
+    (folder / "train-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte.gz is missing; delete"):
+        data_images.fetch_fashion_mnist(folder, **fetch_args)
+
+
 def _cifar_batch(n, offset):
     # Image i: red plane = i + offset, green = 100 + i, blue = 200, except pixel (0, 1) red = 7.
     data = np.zeros((n, 3, 32, 32), dtype=np.uint8)

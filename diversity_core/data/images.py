@@ -21,6 +21,7 @@ import numpy as np
 
 from ..assets.fetch import apt_download, download, extract_deb, extract_tar, staged_folder
 from ..assets.manifest import verify_manifest, write_manifest
+from ..assets.pinned import verify_pinned_files
 from ..assets.verify import check_file, inside, relative_name, restricted_load
 
 log = logging.getLogger(__name__)
@@ -114,9 +115,8 @@ def fetch_fashion_mnist(folder, *, package: str, version: str, deb_sha256: str,
              for name, sha in file_sha256.items()}
     folder = Path(folder)
     if folder.exists():
-        for name, sha256 in names.items():
-            check_file(inside(folder, name, what=what), sha256, what=what,
-                       hint=f" Delete {folder} to fetch it again.")
+        # A missing file is refused as clearly as an altered one (delete the folder to refetch).
+        verify_pinned_files(folder, names, what=what)
         _write_fashion_mnist_manifest(folder, package, version, names)
         return folder
     with staged_folder(folder) as (scratch, staging):

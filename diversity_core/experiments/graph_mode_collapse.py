@@ -61,11 +61,10 @@ import numpy as np
 
 from ..embed.gin import gin_embeddings
 from ..settings import MagnitudeSettings
-from .graph_analysis import (  # noqa: F401  (_spearman_along_steps: for the tests)
+from .graph_analysis import (
     FLIPPED_MEASURES,
     MEASURES,
     SUMMARY_COLUMNS,
-    _spearman_along_steps,
     bootstrap_mean_rho,
     rho_intervals,
     spearman_per_setting,
