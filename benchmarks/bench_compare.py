@@ -48,7 +48,7 @@ for _p in (REPO, REPO / "tests"):  # the package (also when run from elsewhere) 
         sys.path.insert(0, str(_p))
 
 import diversity_core  # noqa: E402
-from diversity_core import comparison  # noqa: E402
+from diversity_core.comparison import protocol as comparison  # noqa: E402  # noqa: E402
 
 
 def make_sets(n_sets: int, n_points: int, dims: int, seed: int = 0) -> list[np.ndarray]:

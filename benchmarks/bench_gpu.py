@@ -71,12 +71,12 @@ def single(n: int, device: str, numpy_max: int) -> dict:
 
 
 def batch(m: int, k: int, device: str) -> dict:
-    from diversity_core.distances import pairwise_distances
     from diversity_core.magnitude import clear_cache, convergence_scales, mag_areas
     from diversity_core.magnitude._torch_batch import (
         torch_convergence_scales,
         torch_mag_areas,
     )
+    from diversity_core.measures.distances import pairwise_distances
 
     matrices = [pairwise_distances(cloud(k, seed=s)) for s in range(m)]
 
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from diversity_core.embed.device import resolve_device
+    from diversity_core.device import resolve_device
 
     try:
         device = resolve_device(args.device)

@@ -32,7 +32,7 @@ def main() -> None:
     import torch
 
     from diversity_core.data.images import load_fashion_mnist
-    from diversity_core.embed.device import resolve_device
+    from diversity_core.device import resolve_device
     from diversity_core.embed.inception import embed_images, load_inception
 
     torch.set_num_threads(args.threads)

@@ -13,7 +13,7 @@ measures=["mag_area"])``, i.e. cosine distances, convergence scales, t_cut and M
 sets. For each (collection, variant) of the model experiment: ``summarise_sets`` with the scalar
 baselines left out (they are the same either way), i.e. distances, convergence scales, t_cut and
 the stored magnitude functions of its 1,200 sets. "One at a time" is the same code with the batch
-methods of :class:`~diversity_core.settings.MagnitudeSettings` replaced by loops over the
+methods of :class:`~diversity_core.magnitude.settings.MagnitudeSettings` replaced by loops over the
 single-space functions (:class:`OneAtATime`). Every file read is first checked against its
 provenance record by the project's audit (``diversity_core.provenance.audit``). Both are timed in
 CPU seconds (all threads, ``time.process_time``) and wall seconds, with as many BLAS threads as the
@@ -45,8 +45,8 @@ from diversity_core import magnitude as mg  # noqa: E402
 from diversity_core.data import text_tasks  # noqa: E402
 from diversity_core.experiments import model_distinguishing as md  # noqa: E402
 from diversity_core.experiments import text_temperature as tt  # noqa: E402
+from diversity_core.magnitude.settings import MagnitudeSettings  # noqa: E402  # noqa: E402
 from diversity_core.provenance import audit  # noqa: E402
-from diversity_core.settings import MagnitudeSettings  # noqa: E402
 
 
 class OneAtATime(MagnitudeSettings):

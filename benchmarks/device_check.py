@@ -331,7 +331,6 @@ def check_inception(device: str, tiny: bool) -> dict:
 # --- magnitude ---------------------------------------------------------------------------------
 
 def check_magnitude(device: str, tiny: bool) -> dict:
-    from diversity_core.distances import pairwise_distances
     from diversity_core.magnitude import MagnitudeSpace, convergence_scales, mag_areas
     from diversity_core.magnitude._torch import TorchMagnitudeSpace
     from diversity_core.magnitude._torch_batch import (
@@ -339,6 +338,7 @@ def check_magnitude(device: str, tiny: bool) -> dict:
         torch_convergence_scales,
         torch_mag_areas,
     )
+    from diversity_core.measures.distances import pairwise_distances
 
     rng = np.random.default_rng(3)
     n, (m, k) = (150, (12, 30)) if tiny else (2000, (200, 300))
@@ -383,7 +383,7 @@ def main(argv=None) -> int:
     import torch
 
     from diversity_core.atomic import atomic_write
-    from diversity_core.embed.device import resolve_device
+    from diversity_core.device import resolve_device
 
     try:
         device = resolve_device(args.device)

@@ -1,5 +1,5 @@
 """``python -m diversity_core score ...``: see :mod:`diversity_core.cli`."""
 
-from .cli import main
+from .cli.main import main
 
 raise SystemExit(main())

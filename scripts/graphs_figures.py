@@ -9,7 +9,7 @@ from _helpers import Input, Inputs, Output, run
 
 from diversity_core.data.graphs import DATASETS
 from diversity_core.experiments import graph_mode_collapse as protocol
-from diversity_core.measures import get_measure
+from diversity_core.measures.registry import get_measure
 
 # The registry's labels, except MMD's: the figures say "MMD RBF" and "MMD linear" where the
 # registry says "MMD² (RBF)" and "MMD² (linear)" (kept so that the committed figures stay as

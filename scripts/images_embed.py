@@ -11,7 +11,7 @@ from _helpers import Input, Output, input_sha256, log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data.images import load_dataset
-from diversity_core.embed.device import resolve_device
+from diversity_core.device import resolve_device
 from diversity_core.embed.inception import embed_with_cache
 
 

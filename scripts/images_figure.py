@@ -7,7 +7,7 @@ from _figures import PAIR, plt, save_figure
 from _helpers import Input, Output, run
 
 from diversity_core.data.images import CLASS_NAMES
-from diversity_core.measures import get_measure
+from diversity_core.measures.registry import get_measure
 
 
 def _label(name: str) -> str:

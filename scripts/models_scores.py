@@ -12,7 +12,7 @@ from _helpers import Inputs, Output, log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.experiments import model_distinguishing as md
-from diversity_core.settings import MagnitudeSettings
+from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 def main(embeddings: Inputs, scores: Output, collection: str, preprocessing: str, distance: str,

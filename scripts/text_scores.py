@@ -14,7 +14,7 @@ from _helpers import Input, Output, log, run
 from diversity_core.atomic import atomic_path
 from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
-from diversity_core.settings import MagnitudeSettings
+from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: str,

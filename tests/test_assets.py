@@ -485,7 +485,7 @@ def test_generation_cache_key_changes_with_everything_that_changes_the_sets(tmp_
     base = key()
     assert key() == base
     variants = [key(n_responses=5), key(max_new_tokens=9), key(seed=2)]
-    monkeypatch.setattr("diversity_core.embed.device.resolve_device", lambda device: "cuda:0")
+    monkeypatch.setattr("diversity_core.device.resolve_device", lambda device: "cuda:0")
     variants.append(key(device="cuda"))  # random streams are drawn on the device
     monkeypatch.undo()
     (folder / "chat_template.jinja").write_text("{{ messages }} changed")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from diversity_core.cli import main as cli_main
+from diversity_core.cli.main import main as cli_main
 from diversity_core.provenance import Hasher, Roots, audit, write_records
 from diversity_core.provenance.digests import (
     ManifestError,

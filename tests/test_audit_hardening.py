@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diversity_core.cli import main as cli_main
+from diversity_core.cli.main import main as cli_main
 from diversity_core.provenance import Hasher, Roots, audit, digests, write_records
 from diversity_core.provenance import crate as crate_module
 from diversity_core.provenance.digests import NotRegularFile, file_sha256, tree_sha256

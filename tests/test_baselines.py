@@ -10,7 +10,7 @@ from scipy.stats import gmean
 
 import diversity_core
 from diversity_core import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-from diversity_core import baselines as bl
+from diversity_core.measures import baselines as bl
 
 RTOL = 1e-6
 SHAPES = [(50, 10), (20, 100), (200, 5), (3, 3)]

@@ -15,7 +15,8 @@ from diversity_core import (
     prdc,
     vendi_score,
 )
-from diversity_core.cli import load_embeddings, main
+from diversity_core.cli.main import main
+from diversity_core.cli.options import load_embeddings
 
 
 @pytest.fixture
@@ -279,7 +280,7 @@ def test_the_issue_example_at_1e200(tmp_path, capsys):
 
 def test_json_never_holds_nan_or_infinity(files, capsys, monkeypatch):
     """A value that is not finite is written as null, with the reason; never NaN/Infinity."""
-    import diversity_core.comparison as comparison
+    import diversity_core.comparison.protocol as comparison
 
     tmp, _, _ = files
     monkeypatch.setattr(comparison, "vendi_score", lambda A: float("inf"))
@@ -351,6 +352,6 @@ def test_a_closed_stdout_ends_quietly(files, capsys, monkeypatch):
     def closed_pipe(*args, **kwargs):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr("diversity_core.cli.compare", closed_pipe)
+    monkeypatch.setattr("diversity_core.cli.compare.compare", closed_pipe)
     rc, out, err = _run(["compare", str(tmp / "x.npy"), str(tmp / "r.npz")], capsys)
     assert (rc, out, err) == (1, "", "")

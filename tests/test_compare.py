@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 import diversity_core as dc
-from diversity_core import comparison
-from diversity_core.cli import main
+from diversity_core.cli.main import main
+from diversity_core.comparison import protocol as comparison
 from diversity_core.experiments.text_temperature import score_sets
 
 
@@ -348,7 +348,7 @@ def test_cli_bad_options(files, capsys, option, message):
 
 
 def test_cli_out_of_memory_is_one_line(files, capsys, monkeypatch):
-    import diversity_core.cli as cli
+    import diversity_core.cli.compare as cli
 
     def too_big(*args, **kwargs):
         raise MemoryError
@@ -423,7 +423,7 @@ def test_cli_tables_need_no_matplotlib(files):
     """matplotlib is the pipeline's extra, not the package's: only --plot and --report need it."""
     tmp, paths = files
     code = ("import sys; sys.modules['matplotlib'] = sys.modules['cycler'] = None; "
-            "from diversity_core.cli import main; sys.exit(main(sys.argv[1:]))")
+            "from diversity_core.cli.main import main; sys.exit(main(sys.argv[1:]))")
     table = subprocess.run([sys.executable, "-c", code, "compare", *paths], capture_output=True,
                            text=True)
     assert table.returncode == 0 and table.stdout.startswith("compare: 3 sets"), table.stderr

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import diversity_core as dc
-from diversity_core import compare_memory, comparison
-from diversity_core.cli import main
+from diversity_core.cli.main import main
+from diversity_core.comparison import memory as compare_memory
+from diversity_core.comparison import protocol as comparison
 from diversity_core.magnitude import MagnitudeSpace
 from diversity_core.magnitude import sets as magnitude_sets
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from diversity_core.cli import main
+from diversity_core.cli.main import main
 from diversity_core.embed import inception, raw, sentences
 
 REPO = Path(__file__).resolve().parents[1]

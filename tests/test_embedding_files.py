@@ -1,4 +1,4 @@
-"""The one reader of embedding files (diversity_core.embedding_files), and the command line's
+"""The one reader of embedding files (diversity_core.files.embeddings), and the command line's
 promise around it: each input reads as the user meant, or ends in one line ``error: ...`` and
 exit 2 — never a traceback, never a wait (issue 19, "The command line mis-reads some files
 without a word"). The Hypothesis properties of the CSV reader are in tests/test_properties.py.
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diversity_core.cli import main
-from diversity_core.embedding_files import InputError, read_embeddings
+from diversity_core.cli.main import main
+from diversity_core.files.embeddings import InputError, read_embeddings
 
 X = np.array([[0.5, -1.25, 3.0], [2.0, 0.125, -7.5], [1e5, 4.0, 0.0], [-0.75, 1e-5, 2.5]])
 

@@ -6,7 +6,7 @@ import pytest
 
 import diversity_core as dc
 from diversity_core._validation import unit_rows
-from diversity_core.distances import pairwise_distances
+from diversity_core.measures.distances import pairwise_distances
 
 RNG = np.random.default_rng(0)
 NORMAL = RNG.normal(size=(50, 5))

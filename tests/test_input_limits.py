@@ -19,10 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diversity_core import embedding_files
-from diversity_core.embed import device as devices
+from diversity_core import device as devices
 from diversity_core.embed import raw, sentences
-from diversity_core.embedding_files import read_embeddings
+from diversity_core.files import embeddings as embedding_files
+from diversity_core.files import images as image_reader
+from diversity_core.files import texts as text_reader
+from diversity_core.files.embeddings import read_embeddings
 
 
 def _refusal(call, *args, **kwargs) -> str:
@@ -163,7 +165,7 @@ def test_an_image_of_too_many_pixels_is_refused_before_it_is_decoded(tmp_path, m
     path = tmp_path / "bomb.png"
     path.write_bytes(_png_header(side, side))
     assert path.stat().st_size < 100_000
-    message = _refusal(raw.read_image, path)
+    message = _refusal(image_reader.read_image, path)
     assert message == (f"{path}: an image of {side * side:,} pixels, more than "
                        "PIL.Image.MAX_IMAGE_PIXELS (89,478,485); refused before it is decoded.")
 
@@ -176,40 +178,40 @@ def _jsonl(tmp_path, line: str) -> Path:
 
 def test_jsonl_lines_are_bounded_before_they_are_parsed(tmp_path):
     deep = _jsonl(tmp_path, '{"text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    assert _refusal(raw.read_texts, deep, "text") == (
-        f"{deep}, line 2: JSON nested more than {raw.MAX_JSON_DEPTH} levels deep.")
+    assert _refusal(text_reader.read_texts, deep, "text") == (
+        f"{deep}, line 2: JSON nested more than {text_reader.MAX_JSON_DEPTH} levels deep.")
     # Brackets inside strings are text, not nesting.
     inside = '\\"' + "[" * 5000 + '\\\\'  # escaped quotes and backslashes end no string
     brackets = _jsonl(tmp_path, json.dumps({"text": inside, "list": [[["deep enough"]]]}))
-    assert raw.read_texts(brackets, "text")[1] == inside
+    assert text_reader.read_texts(brackets, "text")[1] == inside
     long_number = _jsonl(tmp_path, '{"text": "x", "n": ' + "7" * 5000 + "}")
-    assert _refusal(raw.read_texts, long_number, "text") == (
+    assert _refusal(text_reader.read_texts, long_number, "text") == (
         f"{long_number}, line 2: not JSON that can be read (a number of 5000 digits (at most "
         "4300 are read)).")
     surrogate = _jsonl(tmp_path, '{"text": ["fine", "lone \\ud800 surrogate"]}')
-    message = _refusal(raw.read_texts, surrogate, "text")
+    message = _refusal(text_reader.read_texts, surrogate, "text")
     assert message.startswith(f"{surrogate}, line 2: field 'text' holds a lone surrogate "
                               "(U+D800) at character 6")
     # A surrogate pair is one character; U+2028 inside a string does not end the line.
     fine = _jsonl(tmp_path, '{"text": "pair \\ud83d\\ude00 and \u2028 within"}')
-    assert raw.read_texts(fine, "text") == ["a fine first line",
+    assert text_reader.read_texts(fine, "text") == ["a fine first line",
                                             "pair \U0001F600 and \u2028 within"]
 
 
 def test_texts_keep_what_they_read_before(tmp_path):
     path = tmp_path / "t.txt"
     path.write_bytes("\ufeffone\r\n\r\ntwo  \nthree".encode())
-    assert raw.read_texts(path) == ["one", "two  ", "three"]  # the BOM is not part of "one"
+    assert text_reader.read_texts(path) == ["one", "two  ", "three"]  # the BOM is not part of "one"
     records = tmp_path / "r.jsonl"
     records.write_text('{"r": ["a", "b"], "n": 12345678901234567890}\n\n{"r": "c"}\r\n')
-    assert raw.read_texts(records, "r") == ["a", "b", "c"]
+    assert text_reader.read_texts(records, "r") == ["a", "b", "c"]
     for content, message in ((b'{"r": "a"}\n{"x": 1}\n', "line 2: no field 'r'"),
                              (b'{"r": 5}\n', "line 1: field 'r' is not a string"),
                              (b"{oops\n", "line 1: not JSON"),
                              (b"\n \n", "no text in it (field 'r')"),
                              (b'{"r": "\xff"}\n', "not UTF-8 text")):
         records.write_bytes(content)
-        assert message in _refusal(raw.read_texts, records, "r")
+        assert message in _refusal(text_reader.read_texts, records, "r")
 
 
 # --- 2. an image folder's FIFO, device or socket is refused, never opened ---------------------
@@ -221,34 +223,37 @@ def test_an_image_folder_refuses_what_is_not_a_regular_file(tmp_path, monkeypatc
     folder.mkdir()
     Image.new("RGB", (8, 8), (10, 20, 30)).save(folder / "fine.png")
     (folder / "sub.png").mkdir()  # a subfolder is not read
-    assert raw.image_files(folder) == [folder / "fine.png"]
+    assert image_reader.image_files(folder) == [folder / "fine.png"]
     fifo = folder / "pipe.png"
     os.mkfifo(fifo)
-    assert _without_waiting(raw.image_files, folder) == (
+    assert _without_waiting(image_reader.image_files, folder) == (
         f"{fifo} is a FIFO (named pipe), not an image file; an image folder holds PNG and JPEG "
         "files.")
     # Given by name, a FIFO is refused by every reader, without waiting for a writer.
-    assert "is a FIFO (named pipe), not a regular file" in _without_waiting(raw.read_image, fifo)
+    assert "is a FIFO (named pipe), not a regular file" in _without_waiting(
+        image_reader.read_image, fifo)
     assert "is a FIFO (named pipe), not an image file" in _without_waiting(raw.embed_images,
                                                                            [fifo])
     text_fifo = tmp_path / "texts.jsonl"
     os.mkfifo(text_fifo)
     assert "is a FIFO (named pipe), not a regular file" in _without_waiting(
-        lambda p: raw.read_texts(p, "text"), text_fifo)
+        lambda p: text_reader.read_texts(p, "text"), text_fifo)
     fifo.unlink()
     if os.path.exists("/dev/zero"):
         (folder / "zero.png").symlink_to("/dev/zero")
         assert "zero.png is a character device, not an image file" in _refusal(
-            raw.image_files, folder)
+            image_reader.image_files, folder)
         (folder / "zero.png").unlink()
     (folder / "gone.jpg").symlink_to(folder / "nowhere.jpg")
-    assert "gone.jpg is a symbolic link to a missing file" in _refusal(raw.image_files, folder)
+    assert "gone.jpg is a symbolic link to a missing file" in _refusal(
+        image_reader.image_files, folder)
     (folder / "gone.jpg").unlink()
     monkeypatch.chdir(folder)  # a socket's path must be short
     server = socket.socket(socket.AF_UNIX)
     try:
         server.bind("sock.png")
-        assert "sock.png is a socket, not an image file" in _refusal(raw.image_files, folder)
+        assert "sock.png is a socket, not an image file" in _refusal(image_reader.image_files,
+                                                                     folder)
     finally:
         server.close()
 
@@ -416,7 +421,7 @@ def test_valid_device_names_pass_the_check():
 def test_the_command_line_says_each_in_one_line_and_exits_2(tmp_path, capsys, model):
     from PIL import Image
 
-    from diversity_core.cli import main
+    from diversity_core.cli.main import main
 
     folders = {}
     for name in ("plain", "plain2", "bomb", "fifo"):

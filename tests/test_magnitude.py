@@ -302,7 +302,7 @@ def test_exact_self_distances_are_cdist_bit_for_bit(metric, monkeypatch):
     the model experiment's shape, with duplicates, and above the condensed form's size limit."""
     from scipy.spatial.distance import cdist
 
-    from diversity_core import distances
+    from diversity_core.measures import distances
 
     rng = np.random.default_rng(8)
     for X in (rng.normal(size=(300, 384)) * 3.7, rng.uniform(size=(57, 5)),

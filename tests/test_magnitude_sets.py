@@ -19,7 +19,7 @@ from diversity_core.magnitude.sets import (
     measure_sets,
     trapezoid_weights,
 )
-from diversity_core.settings import MagnitudeSettings
+from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 def _text_like(n_sets=25, seed=0):

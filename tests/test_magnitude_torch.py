@@ -241,7 +241,7 @@ def test_the_device_setting_routes_every_path_through_torch(spaces, device, monk
     spy counts its evaluations) and give the NumPy engine's numbers to 1e-9."""
     from diversity_core.magnitude import TorchMagnitudeSpace as Space
     from diversity_core.magnitude.sets import measure_sets
-    from diversity_core.settings import MagnitudeSettings
+    from diversity_core.magnitude.settings import MagnitudeSettings
 
     calls = {"batch": 0, "space": 0}
     batch_evaluate, space_factor = TorchMagnitudeBatch.evaluate, Space._factor
@@ -302,7 +302,7 @@ def test_fallbacks_on_the_torch_path_land_on_their_set():
 
 
 def test_a_gpu_the_machine_lacks_is_refused_when_the_settings_are_made():
-    from diversity_core.settings import MagnitudeSettings
+    from diversity_core.magnitude.settings import MagnitudeSettings
 
     with pytest.raises(ValueError, match="magnitude.device: unknown device 'gpu'"):
         MagnitudeSettings(device="gpu")

@@ -5,14 +5,15 @@ import numpy as np
 import pytest
 
 import diversity_core as dc
-from diversity_core import cli, comparison
-from diversity_core.measures import LABELS, MEASURES, get_measure, get_measure_names
-from diversity_core.reporting import compare_report
+from diversity_core.cli import options as cli_options
+from diversity_core.comparison import protocol as comparison
+from diversity_core.comparison import report as compare_report
+from diversity_core.measures.registry import LABELS, MEASURES, get_measure, get_measure_names
 
 
 def test_every_reader_takes_its_names_and_labels_from_the_registry():
-    assert list(cli.METRICS) == list(MEASURES) == get_measure_names()
-    assert {name for name, (_, ref) in cli.METRICS.items() if ref} == set(
+    assert list(cli_options.METRICS) == list(MEASURES) == get_measure_names()
+    assert {name for name, (_, ref) in cli_options.METRICS.items() if ref} == set(
         get_measure_names(needs_reference=True))
     assert comparison.LABELS is LABELS and compare_report.LABELS is LABELS
     assert comparison.FREE_MEASURES == tuple(get_measure_names(needs_reference=False))

@@ -11,7 +11,7 @@ from workflow_runner import REPO, run_snakemake, run_tiny
 
 from diversity_core import MagnitudeSpace, pairwise_distances
 from diversity_core.experiments import model_distinguishing as md
-from diversity_core.settings import MagnitudeSettings
+from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 @pytest.mark.parametrize("ts", [np.linspace(0, 3.0, 30), np.array([0, 0.1, 0.5, 2.0, 2.2])])
@@ -202,7 +202,7 @@ def test_summarise_sets_refuses_a_set_without_a_convergence_scale():
 
 
 def test_measure_labels_are_the_registrys_as_table2_shows_them():
-    from diversity_core.measures import get_measure
+    from diversity_core.measures.registry import get_measure
 
     assert md.MEASURE_LABELS == {"magdiff": "MagDiff", "magarea": "MagArea", "vendi": "VS",
                                  "avgsim": "AvgSim", "gmstds": "GMStds", "isoscore": "IsoScore",

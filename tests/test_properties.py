@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import diversity_core as dc
-from diversity_core.cli import main
+from diversity_core.cli.main import main
 
 SETTINGS = settings(max_examples=int(__import__("os").environ.get("HYP_N", 60)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -242,7 +242,7 @@ def test_command_line_exits_0_with_correct_finite_numbers_or_2_naming_the_file(
 
 
 # --------------------------------------------------------------------------------------------
-# the CSV reader (diversity_core.embedding_files): what was written, or a one-line refusal
+# the CSV reader (diversity_core.files.embeddings): what was written, or a one-line refusal
 # --------------------------------------------------------------------------------------------
 
 # Values that look like other things: whole numbers (header-like), 1e5, tiny and huge ones.
@@ -312,7 +312,7 @@ def _read_with_retries(path, truth):
     """read_embeddings, answering each refusal about a header or an index with the truth (as a
     user would with --header/--no-header and --index-column) after checking that the refusal
     is one of the documented ones; returns the file read or the final InputError."""
-    from diversity_core.embedding_files import InputError, read_embeddings
+    from diversity_core.files.embeddings import InputError, read_embeddings
 
     options = {}
     for _ in range(3):
@@ -358,7 +358,7 @@ def test_csv_reader_reads_what_was_written_or_refuses_in_one_line(case):
 @given(csv_files())
 def test_csv_reader_decides_the_same_without_bom_blank_lines_or_crlf(case):
     """A BOM, blank lines and CRLF line ends change nothing but the line numbers."""
-    from diversity_core.embedding_files import InputError, read_embeddings
+    from diversity_core.files.embeddings import InputError, read_embeddings
 
     raw, _ = case
     plain = raw.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n")

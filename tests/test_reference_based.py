@@ -7,7 +7,7 @@ import pytest
 
 import diversity_core
 from diversity_core import mmd_linear, mmd_rbf, prdc
-from diversity_core.reference_based import GGM_SIGMA_MULTIPLIERS
+from diversity_core.measures.reference_based import GGM_SIGMA_MULTIPLIERS
 
 KEYS = ("precision", "recall", "density", "coverage")
 
@@ -154,7 +154,7 @@ def _prdc_naive(real, fake, k):
 
 @pytest.mark.parametrize("max_undecided", [0.0, 0.01, 1.0])  # always / sometimes / never float64
 def test_prdc_exact_on_ties_duplicates_and_offsets(max_undecided, monkeypatch):
-    from diversity_core import reference_based
+    from diversity_core.measures import reference_based
 
     monkeypatch.setattr(reference_based, "_MAX_UNDECIDED", max_undecided)
     rng = np.random.default_rng(6)

@@ -58,7 +58,7 @@ def test_every_experiment_has_a_tiny_configuration():
 
 
 def test_the_magnitude_section_is_checked_before_any_job():
-    from diversity_core.settings import config_problems
+    from diversity_core.magnitude.settings import config_problems
 
     assert config_problems({"device": "cuda:1"}) == []  # by name: the job's node may have it
     assert config_problems({"device": "torch:cpu", "n_ts": 40}) == []

@@ -20,8 +20,8 @@ import numpy as np
 from ..assets.cache import read_cache, update_cache
 from ..assets.fetch import fetch_wheel_member
 from ..assets.manifest import verify_manifest
-from ..embedding_files import check_npz_sizes
-from .device import check_device, resolve_device
+from ..device import check_device, resolve_device
+from ..files.embeddings import check_npz_sizes
 
 log = logging.getLogger(__name__)
 

@@ -39,35 +39,26 @@ named ``*.png``/``*.jpg``/``*.jpeg`` that is a FIFO, a device, a socket or a lin
 refused, naming it (never opened: a FIFO would wait for a writer forever); subfolders are not
 read. Every file is opened non-blocking and checked to be a regular file before it is read.
 
-**Texts** (:func:`read_texts`): a ``.txt`` file holds one text per non-blank line, a ``.jsonl``
-file one JSON value per line whose ``field`` is a string or a list of strings. Both are UTF-8
-(a byte-order mark is dropped). A JSON line is bounded before it is parsed: nested at most
-:data:`MAX_JSON_DEPTH` deep, integers of at most Python's digit limit (4,300); a text that is not
-valid Unicode (a lone surrogate ``\\ud800``) is refused. Each refusal is one line naming the file
-and the line.
+Texts and images are read by :mod:`diversity_core.files.texts` and
+:mod:`diversity_core.files.images`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
-import stat
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .._validation import json_depth
-from ..input_files import InputError, file_kind, open_regular
-from .device import check_device
+from ..device import check_device
+from ..files.images import image_file_problem, image_files, read_image
+from ..files.regular import open_regular
 
-__all__ = ["INCEPTION_PINS", "IMAGE_SUFFIXES", "IMAGE_MODEL", "MAX_JSON_DEPTH",
-           "default_models_dir", "embed_images", "embed_texts", "image_files", "read_image",
-           "read_texts", "text_model_names"]
+__all__ = ["INCEPTION_PINS", "IMAGE_MODEL", "default_models_dir", "embed_images", "embed_texts",
+           "inception_model", "text_model_names"]
 
 # The pipeline's images.inception (config.yaml); tests/test_embed_raw.py checks they agree.
 INCEPTION_PINS = {
@@ -77,7 +68,6 @@ INCEPTION_PINS = {
     "sha256": "7ff4a85c3a6378f0dfc8433ffd789663b01176bec0a683a435651739c091fa34",
 }
 IMAGE_MODEL = "inception"
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 INCEPTION_FILE = "fid_inception_v3.pt"
 INCEPTION_SIZE = 299
 # Version of what this module does around the encoders (part of every cache key).
@@ -125,86 +115,6 @@ def _check_text_model(model: str) -> None:
 
 def _no_progress(progress) -> bool:
     return not progress if progress is not None else not sys.stderr.isatty()
-
-
-# -- texts -------------------------------------------------------------------------------------
-
-# Records of texts are a level or two deep; Python's JSON parser recurses per level and ends in
-# a RecursionError (not a ValueError) near 1,000, later or sooner with the stack it starts on.
-MAX_JSON_DEPTH = 100
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-def _json_int(digits: str) -> int:
-    # int() of n digits costs O(n^2); Python refuses beyond its limit with advice about
-    # sys.set_int_max_str_digits, which says nothing of the file: the caller names it.
-    limit = sys.get_int_max_str_digits()
-    if limit and len(digits.lstrip("-")) > limit:
-        raise ValueError(f"a number of {len(digits.lstrip('-'))} digits (at most {limit} are "
-                         "read)")
-    return int(digits)
-
-
-def read_texts(path, field: str | None = None) -> list[str]:
-    """The texts of a ``.txt`` file (one per non-blank line) or a ``.jsonl`` file (``field`` of
-    every non-blank line: a string or a list of strings).
-
-    Raises :class:`~diversity_core.input_files.InputError` (a ``ValueError``) in one line
-    naming the file, and the line where one is at fault: not a regular file, not UTF-8, not
-    JSON, nested deeper than :data:`MAX_JSON_DEPTH`, a number too long to read, no ``field``, a
-    text with a lone surrogate, no text at all.
-    """
-    shown = str(path)
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".txt", ".jsonl"):
-        raise InputError(f"{shown}: --embed reads texts from .txt or .jsonl files; got "
-                         f"{suffix or 'no extension'!r}.")
-    if suffix == ".jsonl" and field is None:
-        raise InputError(f"{shown}: a .jsonl file needs --field, the key of its texts.")
-    with open_regular(path, shown, expected="a .txt or .jsonl file") as stream:
-        raw = stream.read()
-    try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark is not part of the first text
-    except UnicodeDecodeError as err:
-        raise InputError(f"{shown}: not UTF-8 text ({err.reason} at byte {err.start}).") from None
-    texts: list[str] = []
-    if suffix == ".txt":
-        texts = [line for line in text.splitlines() if line.strip()]
-    else:
-        # Line breaks that JSON cannot hold raw inside a string; U+2028 and the like can.
-        for number, line in enumerate(_LINE_BREAK.split(text), 1):
-            if line.strip():
-                texts.extend(_jsonl_texts(line, field, f"{shown}, line {number}"))
-    if not texts:
-        how = "one per line" if suffix == ".txt" else f"field {field!r}"
-        raise InputError(f"{shown}: no text in it ({how}).")
-    return texts
-
-
-def _jsonl_texts(line: str, field: str, where: str) -> list[str]:
-    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and json_depth(line) > MAX_JSON_DEPTH:
-        raise InputError(f"{where}: JSON nested more than {MAX_JSON_DEPTH} levels deep.")
-    try:
-        record = json.loads(line, parse_int=_json_int)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{where}: not JSON ({err.msg}).") from None
-    except ValueError as err:  # a number too long to read
-        raise InputError(f"{where}: not JSON that can be read ({err}).") from None
-    except RecursionError:  # deeper than this interpreter's stack allows, within the bound
-        raise InputError(f"{where}: JSON nested too deeply to read.") from None
-    if not isinstance(record, dict) or field not in record:
-        raise InputError(f"{where}: no field {field!r}.")
-    value = record[field]
-    values = value if isinstance(value, list) else [value]
-    if not values or not all(isinstance(v, str) for v in values):
-        raise InputError(f"{where}: field {field!r} is not a string or a list of strings.")
-    for v in values:
-        try:
-            v.encode("utf-8")
-        except UnicodeEncodeError as err:  # JSON's \u escapes can make lone surrogates
-            raise InputError(f"{where}: field {field!r} holds a lone surrogate "
-                             f"(U+{ord(v[err.start]):04X}) at character {err.start + 1}, which "
-                             "is not text; write the character itself, or its pair of "
-                             "surrogates.") from None
-    return values
 
 
 def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
@@ -268,86 +178,6 @@ def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
 # -- images ------------------------------------------------------------------------------------
 
 
-def _image_file_problem(path: Path) -> str | None:
-    """Why ``path`` is not a regular file (None when it is), found by ``stat``, which never
-    opens it (links followed)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return ("a symbolic link to a missing file" if path.is_symlink() else "no such file")
-    except OSError as err:
-        return f"cannot be read ({err.strerror or err})"
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return file_kind(mode)
-
-
-def image_files(folder) -> list[Path]:
-    """The PNG and JPEG files of ``folder`` (not its subfolders), sorted by name.
-
-    An entry named as an image that is not a regular file (a FIFO, a device, a socket, a link
-    to nothing) is refused with ``ValueError`` naming it rather than skipped: it is never opened,
-    and the set is not silently smaller than the folder says."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"{folder}: not a folder of images.")
-    files = []
-    for p in sorted(folder.iterdir()):
-        if p.suffix.lower() not in IMAGE_SUFFIXES:
-            continue
-        problem = _image_file_problem(p)
-        if problem == "a folder":
-            continue  # subfolders are not read
-        if problem is not None:
-            raise ValueError(f"{p} is {problem}, not an image file; an image folder holds "
-                             "PNG and JPEG files.")
-        files.append(p)
-    if not files:
-        raise ValueError(f"{folder}: no image in it (.png, .jpg, .jpeg).")
-    return files
-
-
-def read_image(path) -> np.ndarray:
-    """The image file ``path`` as an (H, W, 3) uint8 RGB array (Pillow); ``ValueError`` naming
-    the file if it is not a regular file, not an image Pillow can decode, or an image of more
-    pixels than ``PIL.Image.MAX_IMAGE_PIXELS`` (judged from its header, before decoding)."""
-    from PIL import Image, UnidentifiedImageError
-
-    limit = Image.MAX_IMAGE_PIXELS
-    try:
-        with open_regular(path, expected="a PNG or JPEG file") as stream, \
-                warnings.catch_warnings():
-            # Pillow only warns between its limit and twice it, and decodes anyway: 144
-            # million pixels (1.7 GB on the way to RGB) from a 17 KB PNG. An error here, raised
-            # by Image.open from the header.
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(stream) as image:
-                width, height = image.size
-                if limit is not None and width * height > limit:  # should Pillow not check
-                    raise Image.DecompressionBombError(f"({width * height} pixels)")
-                image.load()
-                if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P"
-                                                          and "transparency" in image.info):
-                    background = Image.new("RGBA", image.size, (255, 255, 255, 255))
-                    image = Image.alpha_composite(background, image.convert("RGBA"))
-                array = np.asarray(image.convert("RGB"), dtype=np.uint8)
-    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as err:
-        found = re.search(r"\((\d+) pixels\)", str(err))  # Pillow's wording, and ours above
-        pixels = f"{int(found.group(1)):,} pixels" if found else "too many pixels"
-        raise ValueError(f"{path}: an image of {pixels}, more than PIL.Image.MAX_IMAGE_PIXELS "
-                         f"({limit:,}); refused before it is decoded.") from None
-    except InputError:
-        raise
-    except (UnidentifiedImageError, OSError, ValueError) as err:
-        raise ValueError(f"{path}: not an image that can be read ({type(err).__name__}: "
-                         f"{str(err).splitlines()[0] if str(err) else 'no detail'}).") from None
-    if array.ndim != 3 or array.shape[2] != 3 or min(array.shape[:2]) < 1:
-        raise ValueError(f"{path}: an image of shape {array.shape} cannot be embedded.")
-    return array
-
-
 def _file_digest(path: Path) -> str:
     """SHA-256 of a regular file, opened without blocking (see :func:`read_image`)."""
     with open_regular(path, expected="a PNG or JPEG file") as stream:
@@ -401,7 +231,7 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
     -------
     features : (n_images, 2048) float32, in the order of ``paths``
     """
-    from .device import resolve_device
+    from ..device import resolve_device
     from .inception import INCEPTION_DIM, load_inception
     from .sentences import embed_with_cache
 
@@ -412,7 +242,7 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
     if not paths:
         raise ValueError("no images to embed.")
     for p in paths:
-        problem = _image_file_problem(p)
+        problem = image_file_problem(p)
         if problem == "no such file":
             raise ValueError(f"{p}: no such image file.")
         if problem is not None:

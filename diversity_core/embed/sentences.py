@@ -55,8 +55,8 @@ import numpy as np
 
 from ..assets.cache import CacheContentError, read_cache, update_cache
 from ..assets.manifest import read_manifest
-from ..embedding_files import check_npz_sizes
-from .device import check_device, resolve_device
+from ..device import check_device, resolve_device
+from ..files.embeddings import check_npz_sizes
 from .text_model_fetch import fetch_text_model, verify_text_model
 from .text_models import (
     PAPER_TEXT_MODELS,

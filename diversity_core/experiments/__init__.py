@@ -3,6 +3,5 @@
 One module per experiment, named after its Snakemake target: how sets are drawn or perturbed,
 which measures are computed on them, and how they are summarised. Data come from
 :mod:`diversity_core.data`, embeddings from :mod:`diversity_core.embed`, and every measure from
-the package's top level (stage 3: :mod:`diversity_core.magnitude`, :mod:`diversity_core.baselines`,
-:mod:`diversity_core.reference_based`).
+the engine and the measures (:mod:`diversity_core.magnitude`, :mod:`diversity_core.measures`).
 """

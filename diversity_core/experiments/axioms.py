@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-from ..distances import pairwise_distances
 from ..magnitude import convergence_scale, mag_area, magnitude_function
+from ..measures.baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from ..measures.distances import pairwise_distances
 
 __all__ = ["AXIOMS", "MEASURES", "AxiomResult", "Measure", "check_axioms", "default_measures"]
 

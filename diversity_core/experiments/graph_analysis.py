@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..measures import get_measure
+from ..measures.registry import get_measure
 
 if TYPE_CHECKING:  # pandas and scipy are imported where they are used: importing this is light
     import pandas as pd

@@ -60,7 +60,7 @@ import networkx as nx
 import numpy as np
 
 from ..embed.gin import gin_embeddings
-from ..settings import MagnitudeSettings
+from ..magnitude.settings import MagnitudeSettings
 from .graph_analysis import (
     FLIPPED_MEASURES,
     MEASURES,
@@ -150,7 +150,7 @@ def graph_measures(
     t_cut, reference_area : the reference's convergence scale and its MagArea on [0, t_cut]
     settings : magnitude conventions (MagArea integration); the package defaults if None
     """
-    from diversity_core import mmd_linear, mmd_rbf, pairwise_distances, prdc
+    from ..measures import mmd_linear, mmd_rbf, pairwise_distances, prdc
 
     settings = settings or MagnitudeSettings()
     area = settings.mag_area(pairwise_distances(generated), t_cut)
@@ -178,7 +178,7 @@ def reference_t_cut(reference: np.ndarray, settings: MagnitudeSettings | None = 
     -------
     t_cut : float
     """
-    from diversity_core import pairwise_distances
+    from ..measures import pairwise_distances
 
     return (settings or MagnitudeSettings()).convergence_scale(pairwise_distances(reference))
 
@@ -215,7 +215,7 @@ def evaluate_architecture(
     """
     from sklearn.preprocessing import StandardScaler
 
-    from diversity_core import pairwise_distances
+    from ..measures import pairwise_distances
 
     settings = settings or MagnitudeSettings()
     E = gin_embeddings(graphs, layers=architecture["layers"], hidden=architecture["hidden"],

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..measures import get_measure
-from ..settings import MagnitudeSettings
+from ..magnitude.settings import MagnitudeSettings
+from ..measures.registry import get_measure
 
 __all__ = [
     "SCENARIOS",
@@ -196,7 +196,7 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     import pandas as pd
     from tqdm.auto import tqdm
 
-    from diversity_core import pairwise_distances, prdc, vendi_score
+    from ..measures import pairwise_distances, prdc, vendi_score
 
     settings = settings or MagnitudeSettings()
     metrics = tuple(METRICS if metrics is None else metrics)

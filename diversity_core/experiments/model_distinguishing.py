@@ -31,14 +31,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import baselines
-from ..distances import pairwise_distances
 from ..magnitude.sets import measure_sets
 
 # The trapezoid weights of the stored grid belong to the protocol; importable from here as before.
 from ..magnitude.sets import trapezoid_weights as trapezoid_weights
-from ..measures import get_measure
-from ..settings import MagnitudeSettings
+from ..magnitude.settings import MagnitudeSettings
+from ..measures import baselines
+from ..measures.distances import pairwise_distances
+from ..measures.registry import get_measure
 
 __all__ = [
     "DOCUMENT_CHOICES",

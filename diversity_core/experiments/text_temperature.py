@@ -33,7 +33,7 @@ Conventions, on purpose:
 * GMStds comes twice: ``gm_stds`` on the embedding model's own vectors (the paper's; in the units
   of the vectors, so a model whose norms vary, as an ONNX model's 2.3-7.5 do, scores the norms as
   much as the spread) and ``gm_stds_unit`` on the row-wise L2-normalised vectors (the geometry
-  the cosine measures see). :func:`diversity_core.baselines.gm_stds` itself does not normalise.
+  the cosine measures see). :func:`diversity_core.measures.gm_stds` itself does not normalise.
 * ``IsotonicRegression(increasing="auto")`` picks the direction on each training fold, so AvgSim,
   a similarity that *falls* as diversity rises, needs no sign flip.
 * A set whose responses are all identical has no IsoScore (its covariance is zero: 0/0; the
@@ -52,11 +52,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-from ..distances import pairwise_distances
 from ..magnitude.sets import measure_sets
-from ..measures import get_measure
-from ..settings import MagnitudeSettings
+from ..magnitude.settings import MagnitudeSettings
+from ..measures.baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from ..measures.distances import pairwise_distances
+from ..measures.registry import get_measure
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ def cache_settings(*, model_folder=None, model=None, device: str = "auto", n_res
     ``model``'s own, else ``device`` resolved), and for a model loaded from ``model_folder`` its
     fingerprint (the GGUF file's SHA-256) and the digest of its chat template; a model passed in
     is "given-model" (the caller vouches for it)."""
-    from ..embed.device import resolve_device
+    from ..device import resolve_device
 
     if model is not None:
         device_kind = model.device.type

@@ -106,7 +106,7 @@ def load_language_model(folder, device: str = "auto"):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..embed.device import resolve_device
+    from ..device import resolve_device
 
     folder = Path(folder)
     if not (folder / "config.json").exists():

@@ -85,7 +85,7 @@ def resolve_engine_device(device: str = "auto") -> str | None:
         In one line, for a name that is no device (``gpu``, ``cuda:x``) and for a CUDA device
         torch does not see (or without torch).
     """
-    from ..embed.device import check_device, resolve_device
+    from ..device import check_device, resolve_device
 
     if device == "torch:cpu":
         _torch()  # one line without torch
@@ -133,7 +133,7 @@ def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
     """Raise ``MemoryError`` in one line, before anything is allocated, if ``need`` bytes
     exceed the free memory of ``device`` (CUDA: ``torch.cuda.mem_get_info``; the CPU: the
     host's available memory) or ``memory_limit``."""
-    from ..embed.device import free_memory
+    from ..device import free_memory
 
     limit = free_memory(str(device)) if memory_limit is None else int(memory_limit)
     if need > limit:
@@ -147,7 +147,7 @@ def _torch_device(device):
     (one line for a GPU torch does not see, rather than CUDA's error at the first allocation)."""
     torch = _torch()
     if not isinstance(device, torch.device):
-        from ..embed.device import check_device
+        from ..device import check_device
 
         if device != "cpu":
             check_device(device)

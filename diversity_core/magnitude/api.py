@@ -390,7 +390,7 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
             f"({path} path); {limit / 2**30:.1f} GiB {have}.")
     if path == "large":
         return LargeMagnitudeSpace(X, metric, **options)
-    from ..distances import pairwise_distances
+    from ..measures.distances import pairwise_distances
 
     return MagnitudeSpace(pairwise_distances(X, metric), **options)
 

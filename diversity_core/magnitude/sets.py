@@ -19,8 +19,8 @@ Callers: :func:`diversity_core.compare` (its ``_magnitude_of_sets``), the text e
 :func:`~diversity_core.experiments.model_distinguishing.summarise_sets`.
 
 This module imports only the engine's public faces (``api``, ``MagnitudeSpace``,
-``LargeMagnitudeSpace``, ``MagnitudeBatchError``), never ``diversity_core.settings`` (which
-imports the engine): the conventions come as plain arguments, named as the fields of
+``LargeMagnitudeSpace``, ``MagnitudeBatchError``), never :mod:`.settings` (which imports the
+engine): the conventions come as plain arguments, named as the fields of
 ``MagnitudeSettings``, so ``measure_sets(D, **settings.as_dict())`` passes them all.
 """
 
@@ -54,7 +54,8 @@ from .api import (
     reference_free_t_cut,
 )
 
-__all__ = ["AREA_RULES", "MedianTCut", "SetMagnitudes", "measure_sets", "trapezoid_weights"]
+__all__ = ["AREA_RULES", "MedianTCut", "SetMagnitudes", "measure_sets", "progress_bar",
+           "record_warnings", "trapezoid_weights"]
 
 # How MagArea is taken: "integral" integrates each set's magnitude function to the settings'
 # tolerance (``integration``, ``integration_rtol``); "grid_trapezoid" is the trapezoid rule on
@@ -401,7 +402,7 @@ class _State:
             if isinstance(D, (MagnitudeSpace, LargeMagnitudeSpace)):
                 members[i] = D
             else:
-                with _recorded(self.caught[i]):
+                with record_warnings(self.caught[i]):
                     try:
                         members[i] = MagnitudeSpace(D)
                     except ValueError as err:
@@ -446,7 +447,7 @@ class _State:
             if functions_out is not None:
                 for i in large:
                     if self.area_failures[i] is None:
-                        with _recorded(self.caught[i]):
+                        with record_warnings(self.caught[i]):
                             functions_out[i] = members[i].magnitude_function(ts)
 
     def keep_fallbacks(self, members: dict, t_cut: float | None, add: bool = False) -> None:
@@ -490,8 +491,8 @@ class _State:
 
     def _one_by_one(self, indices, members, compute: Callable, failures: list) -> np.ndarray:
         values = np.full(len(indices), np.nan)
-        for k, i in enumerate(_bar(indices, "large sets", self.progress)):
-            with _recorded(self.caught[i]):
+        for k, i in enumerate(progress_bar(indices, "large sets", self.progress)):
+            with record_warnings(self.caught[i]):
                 try:
                     values[k] = compute(members[i])
                 except (ValueError, RuntimeError) as err:
@@ -543,7 +544,7 @@ def _plain(value):
     return value
 
 
-def _bar(items, desc: str, progress: bool | None):
+def progress_bar(items, desc: str, progress: bool | None):
     """``items`` with a progress bar on stderr: always (True), on a terminal (None), or not."""
     if progress is False:
         return items
@@ -552,7 +553,7 @@ def _bar(items, desc: str, progress: bool | None):
 
 
 @contextlib.contextmanager
-def _recorded(into: list):
+def record_warnings(into: list):
     """Record the messages of the warnings raised inside into ``into`` instead of printing."""
     with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")

@@ -63,7 +63,7 @@ def _coerced(value, node):
 # Constraints between keys that the schema cannot express: each rule file registers, as it
 # registers its targets, the protocol module that states its section's constraints
 # (config_problems(section) -> sentences naming the keys): section name -> module.
-CONFIG_CHECKS = {"magnitude": "diversity_core.settings"}
+CONFIG_CHECKS = {"magnitude": "diversity_core.magnitude.settings"}
 
 
 def check_config(config):

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import check_finite_result, check_pair, rescaled
+from .._validation import check_finite_result, check_pair, rescaled
 
 __all__ = ["prdc", "mmd_rbf", "mmd_linear", "GGM_SIGMA_MULTIPLIERS"]
 

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from .digests import MAX_WORKERS
+from ..provenance.digests import MAX_WORKERS
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -65,8 +65,8 @@ def _workers(text: str) -> int:
 def run(args) -> int:
     """Run the audit of parsed ``args``; return the exit status (0, 1 on findings, 2 for an
     error, said in one line)."""
-    from .audit import audit
-    from .crate import check_destination, write_crate
+    from ..provenance.audit import audit
+    from ..provenance.crate import check_destination, write_crate
 
     try:
         if args.ro_crate:

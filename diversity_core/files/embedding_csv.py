@@ -1,8 +1,8 @@
 """The CSV reader of embedding files: comma-separated numbers, one point per line.
 
 The rules (what a number is, when the first line is a header, when the first column is an
-index, the encodings read) are documented in :mod:`diversity_core.embedding_files`, whose
-:func:`~diversity_core.embedding_files.read_embeddings` calls :func:`read_csv` on the bytes of
+index, the encodings read) are documented in :mod:`diversity_core.files.embeddings`, whose
+:func:`~diversity_core.files.embeddings.read_embeddings` calls :func:`read_csv` on the bytes of
 a ``.csv`` file it has opened and checked.
 """
 
@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from .input_files import InputError
+from .regular import InputError
 
 __all__ = ["read_csv"]
 
@@ -98,19 +98,19 @@ def _line_problem(fields: list[str], delimiter_hint: str) -> str:
 
 def read_csv(raw: bytes, shown: str, header: bool | None,
              index_column: str | None) -> tuple[np.ndarray, dict, list[int]]:
-    """The bytes of a CSV file read by the rules of :mod:`diversity_core.embedding_files`.
+    """The bytes of a CSV file read by the rules of :mod:`diversity_core.files.embeddings`.
 
     Parameters
     ----------
     raw : the file's bytes
     shown : the file's name in messages
-    header, index_column : as :func:`~diversity_core.embedding_files.read_embeddings` takes them
+    header, index_column : as :func:`~diversity_core.files.embeddings.read_embeddings` takes them
 
     Returns
     -------
     data : (n_rows, n_columns) float64, not yet checked for finiteness
     reading : how it was read, the keyword arguments of
-        :class:`~diversity_core.embedding_files.EmbeddingFile` (``header``, ``header_line``,
+        :class:`~diversity_core.files.embeddings.EmbeddingFile` (``header``, ``header_line``,
         ``first_column``, ``n_columns_in_file``, ``index_dropped``, ``encoding``,
         ``blank_lines``, ``comment_lines``)
     lines : the line number (1-based) of each row, for messages

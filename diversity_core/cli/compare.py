@@ -1,40 +1,12 @@
-"""Command line: score one embedding file, or compare many sets on one integration limit.
+"""The ``compare`` command: many embedding sets (or raw texts and images, ``--embed``) on one
+integration limit, printed as a table, JSON or CSV, with an optional figure and report.
 
-    python -m diversity_core score EMBEDDINGS [--reference REF] [--metrics magarea,vendi,...]
-                                   [--metric-space cosine|euclidean] [--json]
-    python -m diversity_core compare SET SET ... [--reference REF] [--t-cut T]
-                                   [--json | --csv] [--plot FILE] [--report DIR]
-    python -m diversity_core audit [RESULTS_DIR] [--json] [--require-chain] [--ro-crate DIR]
-
-Files are ``.npy``, ``.npz`` (one array, or pick one with ``--key``) or ``.csv`` files of shape
-(n_points, n_features), read by :func:`diversity_core.embedding_files.read_embeddings` (the rules
-for CSV headers and index columns are there; ``--header/--no-header`` and ``--index-column``
-override them). Every file read is described in the output: points × dimensions, the header or
-its absence, the columns kept. Also installed as the ``diversity-core`` console script.
-
-One rule for bad input. A problem with a file or an option (not a regular file, unreadable, not
-what its extension says, not 2-D, NaN or inf, complex, mismatched dimensions, unknown metric, a
-CSV header that could be data) is one line ``error: ...`` naming the file (and for CSV the line)
-or the option, and exit status 2; never a traceback and never a wait (FIFOs and devices are
-refused unread). A measure that is undefined for valid input (IsoScore of constant data, a
-cosine measure of a zero vector, MagArea of a single distinct point alone, PRDC with k >= the
-number of points) is reported as ``undefined`` with the reason, and the other measures are still
-computed (exit 0); only when no requested measure can be computed is it an error (exit 2). Every
-number printed is finite; ``--json`` writes ``null`` with the reason for an undefined value and
-never ``NaN`` or ``Infinity``. Output that the terminal's encoding cannot show (``∫`` under
-``PYTHONIOENCODING=ascii``, a file name that is not UTF-8) is transliterated, never an error.
-
-Each subcommand is one parser (``add_*`` / ``_add_*``) and one function (``run_*`` / ``_run_*``)
-taking the parsed arguments; :func:`main` dispatches through ``args.run``. The rooms: this
-module (``compare``, ``audit`` and :func:`main`), :mod:`.cli_score` (``score``), and
-:mod:`.cli_options` (the measures' names, the shared options, their ranges, reading files).
+Its parser is :func:`add_compare_command`, its command :func:`run_compare`; the numbers come
+from :func:`diversity_core.comparison.compare`.
 """
 
 from __future__ import annotations
 
-import argparse
-import codecs
-import contextlib
 import io
 import json
 import os
@@ -45,14 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .atomic import check_destination
-
-# METRICS, load_embeddings, score and render_table are imported from here by other code.
-from .cli_options import (  # noqa: F401
+from .. import __version__
+from ..atomic import check_destination
+from ..comparison.protocol import LABELS, compare
+from ..files.embeddings import InputError
+from ..magnitude import DEFAULT_N_TS, DEFAULT_TARGET
+from ..magnitude.settings import MagnitudeSettings
+from .options import (
     DEFAULT_BASED,
     DEFAULT_FREE,
-    METRICS,
     PROGRAM,
     add_measure_options,
     add_reading_options,
@@ -61,30 +34,17 @@ from .cli_options import (  # noqa: F401
     encoder_device,
     file_record,
     in_range,
-    load_embeddings,
     read_files,
     subsample_points,
     writable_folder,
 )
-from .cli_score import add_score_command, render_table, score  # noqa: F401
-from .comparison import LABELS, compare  # compare: looked up here when the command runs
-from .embedding_files import InputError
-from .magnitude import (
-    DEFAULT_N_TS,
-    DEFAULT_TARGET,
-)
-from .provenance import command as audit_command
-from .settings import MagnitudeSettings
 
-__all__ = ["InputError", "load_embeddings", "main", "score"]
+__all__ = ["add_compare_command", "run_compare"]
 
 
-# --------------------------------------------------------------------------------------------
-# compare
-# --------------------------------------------------------------------------------------------
 
 
-def _add_compare(sub) -> None:
+def add_compare_command(sub) -> None:
     p = sub.add_parser(
         "compare", help="compare several embedding sets on one integration limit",
         description="Compare embedding sets (each n_i points x d, .npy/.npz/.csv; sizes may "
@@ -135,7 +95,7 @@ def _add_compare(sub) -> None:
     p.add_argument("--report", metavar="DIR",
                    help="write DIR/report.md with the tables, the figure and the command, and "
                         "the results as JSON and CSV")
-    p.set_defaults(run=_run_compare)
+    p.set_defaults(run=run_compare)
 
 
 def _check_compare_options(args) -> None:
@@ -195,7 +155,7 @@ def _compare_options(args) -> str:
 
 
 def _text_models() -> list[str]:
-    from .embed.raw import text_model_names
+    from ..embed.raw import text_model_names
 
     return text_model_names()
 
@@ -211,7 +171,9 @@ def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
     """Raw sets embedded with --embed: data, JSON records and descriptions by path."""
     from tqdm.auto import tqdm
 
-    from .embed.raw import IMAGE_MODEL, embed_images, embed_texts, image_files, read_texts
+    from ..embed.raw import IMAGE_MODEL, embed_images, embed_texts
+    from ..files.images import image_files
+    from ..files.texts import read_texts
 
     model = args.embed
     images = model == IMAGE_MODEL
@@ -234,7 +196,7 @@ def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
         else:
             items[path] = read_texts(path, args.field)
     if images:
-        from .embed.raw import read_image
+        from ..files.images import read_image
 
         for files in items.values():
             for f in files:
@@ -268,7 +230,7 @@ def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
     return data, records, described
 
 
-def _run_compare(args, argv) -> int:
+def run_compare(args, argv) -> int:
     _check_compare_options(args)
     paths = args.sets + ([args.reference] if args.reference else [])
     if args.embed is None:
@@ -308,11 +270,11 @@ def _run_compare(args, argv) -> int:
     show = {"files": described, "options": options, "command": command,
             "normalise": args.magdiff_normalise}
     if args.plot is not None:
-        from .reporting.compare_report import plot_comparison
+        from ..comparison.report import plot_comparison
 
         plot_comparison(result, args.plot, normalise=args.magdiff_normalise)
     if args.report is not None:
-        from .reporting.compare_report import report_files, write_report
+        from ..comparison.report import report_files, write_report
 
         data_files = {"results.json": json_text + "\n", "results.csv": csv_text}
         replaced = report_files(args.report, data_files)
@@ -325,7 +287,7 @@ def _run_compare(args, argv) -> int:
     elif args.csv:
         print(csv_text, end="")
     else:
-        from .reporting.compare_report import render_text
+        from ..comparison.report import render_text
 
         print(render_text(result, **show))
     return 0
@@ -345,105 +307,3 @@ def _comparison_csv(result, records: dict) -> str:
     buffer = io.StringIO()
     table.to_csv(buffer, lineterminator="\n")
     return buffer.getvalue()
-
-
-# --------------------------------------------------------------------------------------------
-# main
-# --------------------------------------------------------------------------------------------
-
-# What the command line prints, in ASCII, for a terminal that cannot show it (e.g.
-# PYTHONIOENCODING=ascii, or LANG=C with a non-UTF-8 stdout).
-_ASCII = {"∫": "integral", "‖": "||", "²": "^2", "−": "-", "×": "x", "…": "...", "≥": ">=",
-          "≤": "<=", "→": "->", "·": "*", "∘": "o", "—": "-", "–": "-", "’": "'", "ᵀ": "^T",
-          "√": "sqrt", "±": "+/-"}
-
-
-def _transliterate(err: UnicodeError):
-    if not isinstance(err, UnicodeEncodeError):
-        raise err
-    text = err.object[err.start:err.end]
-    return "".join(_ASCII.get(c) or c.encode("ascii", "backslashreplace").decode("ascii")
-                   for c in text), err.end
-
-
-codecs.register_error("diversity_core.transliterate", _transliterate)
-
-
-@contextlib.contextmanager
-def _printable_streams():
-    """stdout and stderr never fail on a character their encoding lacks (nor on a file name
-    that is not UTF-8): it is written in ASCII instead; the streams are restored after."""
-    changed = []
-    for stream in (sys.stdout, sys.stderr):
-        errors = getattr(stream, "errors", None)
-        if hasattr(stream, "reconfigure") and errors in ("strict", None):
-            with contextlib.suppress(Exception):  # a stream that cannot be reconfigured
-                stream.reconfigure(errors="diversity_core.transliterate")
-                changed.append((stream, errors or "strict"))
-    try:
-        yield
-    finally:
-        for stream, errors in changed:
-            with contextlib.suppress(Exception):
-                stream.reconfigure(errors=errors)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with the command line's one rule: a bad option is one line ``error: ...`` and
-    exit status 2 (argparse's own format prints the whole usage first)."""
-
-    def error(self, message):
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
-
-
-def _add_audit(sub) -> None:
-    p = audit_command.add_parser(sub)
-    p.set_defaults(run=lambda args, argv: audit_command.run(args))
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=PROGRAM, description="Magnitude and baseline diversity measures for embeddings.")
-    parser.add_argument("--version", action="version", version=f"diversity_core {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_score_command(sub)
-    _add_compare(sub)
-    _add_audit(sub)
-    return parser
-
-
-def main(argv=None) -> int:
-    """Run one subcommand; return its exit status (0, or 2 for bad input)."""
-    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    with _printable_streams():
-        try:
-            args = _build_parser().parse_args(argv)
-        except SystemExit as exit_:  # --help, --version, or a bad option (said in one line)
-            return exit_.code
-        try:
-            return args.run(args, argv)
-        except ValueError as err:  # InputError and the measures' own input checks
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        except BrokenPipeError:  # before OSError, of which it is one
-            # The reader of stdout went away (| head): nothing more to say, and Python's own
-            # flush at exit must not fail again.
-            with contextlib.suppress(OSError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 1
-        except OSError as err:  # a file that cannot be read or written: the user's to fix
-            where = f" ({err.filename})" if getattr(err, "filename", None) else ""
-            print(f"error: {err.strerror or err}{where}.", file=sys.stderr)
-            return 2
-        except RecursionError:
-            print("error: the input is nested too deeply to read.", file=sys.stderr)
-            return 2
-        except MemoryError as err:
-            why = str(err) if "subsample" in str(err) else ""
-            print(f"error: {why}." if why else
-                  "error: not enough memory for these sets; use --subsample N to measure a "
-                  "random subset of N points of each.", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("error: interrupted.", file=sys.stderr)
-            return 130

@@ -1,9 +1,9 @@
 """The registry of named measures: each measure written once, with what it needs and how it reads.
 
 As scikit-learn's ``get_scorer_names``: one table of names, from which the command line's
-choices and help (:mod:`.cli`), the columns of :func:`diversity_core.compare` and its report
-(:mod:`.comparison`, :mod:`.reporting.compare_report`), and the measure tables of the text and
-model experiments (:mod:`.experiments.text_temperature`, :mod:`.experiments.model_distinguishing`)
+choices and help (:mod:`diversity_core.cli`), the columns of :func:`diversity_core.compare` and
+its report (:mod:`diversity_core.comparison`), and the measure tables of the text and model
+experiments (:mod:`.experiments.text_temperature`, :mod:`.experiments.model_distinguishing`)
 take their names, labels and order. A measure is named the same from the command line to the CSV
 and JSON headers.
 

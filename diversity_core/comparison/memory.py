@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .magnitude import available_memory, magnitude_memory, space_path
+from ..magnitude import available_memory, magnitude_memory, space_path
 
 __all__ = ["check_memory", "required_memory"]
 

@@ -4,7 +4,7 @@
 in one line, exit status 2, by the command line). :func:`open_regular` opens a file only when
 it is a regular file (a FIFO, a device, a socket or a directory is refused before a byte is
 read, so nothing can hang); :func:`sniff` says what a file holds by its first bytes.
-Used by the readers of embedding files (:mod:`.embedding_files`) and of raw data
+Used by the readers of embedding files (:mod:`.embeddings`) and of raw data
 (:mod:`.embed.raw`).
 """
 

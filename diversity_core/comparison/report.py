@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_write
-from ..measures import FREE_MEASURES, LABELS, REFERENCE_MEASURES
-from .text import aligned
+from ..measures.registry import FREE_MEASURES, LABELS, REFERENCE_MEASURES
+from ..reporting.text import aligned
 
 __all__ = ["heading", "labels", "plot_comparison", "render_markdown", "render_text",
            "write_report"]
@@ -181,7 +181,7 @@ def plot_comparison(result, path, *, normalise: str | None = None,
     from matplotlib.figure import Figure
 
     # matplotlib (the "pipeline" extra) only where a figure is drawn: the tables need none.
-    from .figure_style import (
+    from ..reporting.figure_style import (
         COLOUR_MAP,
         DIVERGING_MAP,
         OKABE_ITO,

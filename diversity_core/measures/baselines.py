@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg
 from scipy.special import logsumexp
 
-from ._validation import (
+from .._validation import (
     check_embeddings,
     check_finite_result,
     power_of_two_exponent,

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .embed.device import check_device
-from .magnitude import (
+from ..device import check_device
+from . import (
     DEFAULT_INTEGRATION,
     DEFAULT_INTEGRATION_RTOL,
     DEFAULT_N_TS,

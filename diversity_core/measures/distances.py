@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
-from ._validation import check_embeddings, rescaled, unit_rows
+from .._validation import check_embeddings, rescaled, unit_rows
 
 __all__ = ["pairwise_distances", "METRICS", "ALGORITHMS"]
 

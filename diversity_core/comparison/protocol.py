@@ -43,7 +43,7 @@ stacks; a set beyond 10,000 points on :func:`~diversity_core.magnitude.magnitude
 large-n path).
 
 **Scale.** Before anything is computed, :func:`check_memory` (in
-:mod:`diversity_core.compare_memory`, importable from here) compares the memory the sets will
+:mod:`diversity_core.comparison.memory`, importable from here) compares the memory the sets will
 need (:func:`required_memory`: the engine's ``magnitude_memory``, the distance matrices held,
 PRDC's and MMD's distances against a reference) with the memory available, and refuses in one
 line naming the figure and ``--subsample``. Where a fallback solver answered (a similarity
@@ -63,22 +63,29 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
-from ._validation import check_embeddings, named_reason
-from .baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
-
-# The memory rule lives in compare_memory; its names stay importable from here.
-from .compare_memory import _large_path, check_memory, required_memory
-from .distances import METRICS, pairwise_distances
-from .magnitude import DIFF_NORMALISATIONS, magnitude_space
+from .._validation import check_embeddings, named_reason
+from ..magnitude import DIFF_NORMALISATIONS, magnitude_space
 
 # The progress bar and the warnings kept as a set's notes are the protocol's own.
-from .magnitude.sets import MedianTCut, SetMagnitudes, _bar, _recorded, grid, measure_sets
+from ..magnitude.sets import (
+    MedianTCut,
+    SetMagnitudes,
+    grid,
+    measure_sets,
+    progress_bar,
+    record_warnings,
+)
+from ..magnitude.settings import MagnitudeSettings
+from ..measures.baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from ..measures.distances import METRICS, pairwise_distances
+from ..measures.reference_based import mmd_linear, mmd_rbf, prdc
 
 # The measures' names, labels and order come from the one registry; FREE_MEASURES, LABELS and
 # REFERENCE_MEASURES stay importable from here for the code that imported them from this module.
-from .measures import FREE_MEASURES, LABELS, MEASURES, REFERENCE_MEASURES, get_measure
-from .reference_based import mmd_linear, mmd_rbf, prdc
-from .settings import MagnitudeSettings
+from ..measures.registry import FREE_MEASURES, LABELS, MEASURES, REFERENCE_MEASURES, get_measure
+
+# The memory rule lives in compare_memory; its names stay importable from here.
+from .memory import _large_path, check_memory, required_memory
 
 __all__ = ["Comparison", "compare", "required_memory", "check_memory", "LABELS", "FREE_MEASURES",
            "REFERENCE_MEASURES"]
@@ -213,8 +220,8 @@ class Comparison:
     def plot(self, path, *, normalise: str | None = None, title: str | None = None):
         """Draw the magnitude functions on the shared scale (t_cut marked) and the MagDiff
         heat map into ``path`` (.png or .pdf), in the project's figure style; see
-        :func:`diversity_core.reporting.compare_report.plot_comparison`."""
-        from .reporting.compare_report import plot_comparison
+        :func:`diversity_core.comparison.report.plot_comparison`."""
+        from .report import plot_comparison
 
         return plot_comparison(self, path, normalise=normalise, title=title)
 
@@ -458,7 +465,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             "dcscore": lambda X: dc_score(X, tau=tau)}
     free = {measure: f for measure, f in free.items() if measure in wanted}
     prdc_wanted = [m_ for m_ in ("precision", "recall", "density", "coverage") if m_ in wanted]
-    for i, name in _bar(list(enumerate(all_names)), "baselines", progress):
+    for i, name in progress_bar(list(enumerate(all_names)), "baselines", progress):
         X = arrays[i]
         with _single_threaded_blas():
             for measure, f in free.items():
@@ -475,7 +482,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                          for n, A in ((ref, R), (name, X)) if k >= len(A)]
                 if small:
                     raise ValueError(f"k = {k} needs more than k points: {', '.join(small)}")
-                with _recorded(notes[name]):
+                with record_warnings(notes[name]):
                     values = prdc(R, X, k)
             except ValueError as err:
                 for measure in prdc_wanted:
@@ -584,7 +591,7 @@ def _attempt(compute, undefined: dict, measure: str, names: dict, notes: list,
     of its warnings go to ``notes`` and to ``warned[measure]``."""
     messages: list[str] = []
     try:
-        with _recorded(messages):
+        with record_warnings(messages):
             value = float(compute())
     except ValueError as err:
         undefined[measure] = named_reason(err, names)

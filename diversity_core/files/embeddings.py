@@ -46,7 +46,7 @@ one-line message naming the file (and the line and column of a CSV) for anything
   ``index_column="drop"`` (drop it) or ``"keep"`` (it is a feature after all). (An integer-valued
   set whose first column counts 0, 1, 2, ... is left alone: points on a grid look like that.)
 
-The rooms: opening a file and :class:`InputError` in :mod:`.input_files`, the CSV reader in
+The rooms: opening a file and :class:`InputError` in :mod:`.regular`, the CSV reader in
 :mod:`.embedding_csv`; this module reads ``.npy`` and ``.npz`` files, checks every array, and
 re-exports what the others need (``InputError``, ``file_kind``, ``open_regular``).
 """
@@ -62,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from .embedding_csv import read_csv
-from .input_files import KIND_NAMES, InputError, file_kind, open_regular, sniff
+from .regular import KIND_NAMES, InputError, file_kind, open_regular, sniff
 
 __all__ = ["FORMATS", "HEADER_RULE", "INDEX_RULE", "MEMORY_RULE", "EmbeddingFile", "InputError",
            "check_npz_sizes", "file_kind", "open_regular", "read_embeddings"]
@@ -297,7 +297,7 @@ def _check_header(shown: str, shape: tuple, dtype: np.dtype) -> None:
 
 
 def _available_memory() -> int:
-    from ._memory import available_memory  # the rule compare and score measure sets by
+    from .._memory import available_memory  # the rule compare and score measure sets by
 
     return available_memory()
 

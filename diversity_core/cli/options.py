@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedding_files import EmbeddingFile, InputError, read_embeddings
-from .magnitude import resolve_engine_device
-from .measures import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
+from ..files.embeddings import EmbeddingFile, InputError, read_embeddings
+from ..magnitude import resolve_engine_device
+from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 
 __all__ = ["ALIASES", "DEFAULT_BASED", "DEFAULT_FREE", "METRICS", "OPTION_RANGES", "PROGRAM",
            "add_measure_options", "add_reading_options", "check_options", "describe_file",
@@ -36,7 +36,7 @@ PROGRAM = "python -m diversity_core"
 
 def load_embeddings(path, key: str | None = None) -> np.ndarray:
     """The (n_points, n_features) float64 array of a ``.npy``, ``.npz`` or ``.csv`` file; see
-    :func:`diversity_core.embedding_files.read_embeddings`."""
+    :func:`diversity_core.files.embeddings.read_embeddings`."""
     return read_embeddings(path, key=key).data
 
 

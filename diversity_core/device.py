@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .._memory import available_memory
+from ._memory import available_memory
 
 __all__ = ["DEVICES", "check_device", "resolve_device", "free_memory"]
 
