@@ -15,6 +15,7 @@ matrix of shape (n_points, n_points) and raises ``ValueError`` naming the proble
 :func:`compare` puts many sets side by side on one integration limit (:mod:`.comparison`).
 """
 
+from ._memory import MemoryNeedError
 from .magnitude import (
     MagnitudeSpace,
     MagnitudeWarning,
@@ -57,6 +58,7 @@ def __getattr__(name: str):
 __all__ = [
     "METRICS",
     "MagnitudeSettings",
+    "MemoryNeedError",
     "MagnitudeSpace",
     "MagnitudeWarning",
     "convergence_scale",

@@ -54,8 +54,10 @@ def test_a_degenerate_member_of_the_batch_keeps_its_own_row():
 def test_memory_beyond_the_limit_is_refused_before_anything_is_computed(monkeypatch):
     monkeypatch.setattr(comparison, "_magnitude_of_sets",
                         lambda *a, **k: pytest.fail("computed despite the refusal"))
-    with pytest.raises(MemoryError, match=r"GiB .*--subsample"):
+    with pytest.raises(dc.MemoryNeedError, match=r"need about .* GiB") as caught:
         dc.compare(_many(m=3), memory_limit=1000)
+    assert caught.value.limit == 1000 and caught.value.need > 1000  # numbers, set when made
+    assert "--subsample" not in str(caught.value)  # the command line's remedy, not the library's
     need, worst = comparison.required_memory({"a": 100, "b": 20_000, "r": 50}, 384,
                                              reference="r")
     assert worst == "b" and need > 8 * 20_000**2

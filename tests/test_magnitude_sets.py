@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from diversity_core import pairwise_distances
-from diversity_core.magnitude import MagnitudeSpace, MagnitudeWarning, mag_areas
+from diversity_core.magnitude import (
+    GivenTCut,
+    MagnitudeSpace,
+    MagnitudeWarning,
+    MemberWarning,
+    ReferenceTCut,
+    TCutRule,
+    mag_areas,
+)
 from diversity_core.magnitude.sets import (
     MedianTCut,
     _member_warning,
@@ -174,18 +182,21 @@ def test_warnings_and_failures_land_on_their_member():
 
 
 def test_the_engine_names_each_warnings_member_as_data():
-    """The batch re-raises a member's warning with ``member`` and ``text`` attributes, in its
-    own category; the protocol reads them, never the message's wording."""
+    """The batch re-raises a member's warning as a MemberWarning (``member`` and ``text`` set
+    when it is made), a subclass of its own category; the protocol reads them, never the
+    message's wording."""
     rng = np.random.default_rng(0)
     members = [pairwise_distances(rng.normal(size=(12, 5)), "cosine") for _ in range(3)]
     members.insert(1, pairwise_distances(_collinear(0), "cosine"))  # warns (fallback solver)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         mag_areas(members, 5.0, method="chebyshev", rtol=1e-6, n_ts=30)
-    named = [w.message for w in caught if getattr(w.message, "member", None) is not None]
+    named = [w.message for w in caught if isinstance(w.message, MemberWarning)]
     assert named and {m.member for m in named} == {1}
     assert all(isinstance(m, MagnitudeWarning) and str(m) == f"member 1: {m.text}"
                for m in named)
+    assert all(issubclass(w.category, MagnitudeWarning) for w in caught
+               if isinstance(w.message, MemberWarning))  # filters on the category still match
     assert _member_warning(named[0], 4) == (1, named[0].text)
     assert _member_warning(UserWarning("an integral kept its error"), 1) == (
         0, "an integral kept its error")  # a one-member call: that member's
@@ -200,12 +211,22 @@ def test_rules_given_median_and_pluggable():
     assert median.t_cut == float(np.median(median.t_conv[:3]))
     assert median.t_cut_rule == "the median convergence scale of 3 sets"
 
-    def smallest(t_conv, reasons):
-        return float(np.nanmin(t_conv)), "the smallest convergence scale"
+    class Smallest(TCutRule):  # a rule of one's own: one type, its needs declared
+        def needs(self, m):
+            return tuple(range(m))
 
-    result = measure_sets(distances, smallest)
+        def __call__(self, t_conv, reasons):
+            return float(np.nanmin(t_conv)), "the smallest convergence scale"
+
+    result = measure_sets(distances, Smallest())
     assert result.t_cut == np.nanmin(result.t_conv)
     assert result.t_cut_rule == "the smallest convergence scale"
+    reference = measure_sets(distances, ReferenceTCut(2, tuple("abcdef")))
+    assert reference.t_cut == reference.t_conv[2]
+    assert reference.t_cut_rule == "the convergence scale of the reference, c"
+    assert measure_sets(distances, GivenTCut(1.5)).t_cut == given.t_cut
+    with pytest.raises(ValueError, match="t_cut must be None, a number or a TCutRule"):
+        measure_sets(distances, lambda t_conv, reasons: (1.0, "a bare function"))
     none = measure_sets([np.zeros((2, 2))])
     assert none.t_cut is None and "no set has a convergence scale" in none.t_cut_rule
     assert np.isnan(none.areas).all()
@@ -225,7 +246,7 @@ def test_agrees_with_single_spaces():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"t_cut": -1.0}, "t_cut must be a finite number > 0"),
-    ({"t_cut": "median"}, "t_cut must be None, a number or a rule"),
+    ({"t_cut": "median"}, "t_cut must be None, a number or a TCutRule"),
     ({"integration": "simpson"}, "integration options refused: method must be one of"),
     ({"integration_rtol": 0.0}, "integration options refused: rtol must be positive"),
     ({"area_rule": "grid"}, "area_rule must be one of"),
@@ -241,5 +262,12 @@ def test_bad_options_are_refused(kwargs, match):
 
 
 def test_a_rule_that_returns_nonsense_is_refused():
+    class Broken(TCutRule):
+        def needs(self, m):
+            return ()
+
+        def __call__(self, t_conv, reasons):
+            return float("nan"), "broken"
+
     with pytest.raises(ValueError, match="the t_cut rule gave"):
-        measure_sets(_text_like(n_sets=2), lambda t, r: (float("nan"), "broken"))
+        measure_sets(_text_like(n_sets=2), Broken())

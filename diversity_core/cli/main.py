@@ -40,6 +40,7 @@ import os
 import sys
 
 from .. import __version__
+from .._memory import MemoryNeedError
 from . import audit as audit_command
 from .compare import add_compare_command
 from .options import (
@@ -141,10 +142,12 @@ def main(argv=None) -> int:
         except RecursionError:
             print("error: the input is nested too deeply to read.", file=sys.stderr)
             return 2
-        except MemoryError as err:
-            why = str(err) if "subsample" in str(err) else ""
-            print(f"error: {why}." if why else
-                  "error: not enough memory for these sets; use --subsample N to measure a "
+        except MemoryNeedError as err:  # a memory rule's refusal: its figures, and our remedy
+            print(f"error: {str(err).rstrip('.')}: use --subsample N to measure a random subset "
+                  "of N points of each set.", file=sys.stderr)
+            return 2
+        except MemoryError:
+            print("error: not enough memory for these sets; use --subsample N to measure a "
                   "random subset of N points of each.", file=sys.stderr)
             return 2
         except KeyboardInterrupt:

@@ -4,14 +4,17 @@ checked before anything is computed.
 :func:`required_memory` adds up what a comparison holds (the dense sets' distance matrices, to
 the end) and its largest single need (the engine's
 :func:`~diversity_core.magnitude.magnitude_memory` of a set, PRDC's and MMD's distances against
-a reference); :func:`check_memory` refuses in one line, naming the figure and ``--subsample``.
-Both are importable from :mod:`diversity_core.comparison` as before.
+a reference); :func:`check_memory` refuses with a
+:class:`~diversity_core.MemoryNeedError` of one line naming the figure and the largest set (the
+command line adds its remedy, ``--subsample``). Both are importable from
+:mod:`diversity_core.comparison`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .._memory import MemoryNeedError
 from ..magnitude import available_memory, magnitude_memory, space_path
 
 __all__ = ["check_memory", "required_memory"]
@@ -60,17 +63,16 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
 def check_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
                  reference: str | None = None, memory_limit: int | None = None,
                  magnitude: bool = True) -> int:
-    """Raise ``MemoryError`` (one line: the figure, the largest set, ``--subsample``) if
-    :func:`required_memory` exceeds ``memory_limit`` (default: the memory available now);
-    else return the bytes needed."""
+    """Raise :class:`~diversity_core.MemoryNeedError` (one line: the figure, the largest set;
+    ``need`` and ``limit`` as numbers) if :func:`required_memory` exceeds ``memory_limit``
+    (default: the memory available now); else return the bytes needed."""
     need, worst = required_memory(sizes, n_features, metric=metric, reference=reference,
                                   magnitude=magnitude)
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "are available" if memory_limit is None else "allowed"
-        raise MemoryError(
+        raise MemoryNeedError(
             f"these {len(sizes)} set{'s' if len(sizes) != 1 else ''} need about "
             f"{need / 2**30:.1f} GiB (the largest, {worst}: {sizes[worst]:,} points in "
-            f"{n_features} dimensions); {limit / 2**30:.1f} GiB {have}: use --subsample N to "
-            "measure a random subset of N points of each set")
+            f"{n_features} dimensions); {limit / 2**30:.1f} GiB {have}", need=need, limit=limit)
     return need

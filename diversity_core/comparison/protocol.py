@@ -57,7 +57,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -68,8 +68,11 @@ from ..magnitude import DIFF_NORMALISATIONS, magnitude_space
 
 # The progress bar and the warnings kept as a set's notes are the protocol's own.
 from ..magnitude.sets import (
+    GivenTCut,
     MedianTCut,
+    ReferenceTCut,
     SetMagnitudes,
+    TCutRule,
     grid,
     measure_sets,
     progress_bar,
@@ -246,37 +249,7 @@ def _plain_matrix(M: pd.DataFrame) -> list[list]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _TCutRule:
-    """How the integration limit is chosen from the convergence scales (a rule of
-    :func:`~diversity_core.magnitude.sets.measure_sets`): ``needs`` lists the sets whose
-    convergence scale it needs before any area is computed."""
-
-    source: str  # "given" | "reference" | "median"
-    names: tuple[str, ...]
-    given: float | None = None
-    reference_index: int | None = None
-    median_of: tuple[int, ...] = ()
-
-    @property
-    def needs(self) -> tuple[int, ...]:
-        if self.source == "median":
-            return self.median_of
-        return (self.reference_index,) if self.source == "reference" else ()
-
-    def __call__(self, t_conv: np.ndarray, reasons: list) -> tuple[float | None, str]:
-        if self.source == "given":
-            return self.given, "given"
-        if self.source == "reference":
-            i = self.reference_index
-            if math.isnan(t_conv[i]):
-                return None, (f"no t_cut: the reference {self.names[i]} has no convergence "
-                              f"scale ({reasons[i]}); give t_cut")
-            return float(t_conv[i]), f"the convergence scale of the reference, {self.names[i]}"
-        return MedianTCut(among=self.median_of, names=self.names)(t_conv, reasons)
-
-
-def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: Callable, *,
+def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: TCutRule, *,
                        settings: MagnitudeSettings,
                        progress: bool | None = False) -> SetMagnitudes:
     """Convergence scales, the integration limit, the magnitude functions on one grid and the
@@ -288,8 +261,8 @@ def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: Callable, *,
         :class:`~diversity_core.magnitude.LargeMagnitudeSpace` from
         :func:`~diversity_core.magnitude.magnitude_space`'s large-n path), or None for a set
         without distances
-    choose_t_cut : callable ``(t_conv (m,), reasons) -> (t_cut or None, rule in words)`` with
-        an attribute ``needs``: the indices of the sets whose convergence scale it reads
+    choose_t_cut : the rule that chooses the integration limit from the convergence scales
+        (:class:`~diversity_core.magnitude.sets.TCutRule`)
     settings : convergence target and tolerance, integration rule and tolerance, ``n_ts``
 
     One call of :func:`~diversity_core.magnitude.sets.measure_sets` (the protocol: the
@@ -431,8 +404,9 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                 distances.append(None)
                 undefined[name]["magarea"] = named_reason(err, {"X": name})
     source = "given" if t_cut is not None else "reference" if reference is not None else "median"
-    rule = _TCutRule(source, tuple(all_names), given=t_cut, reference_index=ref_index,
-                     median_of=tuple(range(len(set_names))))
+    rule = (GivenTCut(t_cut) if source == "given"
+            else ReferenceTCut(ref_index, tuple(all_names)) if source == "reference"
+            else MedianTCut(among=tuple(range(len(set_names))), names=tuple(all_names)))
     mag = (_magnitude_of_sets(distances, rule, settings=settings, progress=progress)
            if magnitude else _no_magnitude(m))
 

@@ -80,7 +80,7 @@ The package's modules, from the top down (none imports one above it: no import c
 from __future__ import annotations
 
 from ._batch import MagnitudeBatchError
-from ._common import MagnitudeWarning
+from ._common import MagnitudeWarning, MemberWarning
 from ._elementwise import EXPONENTIAL as EXPONENTIAL
 from ._large import LargeMagnitudeSpace
 
@@ -117,7 +117,15 @@ from .api import (
     space_path,
 )
 from .sets import AREA_RULES as AREA_RULES
-from .sets import MedianTCut, SetMagnitudes, measure_sets, trapezoid_weights
+from .sets import (
+    GivenTCut,
+    MedianTCut,
+    ReferenceTCut,
+    SetMagnitudes,
+    TCutRule,
+    measure_sets,
+    trapezoid_weights,
+)
 
 __all__ = [
     "MagnitudeSpace",
@@ -145,7 +153,11 @@ __all__ = [
     # many sets on one integration limit: the reference-free protocol (issue 34)
     "measure_sets",
     "SetMagnitudes",
+    "TCutRule",
     "MedianTCut",
+    "GivenTCut",
+    "ReferenceTCut",
+    "MemberWarning",
     "trapezoid_weights",
     # the torch path (CUDA, or the CPU to check it; issue 36)
     "resolve_engine_device",

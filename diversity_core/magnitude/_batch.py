@@ -46,8 +46,10 @@ from ._common import (
     DEFAULT_MAX_ITER,
     DUPLICATE_RTOL,
     MagnitudeWarning,
+    MemberWarning,
     allowed_threads,
     map_threads,
+    member_warning_category,
     single_threaded_if,
 )
 from ._quadrature import _CC_LEVELS, _cc_levels, _cc_refine, _integrate, check_integration
@@ -466,21 +468,19 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
 
 @contextlib.contextmanager
 def _member_warnings(i: int):
-    """Re-raise the warnings of member ``i``'s own computation naming the member, as data: the
-    same category, the text prefixed ``member {i}: ``, and the attributes ``member`` (the
-    index in the batch) and ``text`` (the member's own message), which callers that keep
-    warnings per member read (``diversity_core.magnitude.sets``). A warning that already names
-    its member (a nested call) passes unchanged."""
+    """Re-raise the warnings of member ``i``'s own computation naming the member, as data: a
+    :class:`~._common.MemberWarning` of the same category (``member_warning_category``), whose
+    ``member`` and ``text`` callers that keep warnings per member read
+    (``diversity_core.magnitude.sets``). A warning that already names its member (a nested
+    call) passes unchanged."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
     for w in caught:
         message = w.message
-        if getattr(message, "member", None) is None:
-            text = str(message)
-            message = w.category(f"member {i}: {text}")
-            message.member, message.text = i, text
-        warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+        if not isinstance(message, MemberWarning):
+            message = member_warning_category(w.category)(i, str(message))
+        warnings.warn_explicit(message, type(message), w.filename, w.lineno)
 
 
 def _one(batch: PreparedBatch, i: int, t: float) -> float:

@@ -51,6 +51,27 @@ class MagnitudeWarning(UserWarning):
     """The similarity matrix was not positive definite; a fallback solver was used."""
 
 
+class MemberWarning(Warning):
+    """A warning of one member of a batch of spaces, naming it: ``member`` (its index in the
+    batch) and ``text`` (its own message) are set when the warning is made; the message reads
+    ``member {i}: {text}``. Each re-raised warning is of :func:`member_warning_category` of its
+    own category, so that filters on that category (``MagnitudeWarning``, ``RuntimeWarning``)
+    still match it."""
+
+    def __init__(self, member: int, text: str):
+        super().__init__(f"member {member}: {text}")
+        self.member, self.text = int(member), str(text)
+
+
+@functools.cache
+def member_warning_category(category: type[Warning]) -> type[MemberWarning]:
+    """The :class:`MemberWarning` of a warning category: a subclass of both."""
+    if issubclass(category, MemberWarning):
+        return category
+    return type(f"Member{category.__name__}", (MemberWarning, category),
+                {"__module__": __name__, "__doc__": f"A member's {category.__name__}."})
+
+
 # ----------------------------------------------------------------------------------------------
 # Duplicates
 # ----------------------------------------------------------------------------------------------

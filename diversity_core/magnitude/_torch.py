@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from .._memory import MemoryNeedError
 from .._validation import check_distance_matrix
 from ._common import DUPLICATE_RTOL, EXPONENT_FLOOR, duplicate_groups
 from ._quadrature import _integrate
@@ -130,7 +131,8 @@ def torch_magnitude_memory(n_points: int, n_features: int = 0) -> int:
 
 def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
                        what: str = "this computation") -> None:
-    """Raise ``MemoryError`` in one line, before anything is allocated, if ``need`` bytes
+    """Raise :class:`~diversity_core.MemoryNeedError` in one line, before anything is
+    allocated, if ``need`` bytes
     exceed the free memory of ``device`` (CUDA: ``torch.cuda.mem_get_info``; the CPU: the
     host's available memory) or ``memory_limit``."""
     from ..device import free_memory
@@ -138,8 +140,8 @@ def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
     limit = free_memory(str(device)) if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "free" if memory_limit is None else "allowed (memory_limit)"
-        raise MemoryError(f"{what} needs about {need / 2**30:.2f} GiB on {device}; "
-                          f"{limit / 2**30:.2f} GiB {have}.")
+        raise MemoryNeedError(f"{what} needs about {need / 2**30:.2f} GiB on {device}; "
+                              f"{limit / 2**30:.2f} GiB {have}.", need=need, limit=limit)
 
 
 def _torch_device(device):

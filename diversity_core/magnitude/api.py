@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._memory import available_memory  # what magnitude_space and compare measure against
+from .._memory import (  # what magnitude_space and compare measure against
+    MemoryNeedError,
+    available_memory,
+)
 from .._validation import check_embeddings, check_scales
 from . import _batch
 from ._common import (  # the package's defaults, written once there
@@ -372,9 +375,9 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
 
     Raises
     ------
-    MemoryError
-        With one line saying how much memory the set would need and how much there is, before
-        anything is allocated.
+    MemoryNeedError
+        A ``MemoryError`` of one line saying how much memory the set would need and how much
+        there is (``need``, ``limit``), before anything is allocated.
     """
     X = np.asarray(X)
     if X.ndim != 2:
@@ -385,9 +388,9 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "are available" if memory_limit is None else "allowed (memory_limit)"
-        raise MemoryError(
+        raise MemoryNeedError(
             f"magnitude of {n:,} points in {d} dimensions needs about {need / 2**30:.1f} GiB "
-            f"({path} path); {limit / 2**30:.1f} GiB {have}.")
+            f"({path} path); {limit / 2**30:.1f} GiB {have}.", need=need, limit=limit)
     if path == "large":
         return LargeMagnitudeSpace(X, metric, **options)
     from ..measures.distances import pairwise_distances

@@ -7,12 +7,13 @@
 
 The protocol (paper §3.4): every set's convergence scale ``t_conv`` (``Mag(t_conv) = target ·
 n_distinct``); one integration limit ``t_cut`` chosen from them by a rule (by default their
-median, :class:`MedianTCut`; a given number; or any callable, as ``compare``'s reference
-rule); every MagArea on ``[0, t_cut]``; optionally every magnitude function on one evenly spaced
-grid, ``linspace(0, t_cut, n_ts)`` (continued beyond ``t_cut`` by ``grid_beyond``). What goes
+median, :class:`MedianTCut`; a given number, :class:`GivenTCut`; one set's own,
+:class:`ReferenceTCut`, ``compare``'s reference rule; all of them :class:`TCutRule`); every
+MagArea on ``[0, t_cut]``; optionally every magnitude function on one evenly spaced grid,
+``linspace(0, t_cut, n_ts)`` (continued beyond ``t_cut`` by ``grid_beyond``). What goes
 wrong for one set stays with that set, as data: its failure reasons (no convergence scale, no
 area) and the warnings raised while it was measured, per member, never by parsing text (the
-engine's batch names the member of each warning in its ``member`` attribute).
+engine's batch re-raises each member's warnings as a ``MemberWarning`` naming it).
 
 Callers: :func:`diversity_core.compare` (its ``_magnitude_of_sets``), the text experiment's
 :func:`~diversity_core.experiments.text_temperature.score_sets` and the model experiment's
@@ -26,6 +27,7 @@ engine): the conventions come as plain arguments, named as the fields of
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import dataclasses
 import math
@@ -36,7 +38,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._batch import MagnitudeBatchError
-from ._common import summarise_fallbacks
+from ._common import MemberWarning, summarise_fallbacks
 from ._large import LargeMagnitudeSpace
 from ._quadrature import check_integration
 from ._space import MagnitudeSpace
@@ -54,8 +56,8 @@ from .api import (
     reference_free_t_cut,
 )
 
-__all__ = ["AREA_RULES", "MedianTCut", "SetMagnitudes", "measure_sets", "progress_bar",
-           "record_warnings", "trapezoid_weights"]
+__all__ = ["AREA_RULES", "GivenTCut", "MedianTCut", "ReferenceTCut", "SetMagnitudes", "TCutRule",
+           "measure_sets", "progress_bar", "record_warnings", "trapezoid_weights"]
 
 # How MagArea is taken: "integral" integrates each set's magnitude function to the settings'
 # tolerance (``integration``, ``integration_rtol``); "grid_trapezoid" is the trapezoid rule on
@@ -130,8 +132,29 @@ class SetMagnitudes:
         return self.t_conv_failures[i] or self.area_failures[i]
 
 
+class TCutRule(abc.ABC):
+    """How the integration limit ``t_cut`` is chosen from the sets' convergence scales: the one
+    type of rule :func:`measure_sets` (and so :func:`diversity_core.compare`) takes.
+
+    A rule says which sets' convergence scales it reads (:meth:`needs`, computed first, before
+    any area) and, given every set's ``t_conv`` (NaN where a set has none) and the reasons of
+    those without one, returns ``(t_cut or None, the rule in words)``; None with words that say
+    why when it cannot choose. The rules here: :class:`MedianTCut` (the paper's, the default),
+    :class:`GivenTCut` (a number) and :class:`ReferenceTCut` (one set's own scale); a rule of
+    one's own subclasses this class.
+    """
+
+    @abc.abstractmethod
+    def needs(self, m: int) -> tuple[int, ...]:
+        """The indices, among ``m`` sets, of the sets whose convergence scale the rule reads."""
+
+    @abc.abstractmethod
+    def __call__(self, t_conv: np.ndarray, reasons: Sequence) -> tuple[float | None, str]:
+        """``(t_cut or None, words)`` from every set's ``t_conv`` and failure reason."""
+
+
 @dataclasses.dataclass(frozen=True)
-class MedianTCut:
+class MedianTCut(TCutRule):
     """``t_cut`` = the median of the sets' convergence scales (paper §3.4).
 
     Parameters
@@ -141,20 +164,16 @@ class MedianTCut:
         left out and named in the rule.
     names : sequence of str, optional
         The sets' names, for the rule in words (default: ``set 1``, ``set 2``, ...).
-
-    A rule is any callable ``rule(t_conv (m,), reasons) -> (t_cut or None, words)``;
-    ``needs`` (here ``among``) lists the sets whose convergence scale it reads, so that
-    :func:`measure_sets` can compute those first.
     """
 
     among: tuple[int, ...] | None = None
     names: tuple[str, ...] | None = None
 
-    def needs_of(self, m: int) -> tuple[int, ...]:
+    def needs(self, m: int) -> tuple[int, ...]:
         return tuple(range(m)) if self.among is None else tuple(self.among)
 
-    def __call__(self, t_conv: np.ndarray, reasons: list) -> tuple[float | None, str]:
-        among = self.needs_of(len(t_conv))
+    def __call__(self, t_conv: np.ndarray, reasons: Sequence) -> tuple[float | None, str]:
+        among = self.needs(len(t_conv))
 
         def name(i):
             return self.names[i] if self.names is not None else f"set {i + 1}"
@@ -169,6 +188,42 @@ class MedianTCut:
                 + (f"; left out, without one: {', '.join(left_out)}" if left_out else ""))
         # The engine's own rule (the text experiment's arithmetic): np.median of the scales.
         return reference_free_t_cut(convergence_scales=t_conv[have]), rule
+
+
+@dataclasses.dataclass(frozen=True)
+class GivenTCut(TCutRule):
+    """``t_cut`` given as a number: no convergence scale is read for it."""
+
+    value: float
+
+    def __post_init__(self):
+        if not (isinstance(self.value, (int, float)) and math.isfinite(self.value)
+                and self.value > 0):
+            raise ValueError(f"t_cut must be a finite number > 0; got {self.value!r}.")
+
+    def needs(self, m: int) -> tuple[int, ...]:
+        return ()
+
+    def __call__(self, t_conv: np.ndarray, reasons: Sequence) -> tuple[float | None, str]:
+        return float(self.value), "given"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceTCut(TCutRule):
+    """``t_cut`` = the convergence scale of one set, the reference (MagDiff against it)."""
+
+    index: int
+    names: tuple[str, ...]
+
+    def needs(self, m: int) -> tuple[int, ...]:
+        return (self.index,)
+
+    def __call__(self, t_conv: np.ndarray, reasons: Sequence) -> tuple[float | None, str]:
+        i = self.index
+        if math.isnan(t_conv[i]):
+            return None, (f"no t_cut: the reference {self.names[i]} has no convergence "
+                          f"scale ({reasons[i]}); give t_cut")
+        return float(t_conv[i]), f"the convergence scale of the reference, {self.names[i]}"
 
 
 def trapezoid_weights(ts) -> np.ndarray:
@@ -217,10 +272,10 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
         spaces (:class:`MagnitudeSpace`, :class:`LargeMagnitudeSpace`), or None (a set without
         distances: NaN everywhere, no failure). A lazy sequence is read member by member
         (``spaces[i]``), so with ``chunk_size`` its matrices may be formed on access.
-    t_cut : None, float > 0 or callable
+    t_cut : None, float > 0 or TCutRule
         None: the median of the sets' convergence scales (:class:`MedianTCut`); a number: that
-        limit (``"given"``); a callable rule ``(t_conv (m,), reasons) -> (t_cut or None,
-        words)``, with optional ``needs`` (indices whose ``t_conv`` it reads, computed first).
+        limit (:class:`GivenTCut`, ``"given"``); any :class:`TCutRule` (its ``needs`` are
+        computed first).
     target, t_conv_rtol, integration, integration_rtol, n_ts
         The conventions (``MagnitudeSettings``' fields: ``**settings.as_dict()``):
         ``Mag(t_conv) = target · n_distinct`` to ``t_conv_rtol``; MagArea by ``integration``
@@ -262,13 +317,13 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
     their own), so that its fallback records are its own. Prepared large spaces are measured
     one by one. Nothing here limits BLAS threads: the caller does (compare runs it on one).
     """
-    _check_options(t_cut, area_rule, n_ts, grid_beyond, chunk_size)
+    rule = _rule(t_cut)
+    _check_options(area_rule, n_ts, grid_beyond, chunk_size)
     if areas and area_rule == "integral":
         _check_integration(integration, integration_rtol, n_ts)
     m = len(spaces)
     if m == 0:
         raise ValueError("no sets to measure.")
-    rule = _rule(t_cut)
     functions = functions or (areas and area_rule == "grid_trapezoid")
     state = _State(m, progress, resolve_engine_device(device))
     conventions = dict(target=target, t_conv_rtol=t_conv_rtol, integration=integration,
@@ -280,8 +335,7 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
                   for start in range(0, m, chunk_size)]
 
     # Pass 1: convergence scales (all at once: the rule's sets first, then the rest).
-    needs = rule.needs_of(m) if isinstance(rule, MedianTCut) else getattr(rule, "needs", None)
-    needs = list(range(m)) if needs is None else [int(i) for i in needs]
+    needs = [int(i) for i in rule.needs(m)]
     held: dict[int, object] = {}
     with state.stage("convergence scales", m) as bar:
         for chunk in chunks:
@@ -333,14 +387,7 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
         unattributed_warnings=list(dict.fromkeys(state.unattributed)))
 
 
-def _check_options(t_cut, area_rule, n_ts, grid_beyond, chunk_size) -> None:
-    if t_cut is not None and not callable(t_cut):
-        if isinstance(t_cut, bool) or not isinstance(t_cut, (int, float, np.floating,
-                                                             np.integer)):
-            raise ValueError(f"t_cut must be None, a number or a rule (callable); got "
-                             f"{t_cut!r}.")
-        if not (math.isfinite(t_cut) and t_cut > 0):
-            raise ValueError(f"t_cut must be a finite number > 0; got {t_cut!r}.")
+def _check_options(area_rule, n_ts, grid_beyond, chunk_size) -> None:
     if area_rule not in AREA_RULES:
         raise ValueError(f"area_rule must be one of {AREA_RULES}; got {area_rule!r}.")
     if int(n_ts) != n_ts or n_ts < 2:
@@ -361,18 +408,14 @@ def _check_integration(integration: str, integration_rtol: float, n_ts: int) -> 
         raise ValueError(f"integration options refused: {err}") from None
 
 
-def _rule(t_cut):
+def _rule(t_cut) -> TCutRule:
     if t_cut is None:
         return MedianTCut()
-    if callable(t_cut):
+    if isinstance(t_cut, TCutRule):
         return t_cut
-    given = float(t_cut)
-
-    def given_rule(t_conv, reasons):
-        return given, "given"
-
-    given_rule.needs = ()
-    return given_rule
+    if isinstance(t_cut, bool) or not isinstance(t_cut, (int, float, np.integer, np.floating)):
+        raise ValueError(f"t_cut must be None, a number or a TCutRule; got {t_cut!r}.")
+    return GivenTCut(float(t_cut))
 
 
 class _State:
@@ -511,11 +554,10 @@ class _State:
 
 def _member_warning(message, n_members: int) -> tuple[int | None, str]:
     """(index of the member a batch warning names, or None; the member's own text). The
-    engine's batch re-raises a member's warnings with the attributes ``member`` and ``text``
-    (``_batch._member_warnings``); a warning of a one-member call is that member's."""
-    member = getattr(message, "member", None)
-    if member is not None and 0 <= int(member) < n_members:
-        return int(member), str(getattr(message, "text", message))
+    engine's batch re-raises a member's warnings as :class:`~._common.MemberWarning`
+    (``member``, ``text``); a warning of a one-member call is that member's."""
+    if isinstance(message, MemberWarning) and 0 <= message.member < n_members:
+        return message.member, message.text
     if n_members == 1:
         return 0, str(message)
     return None, str(message)
