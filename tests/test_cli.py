@@ -280,10 +280,13 @@ def test_the_issue_example_at_1e200(tmp_path, capsys):
 
 def test_json_never_holds_nan_or_infinity(files, capsys, monkeypatch):
     """A value that is not finite is written as null, with the reason; never NaN/Infinity."""
-    import diversity_core.comparison.protocol as comparison
+    import dataclasses
+
+    from diversity_core.measures.registry import MEASURES
 
     tmp, _, _ = files
-    monkeypatch.setattr(comparison, "vendi_score", lambda A: float("inf"))
+    monkeypatch.setitem(MEASURES, "vendi",
+                        dataclasses.replace(MEASURES["vendi"], compute=lambda A: float("inf")))
     rc, out, err = _run(["score", str(tmp / "x.npy"), "--json", "--metrics", "vendi,avgsim"],
                         capsys)
     assert rc == 0, err

@@ -12,11 +12,12 @@ from diversity_core.measures.registry import LABELS, MEASURES, get_measure, get_
 
 
 def test_every_reader_takes_its_names_and_labels_from_the_registry():
-    assert list(cli_options.METRICS) == list(MEASURES) == get_measure_names()
-    assert {name for name, (_, ref) in cli_options.METRICS.items() if ref} == set(
+    assert list(MEASURES) == get_measure_names()
+    assert set(cli_options.ALIASES["prdc"]) | set(cli_options.ALIASES["mmd"]) <= set(
         get_measure_names(needs_reference=True))
-    assert comparison.LABELS is LABELS and compare_report.LABELS is LABELS
-    assert comparison.FREE_MEASURES == tuple(get_measure_names(needs_reference=False))
+    assert cli_options.parse_metrics(None, has_reference=True) == get_measure_names()
+    assert compare_report.LABELS is LABELS
+    assert "LABELS" not in comparison.__all__  # one home: the registry
     assert get_measure("avgsim").higher_is_more_diverse is False  # a similarity
     with pytest.raises(ValueError, match="unknown measure 'mag_area'; known: magarea"):
         get_measure("mag_area")
@@ -45,3 +46,29 @@ def test_the_experiments_read_names_and_paper_labels_from_the_registry():
     for name, registered in tt.REGISTRY_NAMES.items():
         assert tt.MEASURE_LABELS[name].startswith(get_measure(registered).in_paper)
     assert tt.MEASURE_LABELS["vendi"] == md.MEASURE_LABELS["vendi"] == "VS"
+
+
+def test_the_registry_computes_each_measure_of_one_set():
+    """Each measure is a callable (how it is computed is the registry's): the same numbers as
+    the functions it wraps, only the options it names passed on, the PRDC family in one call."""
+    from diversity_core.measures import baselines, reference_based
+    from diversity_core.measures.registry import NEEDS, prdc_values
+
+    rng = np.random.default_rng(1)
+    X, R = rng.normal(size=(30, 5)), rng.normal(size=(40, 5))
+    assert MEASURES["vendi"](X, tau=9.0, k=3) == baselines.vendi_score(X, metric="cosine")
+    assert MEASURES["dcscore"](X, tau=0.5) == baselines.dc_score(X, tau=0.5, kernel="cosine")
+    assert MEASURES["dcscore"](X) == baselines.dc_score(X)
+    assert MEASURES["gmstds"](X) == baselines.gm_stds(X)
+    assert MEASURES["mmd_rbf"](X, R) == reference_based.mmd_rbf(X, R)
+    together = prdc_values(X, R, k=3)
+    assert together == reference_based.prdc(R, X, 3)  # real = the reference, fake = X
+    assert [MEASURES[m](X, R, k=3) for m in together] == list(together.values())
+    assert {m.group for m in MEASURES.values() if m.group} == {"prdc"}
+    for m in MEASURES.values():
+        assert set(m.needs) <= set(NEEDS) and ("reference" in m.needs) == m.needs_reference
+        assert (m.compute is None) == ("scale" in m.needs)  # the engine's protocol computes those
+    with pytest.raises(ValueError, match="magarea needs a scale chosen across sets"):
+        MEASURES["magarea"](X)
+    with pytest.raises(ValueError, match="recall compares a set with a reference; none given"):
+        MEASURES["recall"](X)

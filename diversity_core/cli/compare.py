@@ -19,13 +19,12 @@ import numpy as np
 
 from .. import __version__
 from ..atomic import check_destination
-from ..comparison.protocol import LABELS, compare
+from ..comparison import compare
 from ..files.embeddings import InputError
 from ..magnitude import DEFAULT_N_TS, DEFAULT_TARGET
 from ..magnitude.settings import MagnitudeSettings
+from ..measures.registry import FREE_MEASURES, LABELS, REFERENCE_MEASURES
 from .options import (
-    DEFAULT_BASED,
-    DEFAULT_FREE,
     PROGRAM,
     add_measure_options,
     add_reading_options,
@@ -51,8 +50,8 @@ def add_compare_command(sub) -> None:
                     "differ): every set's MagArea on one integration limit t_cut (the median "
                     "convergence scale of the sets; with --reference the reference's; or "
                     "--t-cut), MagDiff between every pair, every reference-free baseline "
-                    f"({', '.join(DEFAULT_FREE[1:])}), and with --reference "
-                    f"{', '.join(DEFAULT_BASED)} against it.",
+                    f"({', '.join(FREE_MEASURES[1:])}), and with --reference "
+                    f"{', '.join(REFERENCE_MEASURES)} against it.",
         epilog="Exit status: 0 when the results were printed (a value undefined for one set is "
                "shown as 'undefined' with its reason, the other sets are still computed); 2 for "
                "a bad file or option.")

@@ -21,16 +21,14 @@ from ..files.embeddings import EmbeddingFile, InputError, read_embeddings
 from ..magnitude import resolve_engine_device
 from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 
-__all__ = ["ALIASES", "DEFAULT_BASED", "DEFAULT_FREE", "METRICS", "OPTION_RANGES", "PROGRAM",
+__all__ = ["ALIASES", "OPTION_RANGES", "PROGRAM",
            "add_measure_options", "add_reading_options", "check_options", "describe_file",
            "file_record", "in_range", "load_embeddings", "parse_metrics", "read_files",
            "subsample_points", "writable_folder"]
 
-# name -> (label, needs a reference): the command line's view of the registry of measures.
-METRICS = {name: (m.description, m.needs_reference) for name, m in MEASURES.items()}
-ALIASES = {"prdc": ("precision", "recall", "density", "coverage"), "mmd": ("mmd_rbf", "mmd_linear")}
-DEFAULT_FREE = FREE_MEASURES
-DEFAULT_BASED = REFERENCE_MEASURES
+# Names --metrics takes for several measures of the registry at once.
+ALIASES = {"prdc": tuple(name for name, m in MEASURES.items() if m.group == "prdc"),
+           "mmd": ("mmd_rbf", "mmd_linear")}
 PROGRAM = "python -m diversity_core"
 
 
@@ -45,7 +43,7 @@ def parse_metrics(text: str | None, has_reference: bool) -> list[str]:
     given); None: every measure that applies. :class:`InputError` for an unknown name, or one
     that needs a reference when there is none."""
     if text is None:
-        return list(DEFAULT_FREE + (DEFAULT_BASED if has_reference else ()))
+        return list(FREE_MEASURES + (REFERENCE_MEASURES if has_reference else ()))
     names = []
     for raw in text.split(","):
         name = raw.strip().lower()
@@ -53,10 +51,10 @@ def parse_metrics(text: str | None, has_reference: bool) -> list[str]:
             continue
         expanded = ALIASES.get(name, (name,))
         for n in expanded:
-            if n not in METRICS:
-                valid = ", ".join(list(METRICS) + list(ALIASES))
+            if n not in MEASURES:
+                valid = ", ".join(list(MEASURES) + list(ALIASES))
                 raise InputError(f"unknown metric {raw.strip()!r}; choose from {valid}.")
-            if METRICS[n][1] and not has_reference:
+            if MEASURES[n].needs_reference and not has_reference:
                 raise InputError(f"metric {n!r} compares with a reference: give --reference.")
             if n not in names:
                 names.append(n)

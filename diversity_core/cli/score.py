@@ -12,11 +12,9 @@ import numpy as np
 
 from ..comparison.score import score
 from ..files.embeddings import InputError
+from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 from ..reporting.text import aligned
 from .options import (
-    DEFAULT_BASED,
-    DEFAULT_FREE,
-    METRICS,
     add_measure_options,
     add_reading_options,
     check_options,
@@ -41,11 +39,11 @@ def render_table(result: dict, headers: dict) -> str:
     lines = [f"{c}: {headers[c]}" for c in columns]
     free = list(dict.fromkeys(m for c in columns for m in scores[c]))
     if free:
-        rows = [[METRICS[m][0], *(_format_value(scores[c].get(m)) for c in columns),
+        rows = [[MEASURES[m].description, *(_format_value(scores[c].get(m)) for c in columns),
                  notes.get(m, "")] for m in free]
         lines += ["", *aligned(["metric", *columns, "note"], rows, free_last=True)]
     if scores["comparison"]:
-        rows = [[METRICS[m][0], _format_value(v), notes.get(m, "")]
+        rows = [[MEASURES[m].description, _format_value(v), notes.get(m, "")]
                 for m, v in scores["comparison"].items()]
         lines += ["", "embeddings compared with the reference:",
                   *aligned(["metric", "value", "note"], rows, free_last=True)]
@@ -68,8 +66,8 @@ def add_score_command(sub) -> None:
     p = sub.add_parser(
         "score", help="score one embedding file, optionally against a reference",
         description="Score embeddings (n_points x n_features, .npy/.npz/.csv). Reference-free "
-                    f"metrics: {', '.join(DEFAULT_FREE)}. With --reference also: "
-                    f"{', '.join(DEFAULT_BASED)} (aliases: prdc, mmd).",
+                    f"metrics: {', '.join(FREE_MEASURES)}. With --reference also: "
+                    f"{', '.join(REFERENCE_MEASURES)} (aliases: prdc, mmd).",
         epilog="Exit status: 0 when the scores were printed (a measure undefined for this input "
                "is shown as 'undefined' with its reason); 2 for a bad file or option, or when no "
                "requested measure is defined.")
@@ -109,7 +107,7 @@ def run_score(args, argv) -> int:
         by_reason = {}
         for where in result["undefined"].values():
             for m, why in where.items():
-                by_reason.setdefault(why, []).append(METRICS[m][0])
+                by_reason.setdefault(why, []).append(MEASURES[m].description)
         raise InputError("no requested measure is defined for this input: " + "; ".join(
             f"{', '.join(dict.fromkeys(names))}: {why}" for why, names in by_reason.items()))
     if args.json:

@@ -79,19 +79,20 @@ from ..magnitude.sets import (
     record_warnings,
 )
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from ..measures.distances import METRICS, pairwise_distances
-from ..measures.reference_based import mmd_linear, mmd_rbf, prdc
 
-# The measures' names, labels and order come from the one registry; FREE_MEASURES, LABELS and
-# REFERENCE_MEASURES stay importable from here for the code that imported them from this module.
-from ..measures.registry import FREE_MEASURES, LABELS, MEASURES, REFERENCE_MEASURES, get_measure
+# The measures' names, labels, order and computations come from the one registry.
+from ..measures.registry import (
+    FREE_MEASURES,
+    LABELS,
+    MEASURES,
+    REFERENCE_MEASURES,
+    get_measure,
+    prdc_values,
+)
+from .memory import _large_path, check_memory
 
-# The memory rule lives in compare_memory; its names stay importable from here.
-from .memory import _large_path, check_memory, required_memory
-
-__all__ = ["Comparison", "compare", "required_memory", "check_memory", "LABELS", "FREE_MEASURES",
-           "REFERENCE_MEASURES"]
+__all__ = ["Comparison", "compare"]
 
 # Distances, the reference-free baselines and the magnitude of the sets run with single-threaded
 # BLAS: many sets are measured one after the other, each on matrices where BLAS threads that
@@ -435,16 +436,17 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                                                       {"X": name})
 
     # Reference-free baselines, each on its own: one undefined value stops nothing.
-    free = {"vendi": vendi_score, "avgsim": avg_sim, "gmstds": gm_stds, "isoscore": iso_score,
-            "dcscore": lambda X: dc_score(X, tau=tau)}
-    free = {measure: f for measure, f in free.items() if measure in wanted}
-    prdc_wanted = [m_ for m_ in ("precision", "recall", "density", "coverage") if m_ in wanted]
+    free = [MEASURES[m_] for m_ in FREE_MEASURES if m_ in wanted and MEASURES[m_].compute]
+    prdc_wanted = [m_ for m_ in REFERENCE_MEASURES if m_ in wanted and MEASURES[m_].group == "prdc"]
+    against = [MEASURES[m_] for m_ in REFERENCE_MEASURES
+               if m_ in wanted and MEASURES[m_].compute and MEASURES[m_].group is None]
     for i, name in progress_bar(list(enumerate(all_names)), "baselines", progress):
         X = arrays[i]
         with _single_threaded_blas():
-            for measure, f in free.items():
-                rows[name][measure] = _attempt(lambda f=f, X=X: f(X), undefined[name], measure,
-                                               {"X": name}, notes[name], warned[name])
+            for measure in free:
+                rows[name][measure.name] = _attempt(lambda f=measure, X=X: f(X, tau=tau),
+                                                    undefined[name], measure.name, {"X": name},
+                                                    notes[name], warned[name])
         if reference is None or i == ref_index:
             continue
         # Against the reference (n x m products, blockwise): BLAS keeps its threads.
@@ -457,17 +459,17 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                 if small:
                     raise ValueError(f"k = {k} needs more than k points: {', '.join(small)}")
                 with record_warnings(notes[name]):
-                    values = prdc(R, X, k)
+                    values = prdc_values(X, R, k=k)
             except ValueError as err:
                 for measure in prdc_wanted:
                     undefined[name][measure] = named_reason(err, both)
                     rows[name][measure] = np.nan
             else:
                 rows[name].update({m_: values[m_] for m_ in prdc_wanted})
-        for measure, f in (("mmd_rbf", mmd_rbf), ("mmd_linear", mmd_linear)):
-            if measure in wanted:
-                rows[name][measure] = _attempt(lambda f=f, X=X, R=R: f(X, R), undefined[name],
-                                               measure, both, notes[name], warned[name])
+        for measure in against:
+            rows[name][measure.name] = _attempt(lambda f=measure, X=X, R=R: f(X, R),
+                                                undefined[name], measure.name, both,
+                                                notes[name], warned[name])
 
     areas = mag.areas
     # The sets' names as plain Python strings (object dtype): a file name that is not UTF-8

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..magnitude import convergence_scale, mag_area, magnitude_function
-from ..measures.baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
+from ..magnitude import magnitude_function, measure_sets
 from ..measures.distances import pairwise_distances
+from ..measures.registry import get_measure
 
-__all__ = ["AXIOMS", "MEASURES", "AxiomResult", "Measure", "check_axioms", "default_measures"]
+__all__ = ["AXIOMS", "MEASURES", "AxiomMeasure", "AxiomResult", "check_axioms", "default_measures"]
 
 AXIOMS = ("effective size", "monotonicity", "twin property", "multi-scale")
 
@@ -45,8 +45,9 @@ RTOL = 1e-9
 
 
 @dataclass(frozen=True)
-class Measure:
-    """A diversity measure evaluated jointly on the sets compared in one case.
+class AxiomMeasure:
+    """A measure of the registry as the axiom checks evaluate it: jointly on the sets compared in
+    one case.
 
     ``score(sets)`` returns one float per set, higher = more diverse. ``multi_scale`` says whether
     the measure summarises diversity over a range of scales (by its definition).
@@ -72,11 +73,15 @@ class AxiomResult:
         return "holds" if self.holds else "fails"
 
 
-def _each(f: Callable[[np.ndarray], float]) -> Callable[[Sequence[np.ndarray]], list[float]]:
+def _each(name: str, *, negated: bool = False) -> Callable[[Sequence[np.ndarray]], list[float]]:
+    """The registry's measure ``name`` of each set on its own (negated: a similarity)."""
+    measure = get_measure(name)
+
     def score(sets):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # IsoScore's rank warning
-            return [float(f(X)) for X in sets]
+            values = [float(measure(X)) for X in sets]
+        return [-v for v in values] if negated else values
     return score
 
 
@@ -85,34 +90,38 @@ def _mag_area_score(metric: str) -> Callable[[Sequence[np.ndarray]], list[float]
         # Identical directions give cosine distances of ~1e-16, not 0; MagnitudeSpace merges
         # points that close as duplicates (twin property).
         Ds = [pairwise_distances(X, metric=metric) for X in sets]
-        scales = []
-        for D in Ds:
-            try:
-                scales.append(convergence_scale(D))
-            except ValueError:  # e.g. duplicates: 0.95 n exceeds the number of distinct points
-                continue
-        if not scales:
+        # The reference-free protocol: t_cut the median of the convergence scales of the sets
+        # that have one (duplicates: 0.95 n may exceed the number of distinct points); mag_area
+        # bisects adaptively where a set's magnitude rises at scales far below t_cut (tiny
+        # cosine distances give a t_cut 10^4 - 10^7 times those scales).
+        mag = measure_sets(Ds)
+        if mag.t_cut is None:
             raise ValueError("no set of this case has a convergence scale")
-        t_cut = float(np.median(scales))
-        # mag_area bisects adaptively where a set's magnitude rises at scales far below t_cut
-        # (tiny cosine distances give a t_cut 10^4 - 10^7 times those scales).
-        return [mag_area(D, t_cut) for D in Ds]
+        failed = [why for why in mag.area_failures if why]
+        if failed:
+            raise ValueError(failed[0])
+        return [float(area) for area in mag.areas]
     return score
 
 
-def default_measures() -> list[Measure]:
+def default_measures() -> list[AxiomMeasure]:
     fixed = "one fixed resolution: no scale parameter is varied or integrated over"
+    label = get_measure("magarea").label
     return [
-        Measure("MagArea (Euclidean)", _mag_area_score("euclidean"), True,
-                "integrates Mag(t) over t in [0, t_cut]"),
-        Measure("MagArea (cosine)", _mag_area_score("cosine"), True,
-                "integrates Mag(t) over t in [0, t_cut]"),
-        Measure("Vendi Score (cosine)", _each(vendi_score), False, fixed + " (cosine kernel)"),
-        Measure("-AvgSim (cosine)", _each(lambda X: -avg_sim(X)), False, fixed),
-        Measure("GMStds", _each(gm_stds), False, fixed + "; scales linearly with the data"),
-        Measure("IsoScore", _each(iso_score), False, fixed + "; invariant to scaling"),
-        Measure("DCScore (cosine, tau=1)", _each(dc_score), False,
-                fixed + " (the temperature tau is fixed)"),
+        AxiomMeasure(f"{label} (Euclidean)", _mag_area_score("euclidean"), True,
+                     "integrates Mag(t) over t in [0, t_cut]"),
+        AxiomMeasure(f"{label} (cosine)", _mag_area_score("cosine"), True,
+                     "integrates Mag(t) over t in [0, t_cut]"),
+        AxiomMeasure(get_measure("vendi").description, _each("vendi"), False,
+                     fixed + " (cosine kernel)"),
+        AxiomMeasure("-" + get_measure("avgsim").description, _each("avgsim", negated=True),
+                     False, fixed),
+        AxiomMeasure(get_measure("gmstds").description, _each("gmstds"), False,
+                     fixed + "; scales linearly with the data"),
+        AxiomMeasure(get_measure("isoscore").description, _each("isoscore"), False,
+                     fixed + "; invariant to scaling"),
+        AxiomMeasure(get_measure("dcscore").description, _each("dcscore"), False,
+                     fixed + " (the temperature tau is fixed)"),
     ]
 
 
@@ -216,14 +225,14 @@ def _equal(a: float, b: float) -> bool:
     return abs(a - b) <= RTOL * max(abs(a), abs(b), 1.0)
 
 
-def _evaluate(measure: Measure, sets):
+def _evaluate(measure: AxiomMeasure, sets):
     try:
         return measure.score(sets), None
     except (ValueError, RuntimeError) as err:
         return None, str(err)
 
 
-def check_effective_size(measure: Measure, seed: int = 0) -> AxiomResult:
+def check_effective_size(measure: AxiomMeasure, seed: int = 0) -> AxiomResult:
     cases = _effective_size_cases(np.random.default_rng(seed))
     for i, (text, low, high) in enumerate(cases, 1):
         values, err = _evaluate(measure, [low, high])
@@ -238,7 +247,7 @@ def check_effective_size(measure: Measure, seed: int = 0) -> AxiomResult:
                        f"no counterexample in {len(cases)} cases", len(cases))
 
 
-def check_monotonicity(measure: Measure, seed: int = 0) -> AxiomResult:
+def check_monotonicity(measure: AxiomMeasure, seed: int = 0) -> AxiomResult:
     rng = np.random.default_rng(seed + 1)
     tried = 0
     for text, X in _base_sets(rng):
@@ -256,7 +265,7 @@ def check_monotonicity(measure: Measure, seed: int = 0) -> AxiomResult:
                        f"no counterexample in {tried} additions", tried)
 
 
-def check_twin_property(measure: Measure, seed: int = 0) -> AxiomResult:
+def check_twin_property(measure: AxiomMeasure, seed: int = 0) -> AxiomResult:
     rng = np.random.default_rng(seed + 2)
     tried = 0
     for text, X in _base_sets(rng):
@@ -283,10 +292,10 @@ def magnitude_crossing(A: np.ndarray, B: np.ndarray, t_cut: float, n_ts: int = 4
     return ts[change], diff
 
 
-def check_multi_scale(measure: Measure, seed: int = 0) -> AxiomResult:
+def check_multi_scale(measure: AxiomMeasure, seed: int = 0) -> AxiomResult:
     text, A, B = _crossing_pair()
     D_A, D_B = pairwise_distances(A), pairwise_distances(B)
-    t_cut = float(np.median([convergence_scale(D_A), convergence_scale(D_B)]))
+    t_cut = measure_sets([D_A, D_B], areas=False).t_cut  # the median of the two scales
     crossings, diff = magnitude_crossing(A, B, t_cut)
     if crossings.size == 0:
         raise RuntimeError("the crossing pair does not cross: fix _crossing_pair")
@@ -312,7 +321,7 @@ CHECKS = {
 }
 
 
-def check_axioms(measures: Sequence[Measure] | None = None, seed: int = 0,
+def check_axioms(measures: Sequence[AxiomMeasure] | None = None, seed: int = 0,
                  progress: Callable | None = None) -> list[AxiomResult]:
     """Every axiom for every measure, in the order of ``AXIOMS`` within each measure.
 

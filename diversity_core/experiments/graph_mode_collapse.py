@@ -150,15 +150,16 @@ def graph_measures(
     t_cut, reference_area : the reference's convergence scale and its MagArea on [0, t_cut]
     settings : magnitude conventions (MagArea integration); the package defaults if None
     """
-    from ..measures import mmd_linear, mmd_rbf, pairwise_distances, prdc
+    from ..measures import pairwise_distances
+    from ..measures.registry import get_measure, prdc_values
 
     settings = settings or MagnitudeSettings()
     area = settings.mag_area(pairwise_distances(generated), t_cut)
     out = {"magdiff": float((reference_area - area) / reference_area)}
-    out.update({name: float(v) for name, v in prdc(reference, generated, k).items()
+    out.update({name: float(v) for name, v in prdc_values(generated, reference, k=k).items()
                 if name in ("precision", "recall", "density", "coverage")})
-    out["mmd_rbf"] = float(mmd_rbf(generated, reference))
-    out["mmd_linear"] = float(mmd_linear(generated, reference))
+    out["mmd_rbf"] = float(get_measure("mmd_rbf")(generated, reference))
+    out["mmd_linear"] = float(get_measure("mmd_linear")(generated, reference))
     return out
 
 

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.registry import get_measure
+from ..measures.registry import get_measure, prdc_values
 
 __all__ = [
     "SCENARIOS",
-    "METRICS",
+    "MEASURES",
     "select_reference_and_pool",
     "class_counts",
     "resample_plan",
@@ -39,8 +39,8 @@ SCENARIOS = ("sequential", "simultaneous")
 # The measures of Figure 5, in its order: names of the registry of measures (each checked there:
 # ValueError for an unknown name), and mag_half_tconv (the relative change of Mag(t_ref / 2),
 # this experiment's own, not a measure of the registry).
-_OWN_METRICS = ("mag_half_tconv",)
-METRICS = tuple(name if name in _OWN_METRICS else get_measure(name).name for name in (
+_OWN_MEASURES = ("mag_half_tconv",)
+MEASURES = tuple(name if name in _OWN_MEASURES else get_measure(name).name for name in (
     "magdiff", "mag_half_tconv", "recall", "coverage", "precision", "density", "vendi"))
 
 
@@ -177,7 +177,7 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
         configuration's ``images.k`` is the one place it is set; the paper's is 10)
     settings : magnitude conventions (convergence target, MagArea integration); the package
         defaults if None
-    metrics : subset of :data:`METRICS` (all if None)
+    metrics : subset of :data:`MEASURES` (all if None)
 
     Returns
     -------
@@ -196,13 +196,13 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     import pandas as pd
     from tqdm.auto import tqdm
 
-    from ..measures import pairwise_distances, prdc, vendi_score
+    from ..measures import pairwise_distances
 
     settings = settings or MagnitudeSettings()
-    metrics = tuple(METRICS if metrics is None else metrics)
-    unknown = set(metrics) - set(METRICS)
+    metrics = tuple(MEASURES if metrics is None else metrics)
+    unknown = set(metrics) - set(MEASURES)
     if unknown:
-        raise ValueError(f"unknown metrics {sorted(unknown)}; choose from {METRICS}.")
+        raise ValueError(f"unknown metrics {sorted(unknown)}; choose from {MEASURES}.")
     reference = np.asarray(reference, dtype=np.float64)
     if reference.ndim != 3:
         raise ValueError(f"reference must be (n_classes, n_per_class, d); got {reference.shape}.")
@@ -223,7 +223,7 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     info = {"t_ref": t_ref, "mag_area_ref": area_ref, "mag_half_tconv_ref": mag_half_ref,
             "n_reference": len(ref)}
     if "vendi" in metrics:
-        info["vendi_ref"] = float(vendi_score(ref, metric="cosine", q=1))
+        info["vendi_ref"] = float(get_measure("vendi")(ref))
 
     plan = resample_plan(n_classes, repeats_per_class, [len(p) for p in pools], seed)
     rows = []
@@ -247,12 +247,12 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
                     mag_half = space_x.magnitude(0.5 * t_ref)
                     values["mag_half_tconv"] = (mag_half - mag_half_ref) / mag_half_ref
                 if {"recall", "coverage", "precision", "density"} & set(metrics):
-                    scores = prdc(ref, X, k)
+                    scores = prdc_values(X, ref, k=k)
                     for name in ("recall", "coverage", "precision", "density"):
                         if name in metrics:
                             values[name] = float(scores[name])
                 if "vendi" in metrics:
-                    values["vendi"] = float(vendi_score(X, metric="cosine", q=1))
+                    values["vendi"] = float(get_measure("vendi")(X))
                 for name in metrics:
                     rows.append({"scenario": scenario, "fraction": fraction,
                                  "resample": draw["resample"], "preferred": draw["preferred"],

@@ -36,7 +36,6 @@ from ..magnitude.sets import measure_sets
 # The trapezoid weights of the stored grid belong to the protocol; importable from here as before.
 from ..magnitude.sets import trapezoid_weights as trapezoid_weights
 from ..magnitude.settings import MagnitudeSettings
-from ..measures import baselines
 from ..measures.distances import pairwise_distances
 from ..measures.registry import get_measure
 
@@ -275,12 +274,9 @@ def scalar_scores(X, *, dcscore_tau: float = 1.0) -> dict[str, float]:
         # IsoScore warns that 300 points span at most 299 of 384 or 768 dimensions: true of
         # every set alike, so it still ranks them (the paper uses it the same way).
         warnings.filterwarnings("ignore", message="IsoScore on")
-        iso = baselines.iso_score(X)
-    return {"vendi": baselines.vendi_score(X, metric="cosine"),
-            "avgsim": baselines.avg_sim(X),
-            "gmstds": baselines.gm_stds(X),
-            "isoscore": iso,
-            "dcscore": baselines.dc_score(X, tau=dcscore_tau)}
+        iso = get_measure("isoscore")(X)
+    return {name: iso if name == "isoscore" else get_measure(name)(X, tau=dcscore_tau)
+            for name in SCALAR_MEASURES if get_measure(name).compute is not None}
 
 
 class _LazyDistances(Sequence):

@@ -54,7 +54,6 @@ import numpy as np
 
 from ..magnitude.sets import measure_sets
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.baselines import avg_sim, dc_score, gm_stds, iso_score, vendi_score
 from ..measures.distances import pairwise_distances
 from ..measures.registry import get_measure
 
@@ -111,7 +110,7 @@ def _iso_score_or_zero(X: np.ndarray) -> float:
     with warnings.catch_warnings():
         # 10 points in hundreds of dimensions: always rank-limited, said once in the docs.
         warnings.filterwarnings("ignore", message="IsoScore on", category=UserWarning)
-        return iso_score(X)
+        return get_measure("isoscore")(X)
 
 
 def _gm_stds_unit(X: np.ndarray) -> float:
@@ -119,7 +118,7 @@ def _gm_stds_unit(X: np.ndarray) -> float:
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     if np.any(norms == 0):
         raise ValueError("gm_stds_unit: an embedding of norm 0 has no direction.")
-    return gm_stds(X / norms)
+    return get_measure("gmstds")(X / norms)
 
 
 def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | None = None, *,
@@ -163,16 +162,13 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
     for line in mag.warning_lines():
         log.warning("%s", line)
     t_conv, t_cut = mag.t_conv, mag.t_cut
-    functions = {
-        "vendi": lambda X: vendi_score(X, "cosine"),
-        "avg_sim": avg_sim,
-        "gm_stds": gm_stds,
-        "gm_stds_unit": _gm_stds_unit,
-        "iso_score": _iso_score_or_zero,
-        "dc_score": lambda X: dc_score(X, tau=dc_tau, kernel="cosine"),
-    }
+    # The registry computes each measure (under this experiment's spelling); the experiment's
+    # own variants wrap it.
+    variants = {"gm_stds_unit": _gm_stds_unit, "iso_score": _iso_score_or_zero}
     scores = {m: (mag.areas if m == "mag_area"
-                  else np.array([functions[m](X) for X in embeddings]))
+                  else np.array([variants[m](X) if m in variants
+                                 else get_measure(REGISTRY_NAMES[m])(X, tau=dc_tau)
+                                 for X in embeddings]))
               for m in measures}
     scores["t_conv"] = t_conv
     return scores, float(t_cut)

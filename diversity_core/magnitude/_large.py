@@ -55,7 +55,7 @@ from ._common import (
 from ._quadrature import _integrate
 from ._space import _Operations
 
-METRICS = ("euclidean", "cosine")
+LARGE_METRICS = ("euclidean", "cosine")
 _PANEL_ROWS = 256  # rows of the distance matrix per stored panel (its upper trapezoid)
 _CHUNK_COLUMNS = 2048  # columns per on-the-fly block: 256 x 2048 float32 = 2 MiB, in L2
 # Exponents below -FLOAT32_EXPONENT_FLOOR (entries under 1e-20) are raised to it in float32
@@ -117,9 +117,9 @@ class LargeMagnitudeSpace(_Operations):
 
     def __init__(self, X, metric: str = "euclidean", *, solver_rtol: float = DEFAULT_SOLVER_RTOL,
                  threads: int | None = None, name: str = "X"):
-        if metric not in METRICS:
-            raise ValueError(f"the large-n path computes {' and '.join(METRICS)} distances; got "
-                             f"{metric!r}.")
+        if metric not in LARGE_METRICS:
+            raise ValueError(f"the large-n path computes {' and '.join(LARGE_METRICS)} "
+                             f"distances; got {metric!r}.")
         if not solver_rtol > 0:
             raise ValueError(f"solver_rtol must be positive; got {solver_rtol}.")
         X = check_embeddings(X, name=name)
