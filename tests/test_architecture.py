@@ -39,8 +39,8 @@ def _private(name: str) -> bool:
 
 def private_imports_across_rooms(importer: str, source_text: str, *,
                                  is_package: bool = False) -> list[str]:
-    """``line: name`` of every private module or name that the module ``importer`` (its source
-    text) imports from another wing."""
+    """``line: name`` of every private name that the module ``importer`` (its source text)
+    imports from another module, and of every private module it imports from another wing."""
     package = importer if is_package else importer.rsplit(".", 1)[0]
     found = []
     for node in ast.walk(ast.parse(source_text)):
@@ -57,9 +57,11 @@ def private_imports_across_rooms(importer: str, source_text: str, *,
             target = f"{source}.{alias.name}"
             is_module = (PACKAGE.parent / Path(*target.split("."))).with_suffix(".py").exists()
             owner = target if is_module else source
-            if _wing(owner) == _wing(importer) or _wing(owner) == "diversity_core":
-                continue
-            if _private(alias.name) or any(_private(p) for p in owner.split(".")[1:]):
+            # A private module is its wing's (the root's leaves: everyone's); a private name is
+            # its module's own.
+            private_module = (_wing(owner) not in (_wing(importer), "diversity_core")
+                              and any(_private(p) for p in owner.split(".")[1:]))
+            if private_module or (not is_module and _private(alias.name)):
                 found.append(f"{node.lineno}: {target}")
     return found
 
@@ -76,8 +78,11 @@ def test_no_room_imports_another_rooms_private_names():
     ("from ..magnitude._space import MagnitudeSpace\n", 1),  # a private module of another wing
     ("from ..magnitude.sets import _bar\n", 1),              # a private name of another wing
     ("from ..magnitude import sets\n", 0),
+    ("from ..magnitude import _batch\n", 1),
     ("from .._validation import check_embeddings\n", 0),     # the shared leaves are everyone's
-    ("from .protocol import _fallback_note\n", 0),           # within the wing
+    ("from .protocol import _fallback_note\n", 1),           # another module's private name
+    ("from ..magnitude._common import MemberWarning\n", 1),  # another wing's private module
+    ("from ._common import MemberWarning\n", 0),             # a private module of its own wing
 ])
 def test_the_private_name_rule_sees_what_it_should(source, expected):
     found = private_imports_across_rooms("diversity_core.comparison.probe", source)

@@ -171,6 +171,6 @@ def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
         seen.extend(type(D) for D in matrices)
         return seam(matrices, *args, **kwargs)
 
-    monkeypatch.setattr(comparison, "_large_path", lambda n, metric: n >= 100)
+    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
     monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
     return seen

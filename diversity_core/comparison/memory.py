@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from .._memory import MemoryNeedError
 from ..magnitude import available_memory, magnitude_memory, space_path
 
-__all__ = ["check_memory", "required_memory"]
+__all__ = ["check_memory", "large_path", "required_memory"]
 
 
-def _large_path(n_points: int, metric: str) -> bool:
+def large_path(n_points: int, metric: str) -> bool:
     """Whether the engine's ``auto`` path measures this set on its large-n path (which knows
     the Euclidean and cosine distances only)."""
     return metric in ("euclidean", "cosine") and space_path(n_points) == "large"
@@ -48,7 +48,7 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
             continue
         if not magnitude:
             need = 16 * n * n_features
-        elif _large_path(n, metric):
+        elif large_path(n, metric):
             need = magnitude_memory(n, n_features) + 16 * n * n_features
         else:
             held += 16 * n * n

@@ -90,7 +90,7 @@ from ..measures.registry import (
     get_measure,
     prdc_values,
 )
-from .memory import _large_path, check_memory
+from .memory import check_memory, large_path
 
 __all__ = ["Comparison", "compare"]
 
@@ -282,7 +282,7 @@ def _grid(t_cut: float, n_ts: int) -> np.ndarray:
     return grid(t_cut, n_ts, GRID_BEYOND)
 
 
-def _fallback_note(record: dict) -> str:
+def fallback_note(record: dict) -> str:
     solver = {"ldl": "a symmetric-indefinite LDLᵀ solve",
               "pinv": "a pseudo-inverse"}.get(record["solver"], record["solver"])
     count = record["count"]
@@ -397,7 +397,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                 distances.append(None)
                 continue
             try:
-                if _large_path(X.shape[0], metric):
+                if large_path(X.shape[0], metric):
                     distances.append(magnitude_space(X, metric, path="large"))
                 else:
                     distances.append(pairwise_distances(X, metric))
@@ -419,7 +419,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     fallbacks = {name: mag.fallbacks[i] for i, name in enumerate(all_names) if mag.fallbacks[i]}
     for i, name in enumerate(all_names):
         notes[name].extend(mag.warnings[i])
-        notes[name].extend(_fallback_note(record) for record in mag.fallbacks[i])
+        notes[name].extend(fallback_note(record) for record in mag.fallbacks[i])
         if mag.n_distinct[i]:  # warned by a batch of several sets, which named none of them
             notes[name].extend(f"a batch of sets warned, naming none: {text}"
                                for text in mag.unattributed_warnings)

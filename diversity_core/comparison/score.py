@@ -11,7 +11,7 @@ import numpy as np
 
 from ..magnitude.settings import MagnitudeSettings
 from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
-from .protocol import _fallback_note, compare
+from .protocol import compare, fallback_note
 
 __all__ = ["score"]
 
@@ -107,7 +107,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
             notes[m] = messages[-1]
     names = {v: k_ for k_, v in keys.items()}
     fallbacks = {labels[names[key]]: records for key, records in result.fallbacks.items()}
-    said = [_fallback_note(r) + f" ({where})" for where, records in fallbacks.items()
+    said = [fallback_note(r) + f" ({where})" for where, records in fallbacks.items()
             for r in records]
     for m in ("magarea", "magdiff"):
         if said and m in notes:

@@ -138,7 +138,7 @@ def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
     embeddings : (len(texts), dimension) float32, in the order of ``texts``
     """
     from .sentences import (
-        _check_texts,
+        check_texts,
         embed_with_cache,
         fetch_text_model,
         load_text_model,
@@ -147,7 +147,7 @@ def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
 
     _check_text_model(model)
     check_device(device)
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     if not texts:
         raise ValueError("no texts to embed.")
     folder = _models_dir(models, cache) / model

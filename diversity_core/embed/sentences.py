@@ -133,7 +133,7 @@ class _Encoder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 32,
                progress: bool = True) -> np.ndarray:
-        texts = _check_texts(texts)
+        texts = check_texts(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
@@ -154,7 +154,7 @@ class _Encoder:
         raise NotImplementedError
 
 
-def _check_texts(texts) -> list[str]:
+def check_texts(texts) -> list[str]:
     if isinstance(texts, str):
         raise ValueError("texts must be a sequence of strings, not one string.")
     texts = list(texts)
@@ -393,7 +393,7 @@ def embed_with_cache(model, texts: Sequence[str], cache_path, *, fingerprint: st
     embeddings : (len(texts), d) float32, in the order of ``texts``
     n_embedded : how many distinct texts were embedded now
     """
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     cache_path = Path(cache_path)
     what = f"embedding cache of {fingerprint}"
     if dimension is None:

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from ..assets.cache import read_cache, update_cache
 from ..data.text_tasks import TASKS
 from .model import chat_template_digest, load_language_model, model_fingerprint
-from .sampling import _SAMPLER_VERSION, chat_messages, generate_response_sets, generate_sets_batch
+from .sampling import SAMPLER_VERSION, chat_messages, generate_response_sets, generate_sets_batch
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def prompt_cache_file(cache_dir, task: str, prompt: Mapping, settings: Mapping) 
     prompt, the task's chat (system message and wording around the prompt), the sampler's
     version and ``settings`` (:func:`cache_settings`)."""
     key = json.dumps({"task": task, "prompt_id": prompt["prompt_id"], "text": prompt["text"],
-                      "chat": chat_messages(task, prompt["text"]), "sampler": _SAMPLER_VERSION,
+                      "chat": chat_messages(task, prompt["text"]), "sampler": SAMPLER_VERSION,
                       **settings}, sort_keys=True)
     return Path(cache_dir) / task / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".json")
 

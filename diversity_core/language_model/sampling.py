@@ -56,7 +56,7 @@ def chat_messages(task: str, text: str) -> list[dict]:
 # --- sampling ----------------------------------------------------------------------------------
 
 # Bumped whenever sampling changes in a way that changes responses: part of every cache key.
-_SAMPLER_VERSION = 1
+SAMPLER_VERSION = 1
 
 
 def row_seed(seed: int, prompt_id: str, temperature: float, index: int) -> int:

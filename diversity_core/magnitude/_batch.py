@@ -56,11 +56,10 @@ from ._quadrature import _CC_LEVELS, _cc_levels, _cc_refine, _integrate, check_i
 from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch
 from ._solver import _CG_MIN_POINTS
 from ._space import (
-    _CACHE_BYTES,
+    CACHE_BYTES,
     MagnitudeSpace,
-    _content_key,
-    _prepared_batches,
-    _prepared_lock,
+    cached_batch,
+    content_key,
 )
 
 # From this many distinct points on, a member takes the single-space path (conjugate gradients,
@@ -329,7 +328,7 @@ def _prepared_batch(spaces) -> PreparedBatch:
     members of 300 points. A batch is reused for the same arrays (the same memory) with the same
     contents: XXH3 digests, as the cache of single spaces keeps them (7 ms for those 200
     members), so a matrix changed in place in between is prepared afresh. Only plain float64
-    matrices, up to ``_CACHE_BYTES`` in all, and one batch at a time.
+    matrices, up to ``CACHE_BYTES`` in all, and one batch at a time.
     """
     if isinstance(spaces, PreparedBatch):
         return spaces
@@ -337,18 +336,11 @@ def _prepared_batch(spaces) -> PreparedBatch:
                                                and spaces.ndim != 3):
         return _Batch(spaces)  # which says why not
     inputs = list(spaces)
-    if not inputs or sum(getattr(S, "nbytes", 0) for S in inputs) > _CACHE_BYTES or not all(
+    if not inputs or sum(getattr(S, "nbytes", 0) for S in inputs) > CACHE_BYTES or not all(
             type(S) is np.ndarray and S.ndim == 2 and S.dtype == np.float64 for S in inputs):
         return _Batch(inputs)
-    key = tuple((S.__array_interface__["data"][0], S.strides, _content_key(S)) for S in inputs)
-    with _prepared_lock:
-        batch = _prepared_batches.get(key)
-    if batch is None:
-        batch = _Batch(inputs)
-        with _prepared_lock:
-            _prepared_batches.clear()
-            _prepared_batches[key] = batch
-    return batch
+    key = tuple((S.__array_interface__["data"][0], S.strides, content_key(S)) for S in inputs)
+    return cached_batch(key, lambda: _Batch(inputs))
 
 
 # ----------------------------------------------------------------------------------------------

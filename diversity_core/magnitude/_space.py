@@ -262,18 +262,32 @@ class MagnitudeSpace(_Operations):
 # convergence scale + MagArea took). A cached space may share the caller's memory (copying 128 MB
 # at n = 4,000 cost 0.16 s); when a lookup with another array finds it, the space's own matrix is
 # hashed again, so that a change made in place since cannot go unnoticed. Bounded:
-# _CACHE_ENTRIES spaces and _CACHE_BYTES of distance matrices; the similarity buffers of all but
+# _CACHE_ENTRIES spaces and CACHE_BYTES of distance matrices; the similarity buffers of all but
 # the most recent space are freed.
 _CACHE_ENTRIES = 8
-_CACHE_BYTES = 512 * 2**20
+CACHE_BYTES = 512 * 2**20
 _prepared: OrderedDict[tuple, MagnitudeSpace] = OrderedDict()
 _prepared_lock = threading.Lock()
 # The last batch of spaces the batch functions prepared, by its inputs (see
-# _batch._prepared_batch); emptied with the cache above.
+# _batch._prepared_batch and cached_batch); emptied with the cache above.
 _prepared_batches: dict[tuple, object] = {}
 
 
-def _content_key(A: np.ndarray) -> tuple:
+def cached_batch(key: tuple, make):
+    """The batch prepared for the inputs ``key``, else ``make()``, kept as the one cached batch
+    (the batch functions' cache lives beside the spaces' so that :func:`clear_cache` empties
+    both; its dictionary and lock are this module's own)."""
+    with _prepared_lock:
+        batch = _prepared_batches.get(key)
+    if batch is None:
+        batch = make()
+        with _prepared_lock:
+            _prepared_batches.clear()
+            _prepared_batches[key] = batch
+    return batch
+
+
+def content_key(A: np.ndarray) -> tuple:
     """(shape, dtype, XXH3-128 digest of the bytes) of an array."""
     A = np.ascontiguousarray(A)
     return A.shape, A.dtype.str, xxhash.xxh3_128_digest(A.reshape(-1).view(np.uint8))
@@ -286,13 +300,13 @@ def _as_space(D, name: str = "D") -> MagnitudeSpace:
         return D
     A = np.asarray(D)
     if A.dtype == object or not np.issubdtype(A.dtype, np.number) or A.ndim != 2 \
-            or A.nbytes > _CACHE_BYTES:
+            or A.nbytes > CACHE_BYTES:
         return MagnitudeSpace(A, name=name)  # the constructor says what is wrong, if anything
-    key = _content_key(A)
+    key = content_key(A)
     with _prepared_lock:
         space = _prepared.get(key)
     if space is not None and (not space._shares_input or np.shares_memory(space.D, A)
-                              or _content_key(space.D) == key):
+                              or content_key(space.D) == key):
         with _prepared_lock:
             if key in _prepared:
                 _prepared.move_to_end(key)
@@ -304,7 +318,7 @@ def _as_space(D, name: str = "D") -> MagnitudeSpace:
         _prepared[key] = space
         while len(_prepared) > _CACHE_ENTRIES or (
                 len(_prepared) > 1
-                and sum(s.D.nbytes for s in _prepared.values()) > _CACHE_BYTES):
+                and sum(s.D.nbytes for s in _prepared.values()) > CACHE_BYTES):
             _prepared.popitem(last=False)
     return space
 
