@@ -58,7 +58,7 @@ def test_memory_beyond_the_limit_is_refused_before_anything_is_computed(monkeypa
         dc.compare(_many(m=3), memory_limit=1000)
     assert caught.value.limit == 1000 and caught.value.need > 1000  # numbers, set when made
     assert "--subsample" not in str(caught.value)  # the command line's remedy, not the library's
-    need, worst = comparison.required_memory({"a": 100, "b": 20_000, "r": 50}, 384,
+    need, worst = compare_memory.required_memory({"a": 100, "b": 20_000, "r": 50}, 384,
                                              reference="r")
     assert worst == "b" and need > 8 * 20_000**2
 
@@ -144,7 +144,7 @@ def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monk
     """30,000 points x 64 need the large-n path's memory, not a dense matrix's (the figure that
     score used to refuse with); a large set scored through the command line goes through it."""
     dense = 16 * 30_000**2
-    need, _ = comparison.required_memory({"x": 30_000}, 64, metric="euclidean")
+    need, _ = compare_memory.required_memory({"x": 30_000}, 64, metric="euclidean")
     assert need < dense / 4  # 2.7 GB against 14.4 GB for the distances alone
     from diversity_core.magnitude import LargeMagnitudeSpace
 
@@ -158,7 +158,7 @@ def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monk
     seen.clear()
     assert main(["score", str(tmp_path / "x.npy"), "--json", "--metrics", "vendi"]) == 0
     assert seen == [] and json.loads(capsys.readouterr().out)["t_cut"] is None
-    assert comparison.required_memory({"x": 30_000}, 64, magnitude=False)[0] == 16 * 30_000 * 64
+    assert compare_memory.required_memory({"x": 30_000}, 64, magnitude=False)[0] == 16 * 30_000 * 64
 
 
 def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
