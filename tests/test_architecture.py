@@ -58,10 +58,13 @@ def private_imports_across_rooms(importer: str, source_text: str, *,
             is_module = (PACKAGE.parent / Path(*target.split("."))).with_suffix(".py").exists()
             owner = target if is_module else source
             # A private module is its wing's (the root's leaves: everyone's); a private name is
-            # its module's own.
+            # its module's own, except among the private modules of one wing (the engine's
+            # _space, _solver, _search, ...: the wing's internals, which share their helpers).
             private_module = (_wing(owner) not in (_wing(importer), "diversity_core")
                               and any(_private(p) for p in owner.split(".")[1:]))
-            if private_module or (not is_module and _private(alias.name)):
+            internals = (_wing(owner) == _wing(importer) and _private(owner.split(".")[-1])
+                         and _private(importer.split(".")[-1]))
+            if private_module or (not is_module and _private(alias.name) and not internals):
                 found.append(f"{node.lineno}: {target}")
     return found
 
@@ -99,3 +102,11 @@ def test_the_wings_are_reached_from_the_package_without_importing_torch():
             "print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_the_private_modules_of_one_wing_share_their_internals():
+    assert private_imports_across_rooms("diversity_core.magnitude._batch",
+                                        "from ._search import _initial_scale\n") == []
+    assert private_imports_across_rooms("diversity_core.magnitude.api",
+                                        "from ._search import _initial_scale\n") == [
+        "1: diversity_core.magnitude._search._initial_scale"]  # a public module: its own names

@@ -376,11 +376,11 @@ def test_conjugate_gradients_agree_with_cholesky(monkeypatch):
 @pytest.mark.parametrize("float32_from", [100, 10**9])
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_conjugate_gradients_reach_float64_accuracy(monkeypatch, metric, float32_from):
-    """float32 CG inside float64 refinement (spaces of _FLOAT32_CG_FROM points or more) and
+    """float32 CG inside float64 refinement (spaces of FLOAT32_CG_FROM points or more) and
     float64 CG (smaller ones): the weighting solves Z w = 1 to _CG_RTOL, and magnitude (its
     variational estimate 1ᵀw + rᵀw) agrees with the Cholesky path at every scale CG accepts."""
     monkeypatch.setattr(_solver, "_CG_MIN_POINTS", 100)
-    monkeypatch.setattr(_solver, "_FLOAT32_CG_FROM", float32_from)
+    monkeypatch.setattr(_solver, "FLOAT32_CG_FROM", float32_from)
     rng = np.random.default_rng(11)
     D = dc.pairwise_distances(rng.normal(size=(300, 8)) + 0.3, metric)
     space = dc.MagnitudeSpace(D)
@@ -400,7 +400,7 @@ def test_float64_conjugate_gradients_take_over_where_float32_cannot_help(monkeyp
     """At small t, Z_t is too ill-conditioned for float32 refinement, which gives up and marks
     the scale; float64 CG still converges there, within its budget."""
     monkeypatch.setattr(_solver, "_CG_MIN_POINTS", 100)
-    monkeypatch.setattr(_solver, "_FLOAT32_CG_FROM", 100)
+    monkeypatch.setattr(_solver, "FLOAT32_CG_FROM", 100)
     rng = np.random.default_rng(12)
     D = dc.pairwise_distances(rng.normal(size=(600, 8)))
     t = 0.1 * dc.MagnitudeSpace(D, solver="direct").convergence_scale()
@@ -796,18 +796,18 @@ def test_plain_functions_share_a_prepared_space_keyed_by_content(cloud):
     magnitude_pkg.clear_cache()
     D = cloud.copy()
     t_conv = dc.convergence_scale(D)
-    space = _space._as_space(D)  # found again by content
+    space = _space.as_space(D)  # found again by content
     assert len(_space._prepared) == 1 and t_conv in space._cache
     assert dc.mag_area(D, t_conv) == dc.mag_area(dc.MagnitudeSpace(cloud), t_conv)
-    assert _space._as_space(D.copy()) is space  # equal content, another array: the same space
+    assert _space.as_space(D.copy()) is space  # equal content, another array: the same space
     # Changed in place: the digest differs, a new space answers.
     D[0, 1] = D[1, 0] = 2 * D[0, 1]
-    assert _space._as_space(D) is not space
+    assert _space.as_space(D) is not space
     assert dc.convergence_scale(D) != t_conv
     # The first space shares the caller's memory, which has changed: asked for with the
     # original content, it is found by digest but re-hashed, and not returned stale.
     original = cloud.copy()
-    found = _space._as_space(original)
+    found = _space.as_space(original)
     assert found is not space and found.D[0, 1] == cloud[0, 1]
     magnitude_pkg.clear_cache()
     assert len(_space._prepared) == 0

@@ -130,7 +130,7 @@ def _find_scale(space, goal: float, *, rtol: float, max_iter: int) -> float:
             return result
 
 
-def _convergence_scale(space, target: float, *, rtol: float, max_iter: int) -> float:
+def find_convergence_scale(space, target: float, *, rtol: float, max_iter: int) -> float:
     """The convergence scale of a prepared space for ``target`` (a share of its distinct
     points); the checks and messages of :func:`~diversity_core.magnitude.convergence_scale`."""
     if not 0.0 < target < 1.0:

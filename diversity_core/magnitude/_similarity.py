@@ -23,7 +23,7 @@ _PAIR_MIN_POINTS = 65
 _PAIR_BUFFER_BYTES = 512 * 2**20
 
 
-def _pair_memory(n: int) -> int:
+def pair_memory(n: int) -> int:
     """Bytes of the two extra buffers of MagArea's paired scales for n distinct points (see
     :meth:`SimilarityBuffer.announce_pairs`), 0 where they are not used."""
     need = 2 * 8 * n * n
@@ -161,7 +161,7 @@ class SimilarityBuffer:
         self._stash.clear()
         self._pair_partners = {}
         self._pair_half = None
-        usable = (total is not None and _pair_memory(self.n) > 0
+        usable = (total is not None and pair_memory(self.n) > 0
                   and total * self.D_max <= EXPONENT_FLOOR)
         if not usable or not (pairs or half is not None):
             self._pair_total = None

@@ -63,7 +63,7 @@ _CG_POINTS_PER_ITERATION = 10
 _CG_RTOL = 1e-9
 # float32 iterations (inside the float64 refinement) from this many distinct points on; below,
 # CG runs in float64 throughout (see _DenseSolver._solve_cg_double).
-_FLOAT32_CG_FROM = 6000
+FLOAT32_CG_FROM = 6000
 # Budget of float64 CG iterations per scale: n / 8 within [50, 250], about one factorisation
 # (a float64 symv plus the loop's vector work cost 0.065 ms at n = 1,000 and 1.2 ms at 4,000,
 # a factorisation 8 and 240 ms).
@@ -199,7 +199,7 @@ class _DenseSolver:
         ``(w, 1 − Z_t w, error)`` by conjugate gradients within their budgets, or None (then
         Cholesky answers); ``atol``: see :meth:`magnitude_with_error`.
 
-        From ``_FLOAT32_CG_FROM`` distinct points on, float32 iterations inside a float64
+        From ``FLOAT32_CG_FROM`` distinct points on, float32 iterations inside a float64
         refinement come first (:meth:`_solve_cg_mixed`); below that size, or at scales where
         float32 cannot resolve ``Z_t`` (small t), plain float64 CG (:meth:`_solve_cg_double`).
         A scale where neither converges marks the floor below which CG is not tried again.
@@ -207,7 +207,7 @@ class _DenseSolver:
         if not self._use_cg or t <= self._cg_floor:
             return None
         solution = None
-        if self.n >= _FLOAT32_CG_FROM and t > self._cg32_floor:
+        if self.n >= FLOAT32_CG_FROM and t > self._cg32_floor:
             solution = self._solve_cg_mixed(t)
             if solution is None:
                 self._cg32_floor = max(self._cg32_floor, t)
@@ -268,7 +268,7 @@ class _DenseSolver:
         Where float32 cannot resolve ``Z_t`` (at small t, cond(Z_t) ~ 1e5 for 1,000 clustered
         points: 6e-8 · 1e5 is no accuracy at all) float64 CG still converges, in 45 to 75
         iterations at 0.004 to 0.1 t_conv on clustered clouds of 1,000 points, i.e. at half the
-        cost of a Cholesky factorisation; below ``_FLOAT32_CG_FROM`` points it is also the
+        cost of a Cholesky factorisation; below ``FLOAT32_CG_FROM`` points it is also the
         faster choice at every scale (the float32 copy of Z_t costs more than its cheaper
         products save over the 5 to 25 iterations a scale takes there). Abandoned when its
         budget (about one factorisation) is spent or its rate says it will be. With ``atol``

@@ -22,7 +22,7 @@ from ._common import (
     summarise_fallbacks,
 )
 from ._quadrature import _integrate
-from ._search import _convergence_scale, _initial_scale
+from ._search import _initial_scale, find_convergence_scale
 from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
 
@@ -63,7 +63,7 @@ class _Operations:
                           rtol: float = DEFAULT_T_CONV_RTOL,
                           max_iter: int = DEFAULT_MAX_ITER) -> float:
         """See :func:`convergence_scale`."""
-        return _convergence_scale(self, DEFAULT_TARGET if target is None else target,
+        return find_convergence_scale(self, DEFAULT_TARGET if target is None else target,
                                   rtol=rtol, max_iter=max_iter)
 
     def mag_area(self, t_cut: float, *, method: str = DEFAULT_INTEGRATION,
@@ -146,7 +146,7 @@ class MagnitudeSpace(_Operations):
             self.group_of_point = None
             self.multiplicity = None
         self.D = np.ascontiguousarray(D)
-        # Whether self.D is the caller's memory, which the caller may change (see _as_space).
+        # Whether self.D is the caller's memory, which the caller may change (see as_space).
         self._shares_input = isinstance(given, np.ndarray) and np.shares_memory(self.D, given)
         self.n_unique = D.shape[0]
         self._solver = _DenseSolver(self.D, precision=precision, solver=solver)
@@ -293,7 +293,7 @@ def content_key(A: np.ndarray) -> tuple:
     return A.shape, A.dtype.str, xxhash.xxh3_128_digest(A.reshape(-1).view(np.uint8))
 
 
-def _as_space(D, name: str = "D") -> MagnitudeSpace:
+def as_space(D, name: str = "D") -> MagnitudeSpace:
     """``D`` itself if it is a prepared space, else the cached space of its content, else a new
     one (cached)."""
     if isinstance(D, _Operations):

@@ -21,10 +21,10 @@ from ._common import (  # the package's defaults, written once there
     DEFAULT_TARGET,
 )
 from ._large import LargeMagnitudeSpace, large_memory
-from ._search import _convergence_scale
-from ._similarity import _pair_memory
-from ._solver import _FLOAT32_CG_FROM
-from ._space import MagnitudeSpace, _as_space
+from ._search import find_convergence_scale
+from ._similarity import pair_memory
+from ._solver import FLOAT32_CG_FROM
+from ._space import MagnitudeSpace, as_space
 
 __all__ = [
     "magnitude_function",
@@ -61,7 +61,7 @@ def magnitude_function(D, ts) -> np.ndarray:
     mag : array of shape (n_scales,)
         ``Mag(t)`` in effective number of points; ``Mag(0) = 1``.
     """
-    return _as_space(D).magnitude_function(ts)
+    return as_space(D).magnitude_function(ts)
 
 
 def magnitude_weights(D, t: float) -> np.ndarray:
@@ -75,7 +75,7 @@ def magnitude_weights(D, t: float) -> np.ndarray:
     t = float(check_scales(t, name="t")[0])
     if t == 0.0:
         raise ValueError("the weighting is not defined at t = 0 (Z_0 is the all-ones matrix).")
-    return _as_space(D).weights(t)
+    return as_space(D).weights(t)
 
 
 def magnitude_derivative(D, ts) -> np.ndarray:
@@ -88,7 +88,7 @@ def magnitude_derivative(D, ts) -> np.ndarray:
     ts = check_scales(ts)
     if np.any(ts == 0):
         raise ValueError("the derivative is evaluated at t > 0 only.")
-    space = _as_space(D)
+    space = as_space(D)
     return np.array([space.magnitude_and_derivative(float(t))[1] for t in ts])
 
 
@@ -118,7 +118,7 @@ def convergence_scale(
     """
     if not 0.0 < target < 1.0:  # before D is prepared
         raise ValueError(f"target must lie in (0, 1); got {target}.")
-    return _convergence_scale(_as_space(D), target, rtol=rtol, max_iter=max_iter)
+    return find_convergence_scale(as_space(D), target, rtol=rtol, max_iter=max_iter)
 
 
 def mag_area(
@@ -152,7 +152,7 @@ def mag_area(
     """
     # Each kind of space integrates itself: scales solved to what the integral needs, and the
     # large-n path's error budget (area_error).
-    return _as_space(D)._integrate(t_cut, method=method, rtol=rtol, n_ts=n_ts)
+    return as_space(D)._integrate(t_cut, method=method, rtol=rtol, n_ts=n_ts)
 
 
 def mag_diff(
@@ -353,8 +353,8 @@ def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> i
     path = space_path(n, path)
     if path == "large":
         return large_memory(n, d)
-    per_pair = 8 + 8 + 1 + (4 if n >= _FLOAT32_CG_FROM else 0)  # D, Z, duplicate mask, Z32
-    return per_pair * n * n + _pair_memory(n) + 2 * 8 * n * d + 64 * 8 * n + 300 * 2**20
+    per_pair = 8 + 8 + 1 + (4 if n >= FLOAT32_CG_FROM else 0)  # D, Z, duplicate mask, Z32
+    return per_pair * n * n + pair_memory(n) + 2 * 8 * n * d + 64 * 8 * n + 300 * 2**20
 
 
 def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",

@@ -19,10 +19,10 @@ Callers: :func:`diversity_core.compare` (its ``_magnitude_of_sets``), the text e
 :func:`~diversity_core.experiments.text_temperature.score_sets` and the model experiment's
 :func:`~diversity_core.experiments.model_distinguishing.summarise_sets`.
 
-This module imports only the engine's public faces (``api``, ``MagnitudeSpace``,
-``LargeMagnitudeSpace``, ``MagnitudeBatchError``), never :mod:`.settings` (which imports the
-engine): the conventions come as plain arguments, named as the fields of
-``MagnitudeSettings``, so ``measure_sets(D, **settings.as_dict())`` passes them all.
+It is the engine's own protocol: it reads the engine's private modules (the batch, the spaces,
+the quadrature's checks, the torch path) as the engine's other modules do, and never
+:mod:`.settings` (which imports it): the conventions come as plain arguments, named as the
+fields of ``MagnitudeSettings``, so ``measure_sets(D, **settings.as_dict())`` passes them all.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ MANIFEST = ".pins.json"
 RECORD_SUFFIX = ".provenance.json"
 # Snakemake marks a finished directory output with this file, after the job wrote its record.
 SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+HEX64 = re.compile(r"[0-9a-f]{64}")
 _BLOCK = 1 << 20
 # Threads that hash files side by side (hashlib releases the GIL on large blocks): beyond a few,
 # the disk, not the CPU, is the limit; 32 keeps a typo (--workers 10000) from spawning thousands.
@@ -353,7 +353,7 @@ def read_manifest(path) -> dict:
         if pure.is_absolute() or ".." in pure.parts or not name:
             raise ManifestError(f"{path}: file name {name!r} leaves the asset's folder.")
         if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-                and _HEX64.fullmatch(entry["sha256"].lower())
+                and HEX64.fullmatch(entry["sha256"].lower())
                 and isinstance(entry.get("pinned"), bool)):
             raise ManifestError(f"{path}: entry {name!r} needs a 64-hex 'sha256' and a boolean "
                                 "'pinned'.")

@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from .._validation import json_depth
 from ..atomic import atomic_write
 from .digests import (
-    _HEX64,
+    HEX64,
     MAX_JSON_BYTES,
     RECORD_SUFFIX,
     Hasher,
@@ -336,7 +336,7 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
         if problem:
             raise bad(f"{field}.path", f"{path!r} {problem} its root {root}")
     digest = entry.get("sha256")
-    if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
+    if not (isinstance(digest, str) and HEX64.fullmatch(digest)):
         raise bad(f"{field}.sha256", f"is {_shown(digest)}, not 64 lowercase hexadecimal "
                   "digits")
     size = entry.get("size")
@@ -353,7 +353,7 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
             if problem or member in (".", ""):
                 raise bad(f"{field}.files", f"names {member!r}, which "
                           f"{problem or 'is not a file name inside'} its folder")
-            if not (isinstance(member_digest, str) and _HEX64.fullmatch(member_digest)):
+            if not (isinstance(member_digest, str) and HEX64.fullmatch(member_digest)):
                 raise bad(f"{field}.files[{member!r}]", f"is {_shown(member_digest)}, not 64 "
                           "lowercase hexadecimal digits")
     if "pinned" in entry and not isinstance(entry["pinned"], bool):
