@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -174,3 +175,28 @@ def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
     monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
     monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
     return seen
+
+
+def test_the_large_path_keeps_every_allowed_thread_inside_compare(monkeypatch):
+    """compare limits BLAS to one thread for the dense sets' batch; a large set's own threads
+    are counted before that limit, so that its products use every core BLAS may use."""
+    from threadpoolctl import threadpool_limits
+
+    from diversity_core.magnitude import LargeMagnitudeSpace, allowed_threads
+
+    counted = []  # the thread count of every threaded pass, when it runs
+    count = LargeMagnitudeSpace._thread_count
+
+    def spy(self):
+        counted.append(count(self))
+        return counted[-1]
+
+    monkeypatch.setattr(LargeMagnitudeSpace, "_thread_count", spy)
+    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    with threadpool_limits(limits=2, user_api="blas"):
+        expected = allowed_threads()  # min(2, the usable cores)
+        dc.compare({"big": np.random.default_rng(0).normal(size=(150, 4)),
+                    "small": np.random.default_rng(1).normal(size=(40, 4))},
+                   metric="euclidean", measures=["magarea"])
+    assert expected == min(2, len(os.sched_getaffinity(0)))
+    assert counted and set(counted) == {expected}  # the build and every product

@@ -64,7 +64,7 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .._validation import check_embeddings, named_reason
-from ..magnitude import DIFF_NORMALISATIONS, magnitude_space
+from ..magnitude import DIFF_NORMALISATIONS, allowed_threads, magnitude_space
 
 # The progress bar and the warnings kept as a set's notes are the protocol's own.
 from ..magnitude.sets import (
@@ -389,7 +389,10 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                  reference=all_names[ref_index] if reference is not None else None,
                  memory_limit=memory_limit, magnitude=magnitude)
     # Magnitude: distances (or, for a large set, the engine's large-n path), then every set on
-    # one integration limit.
+    # one integration limit. The large-n path threads its own products (each thread's BLAS on
+    # one thread): it is given the threads BLAS may use here, counted before BLAS is limited to
+    # one thread for the dense sets' batch (inside that limit it would count one).
+    large_threads = allowed_threads()
     distances = []
     with _single_threaded_blas():
         for name, X in zip(all_names, arrays, strict=True):
@@ -398,7 +401,8 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                 continue
             try:
                 if large_path(X.shape[0], metric):
-                    distances.append(magnitude_space(X, metric, path="large"))
+                    distances.append(magnitude_space(X, metric, path="large",
+                                                     threads=large_threads))
                 else:
                     distances.append(pairwise_distances(X, metric))
             except ValueError as err:  # a zero vector under the cosine distance, say

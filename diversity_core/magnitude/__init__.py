@@ -80,7 +80,7 @@ The package's modules, from the top down (none imports one above it: no import c
 from __future__ import annotations
 
 from ._batch import MagnitudeBatchError
-from ._common import MagnitudeWarning, MemberWarning
+from ._common import MagnitudeWarning, MemberWarning, allowed_threads
 from ._elementwise import EXPONENTIAL as EXPONENTIAL
 from ._large import LargeMagnitudeSpace
 
@@ -147,6 +147,7 @@ __all__ = [
     "magnitude_space",
     "space_path",
     "available_memory",
+    "allowed_threads",
     "LargeMagnitudeSpace",
     "ScaleGrid",
     "clear_cache",
