@@ -238,7 +238,7 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
                 raise ValueError(
                     f"{name}: checksum mismatch for {url}: {algorithm} is {digest}, expected "
                     f"{expected}. The download is corrupt or the file changed upstream; nothing "
-                    f"was written to {dest}.{origin}")
+                    f"was {f'written to {dest}' if by_hand else 'kept'}.{origin}")
             problem = format_problem(tmp, kind)
             if problem is not None:
                 raise ValueError(f"{name}: {url} sent {problem}, not the file asked for; nothing "

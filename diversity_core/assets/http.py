@@ -164,11 +164,20 @@ def _get(http, url: str, what: str):
 def _read(response, clock: _Clock, cap: int | None, what: str) -> Iterator[bytes]:
     """The body of ``response`` in pieces as they arrive, stopped at the first byte past ``cap``
     and whenever ``clock`` says so."""
+    import urllib3
+
     raw = response.raw
     received = 0
     while True:
         # read1: what has arrived (at most 1 MiB), not a full chunk: the clock runs between reads.
-        block = raw.read1(1 << 20, decode_content=True)
+        try:
+            block = raw.read1(1 << 20, decode_content=True)
+        except urllib3.exceptions.ReadTimeoutError:
+            raise TransferError(what, f"timed out: no data for {LIMITS.read_timeout:g} s after "
+                                      f"{received} bytes") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # a broken or short body
+            raise TransferError(what, f"the transfer broke after {received} bytes "
+                                      f"({type(exc).__name__}: {exc})") from None
         clock.tick(len(block))
         if not block:
             return
