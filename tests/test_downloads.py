@@ -286,7 +286,16 @@ def _serve_hf_parquet(root, revision="refs/convert/parquet") -> bytes:
                       "highlights": ["First  highlight.\nSecond one.", None, "Third."],
                       "id": ["a", "b", "c"]})
     pq.write_table(table, path)
-    return path.read_bytes()
+    data = path.read_bytes()
+    # The revision's tree listing, as the hub's API serves it (a static file here).
+    listing = root / "api" / "datasets" / HF_REPO / "tree" / revision
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(json.dumps([{"type": "file", "path": HF_FILE, "size": len(data),
+                                    "oid": hashlib.sha1(b"blob %d\0" % len(data) + data)
+                                    .hexdigest(),
+                                    "lfs": {"oid": hashlib.sha256(data).hexdigest(),
+                                            "size": len(data), "pointerSize": 134}}]))
+    return data
 
 
 def test_hf_corpus_trust_on_first_use_then_pinned(http_root, tmp_path, capsys, caplog):

@@ -302,6 +302,8 @@ def fetch_hub_files(repo: str, revision: str, files: Mapping[str, HubFile | str 
         if not (isinstance(pin, str) and pin):  # not pinned by the configuration: say how
             log.warning("%s: %s of %s@%s has sha256 %s; to pin it: %s, files: {%s: %s}.",
                         asset, path, repo, revision, digest, config_key, path, digest)
+            if listed is not None and listed.sha256:  # download() printed the others
+                print(f"sha256 of {path} ({repo}@{revision}): {digest}")
         target = inside(Path(dest_dir), path, what=asset)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(arrived, target)
