@@ -210,6 +210,18 @@ def test_a_zip_bomb_member_is_refused_from_the_directory(tmp_path, monkeypatch):
     assert "dec_test_1000_no_hds_story_gen.csv" in _one_line(err) and not read
 
 
+def test_a_dd_archive_bomb_is_refused_from_the_directory(tmp_path, monkeypatch):
+    from diversity_core.data.graphs import fetch_dd
+
+    monkeypatch.setattr(formats, "_INFLATION_FLOOR", 1 << 20)
+    data = _zip({"DD/DD_A.txt": "1, 2\n" * (2 << 20), "DD/DD_graph_indicator.txt": "1\n1\n"})
+    (tmp_path / "DD.zip").write_bytes(data)
+    with pytest.raises(ValueError, match=r"member 'DD/DD_A.txt' declares .* \(a zip bomb") as err:
+        fetch_dd(tmp_path, url="https://example.org/DD.zip",
+                 sha256=hashlib.sha256(data).hexdigest())
+    assert "graphs.proteins.url" in _one_line(err) and not (tmp_path / "DD").exists()
+
+
 def test_a_tar_bomb_is_refused_from_the_headers(tmp_path):
     archive = tmp_path / "a.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:

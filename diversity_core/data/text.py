@@ -690,7 +690,8 @@ def _read_column(path: Path, column: str, limit: int | None) -> list:
         raise ValueError(f"{path}:{number}: JSON nested too deeply to read.") from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise ValueError(f"{path}: not a whole gzip file after line {number} "
-                         f"({type(exc).__name__}: {exc}); delete it to fetch it again.") from None
+                         f"({type(exc).__name__}: {exc}); delete the corpus folder that holds "
+                         "it to fetch it again.") from None
     return values
 
 
