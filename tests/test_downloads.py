@@ -268,6 +268,15 @@ HF_WORDS = ["corpus cnn_dailymail", HF_FILE, HF_REPO, "text_assets.corpora.cnn_d
             "models.collections: [fortunes, wordnet_glosses, foldoc, jargon]"]
 
 
+@pytest.fixture(autouse=True)
+def _a_user_with_a_network(monkeypatch):
+    """HF_HUB_OFFLINE as the user set it (unset): loading a packaged model earlier in this test
+    process sets it, and the hub listings read by these tests honour it."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
 def _hf_pins(endpoint, sha256, revision="refs/convert/parquet"):
     return {"sources": [{"kind": "hf", "repo": HF_REPO, "revision": revision,
                          "endpoint": endpoint, "files": {HF_FILE: sha256},

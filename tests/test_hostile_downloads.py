@@ -30,9 +30,13 @@ from diversity_core.data import images, text, text_tasks
 
 
 @pytest.fixture
-def hostile():
+def hostile(monkeypatch):
     """The hostile server with short limits: 1 s per read, 0.5 s rate windows at 2 kB/s, a 3 s
-    deadline, 3 redirects, 5 pages."""
+    deadline, 3 redirects, 5 pages. A user with a network: the HF_HUB_OFFLINE that loading a
+    packaged model sets in this test process is not theirs."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     with hostile_server() as server, http.limits(
             connect_timeout=2.0, read_timeout=1.0, rate_window=0.5, min_rate=2000.0,
             deadline=3.0, max_redirects=3, max_pages=5):
