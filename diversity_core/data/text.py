@@ -34,9 +34,14 @@ from ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>`` with the checksumm
 * ``arxiv``: arXiv abstracts (``gfissore/arxiv-abstracts-2021``);
 * ``xsum``: XSum one-sentence summaries (``EdinburghNLP/xsum``).
 
-Their files have no published checksums: a file pinned as ``None`` (``null`` in a configuration)
-is downloaded on trust and its SHA-256 logged, to be pinned in ``text_assets.corpora`` (as for
-the text-temperature experiment's Tevet & Berant release).
+Their files have no checksums published by their owners: a file pinned as ``None`` (``null`` in
+a configuration) is checked against the size and LFS SHA-256 the revision's listing publishes
+(the transfer whole, not a pin) and its SHA-256 logged, to be pinned in ``text_assets.corpora``
+(as for the text-temperature experiment's Tevet & Berant release). A source with ``config`` and
+``split`` (big_patent's) names no files: they are found in the listing
+(:func:`~diversity_core.assets.hub.split_shards`), shard by shard until ``max_rows``.
+``models.documents: presto`` reads the rows exactly as stored (``load_corpus(...,
+as_stored=True)``).
 
 >>> folder = fetch_corpus("fortunes", "resources/text/corpora/fortunes")
 >>> documents = load_corpus("fortunes", folder)
@@ -108,11 +113,13 @@ _GENSIM_WHEEL = {
 # ``wheel``: the pinned wheel file, which pip is asked for on any machine); ``files``: name ->
 # SHA-256 of each file taken out of the archive's folder ``prefix``. The files land flat in the
 # corpus folder, under these names.
-# A Hugging Face dataset (kind "hf", see _HF_DATASETS below): ``repo``, ``revision``, ``files``:
-# path in the repository -> SHA-256 or None (logged on first download), ``column``: the text
-# column, optional ``max_rows`` (only the first rows of the files, in order, are documents) and
-# ``endpoint`` (default: $HF_ENDPOINT, else https://huggingface.co). The files keep their paths
-# inside the corpus folder.
+# A Hugging Face dataset (kind "hf", see _HF_DATASETS below): ``repo``, ``revision`` (a commit
+# or branch; a list: tried in order), ``files``: path in the repository -> SHA-256 or None
+# (checked against the listing, logged on first download), ``column``: the text column,
+# optional ``max_rows`` (only the first rows of the files, in order, are documents) and
+# ``endpoint`` (default: $HF_ENDPOINT, else https://huggingface.co); with ``config`` and
+# ``split``, the files are that split's parquet shards found in the listing (``files`` then pins
+# shards by path and may be empty). The files keep their paths inside the corpus folder.
 CORPUS_PINS: dict[str, dict] = {
     "fortunes": {"sources": [
         {"kind": "deb", "package": "fortunes", "version": "1:1.99.1-7.3",
@@ -222,8 +229,9 @@ CORPUS_PINS: dict[str, dict] = {
 # embeddings.py) embeds the first 16,384 rows of each dataset's train split, unfiltered
 # (models.documents: presto). Repositories, revisions and paths come from public references to
 # these repositories (code that downloads the same files) and could NOT be verified offline (no
-# network here); nor can any checksum, so every file is pinned as None: its SHA-256 is logged on
-# the first download, to be pinned in the configuration (text_assets.corpora.<name>). A revision
+# network here); nor can any checksum, so every file is pinned as None: checked against the
+# listing on download, its SHA-256 logged, to be pinned in the configuration
+# (text_assets.corpora.<name>). A revision
 # is a commit where a public reference names one, else a branch. ``max_rows`` keeps the first
 # rows, with room for the short and repeated documents that models.documents: drawn drops.
 _HF_DATASETS: dict[str, dict] = {
