@@ -295,18 +295,24 @@ def test_an_over_long_name_in_a_listing_is_one_line(hostile):
     assert len(_one_line(err)) < 400
 
 
-def test_the_hub_calls_do_not_use_the_clients_telemetry(hostile, tmp_path, monkeypatch):
+def test_the_hub_calls_do_not_use_the_clients_telemetry(hostile, tmp_path, monkeypatch,
+                                                        caplog):
     """huggingface_hub asks an endpoint for /api/agent-harnesses and caches the answer in the
-    user's folder; the pipeline's listing never does, and a broken cache file there is not
-    read."""
-    cache = tmp_path / "hf"
-    cache.mkdir()
-    (cache / ".agent_harnesses.json").write_text("[]")
-    monkeypatch.setenv("HF_HOME", str(cache))
+    user's folder; the pipeline's listing never asks, works beside a broken cache file (a JSON
+    list, as a mirror answered) and names that file."""
+    import huggingface_hub.constants
+
+    cached = tmp_path / "hf" / ".agent_harnesses.json"
+    cached.parent.mkdir()
+    cached.write_text("[]")
+    monkeypatch.setattr(huggingface_hub.constants, "AGENT_HARNESSES_PATH", str(cached))
     hostile.set(listings={"main": [{"type": "file", "path": "a.txt", "size": 1,
                                     "oid": "1" * 40}]})
-    assert list(list_repo_files("o/r", "main", dataset=False, endpoint=hostile.url)) == ["a.txt"]
+    with caplog.at_level("WARNING"):
+        assert list(list_repo_files("o/r", "main", dataset=False, endpoint=hostile.url)) == [
+            "a.txt"]
     assert "/api/agent-harnesses" not in hostile.requested
+    assert f"huggingface_hub's cache file {cached} holds a JSON list" in caplog.text
 
 
 def test_split_layouts_of_the_hub():

@@ -91,6 +91,30 @@ def hub_offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE)
 
 
+def client_cache_problem() -> str | None:
+    """What is wrong with :mod:`huggingface_hub`'s own cache of the endpoint's
+    ``/api/agent-harnesses`` answer (``$HF_HOME/.agent_harnesses.json``), in one line naming the
+    file, or None. A mirror or proxy that answered that call with a JSON list left a file that
+    breaks every later call of the user's own ``huggingface_hub`` (an ``AttributeError``, no
+    path named); the pipeline does not read it (:func:`list_repo_files`), but says so."""
+    import json
+
+    from huggingface_hub import constants
+
+    path = Path(getattr(constants, "AGENT_HARNESSES_PATH", "") or "")
+    if not path.name or not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"huggingface_hub's cache file {path} is unreadable ({exc}): delete it."
+    if not isinstance(record, dict):
+        return (f"huggingface_hub's cache file {path} holds a JSON {type(record).__name__}, not "
+                "the object it expects (an endpoint's answer to /api/agent-harnesses): every "
+                "huggingface_hub call of yours fails until it goes; delete it.")
+    return None
+
+
 def tree_url(repo: str, revision: str, *, dataset: bool, endpoint: str | None = None) -> str:
     """The hub's tree API for ``repo`` at ``revision``, recursive (what
     ``huggingface_hub.HfApi.list_repo_tree`` reads)."""
@@ -150,6 +174,9 @@ def list_repo_files(repo: str, revision: str, *, dataset: bool, endpoint: str | 
     if hub_offline():
         raise OSError(f"{what}: cannot list the files of {repo}@{revision} at "
                       f"{hub_endpoint(endpoint)} (offline mode is enabled: HF_HUB_OFFLINE=1).")
+    problem = client_cache_problem()
+    if problem:  # not ours to delete, nor in our way: said once per listing
+        log.warning("%s", problem)
     files: dict[str, HubFile] = {}
     try:
         for page in get_json_pages(url, strict=strict, what=where):
