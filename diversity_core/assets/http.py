@@ -187,6 +187,9 @@ def _read(response, clock: _Clock, cap: int | None, what: str) -> Iterator[bytes
         yield block
 
 
+_REPORT_EVERY = 100 * 10**6
+
+
 def stream_to_file(url: str, out: Path, *, algorithm: str = "sha256", size: int | None = None,
                    strict: bool | None = None, what: str) -> tuple[str, int]:
     """Write the body of ``GET url`` to ``out`` (a temporary file of the caller's, created
@@ -204,12 +207,16 @@ def stream_to_file(url: str, out: Path, *, algorithm: str = "sha256", size: int 
         if size is not None and declared and declared.isdigit() and int(declared) > size:
             raise TransferError(what, f"the server announces {declared} bytes, the listing "
                                 f"{size}; nothing was read")
-        received = 0
+        received, reported = 0, 0
+        log.info("%s: downloading %s (%s bytes)", what, url, declared or size or "unknown")
         with open(out, "wb") as stream:
             for block in _read(response, clock, size, what):
                 h.update(block)
                 stream.write(block)
                 received += len(block)
+                if received - reported >= _REPORT_EVERY:  # a long download says it is alive
+                    reported = received
+                    log.info("%s: %d MB so far", what, received // 10**6)
     if size is not None and received != size:
         raise TransferError(what, f"{received} bytes arrived, the listing declares {size}")
     return h.hexdigest(), received
