@@ -291,8 +291,9 @@ def fetch_tevet_berant(url: str, dest, *, sha256: str | None) -> Path:
 # Tevet & Berant's decTest temperatures lie in [0.2, 1.2] (their paper); a label outside this
 # range, or not finite, is not a temperature of theirs: the file is misread or damaged.
 TEVET_BERANT_TEMPERATURES = (0.0, 2.0)
-# The header line of a release CSV is short (sample_id, context, resp_0..resp_9, label_name,
-# label_value, a few metric columns); a longer first line is not one of the release's tables.
+# A release CSV's header and first row (sample_id, context, 10 responses of a sentence or a few,
+# label_name, label_value, a few metric columns) take a few KB: 64 KiB finds them, and bounds
+# what a member of one endless line (a bomb of commas) can cost.
 _MAX_HEADER = 1 << 16
 _TEMPERATURE_LABEL = re.compile(r"temp", re.IGNORECASE)
 
@@ -315,19 +316,14 @@ def _open_release(zip_path):
 
 def _first_row(archive, name: str) -> dict | None:
     """The header and first row of CSV member ``name``, read from at most its first 64 KiB
-    (None if it does not start with a CSV header line of that size)."""
+    (None if they cannot be read as CSV there)."""
     import csv
     import io
 
     with archive.open(name) as raw:
         head = raw.read(_MAX_HEADER)
-    text = head.decode("utf-8", errors="replace")
-    lines = text.split("\n", 2)
-    if len(lines) < 2 or len(lines[0]) >= _MAX_HEADER - 1:
-        return None
-    try:
-        reader = csv.DictReader(io.StringIO("\n".join(lines[:2]) + "\n"))
-        return next(reader, None)
+    try:  # the csv module, not line splitting: a response may hold a quoted newline
+        return next(csv.DictReader(io.StringIO(head.decode("utf-8", errors="replace"))), None)
     except csv.Error:
         return None
 
@@ -436,8 +432,8 @@ def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True,
                     raise ValueError(f"{where} lacks resp_<i> or label_value columns.")
                 context = next((f for f in ("context", "prompt", "input", "query")
                                 if f in fields), None)
-                for row in reader:
-                    line = reader.line_num
+                for number, row in enumerate(reader, start=2):  # the row, as before
+                    line = reader.line_num  # the file's line, for the errors
                     missing = [f for f in (*responses, "label_value") if row.get(f) is None]
                     if missing:
                         raise ValueError(f"{where}:{line}: the row has too few fields (no "
@@ -455,7 +451,7 @@ def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True,
                                          f"is not a temperature in ({low:g}, {high:g}].")
                     records.append({
                         "task": task,
-                        "prompt_id": f"{task}:{row.get('sample_id') or line}",
+                        "prompt_id": f"{task}:{row.get('sample_id') or number}",
                         "prompt": (row[context] or "") if context else "",
                         "temperature": temperature,
                         "responses": [" ".join((row[f] or "").split()) for f in responses],
