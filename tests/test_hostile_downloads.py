@@ -510,3 +510,27 @@ def test_presto_rows_as_stored(tmp_path):
     pq.write_table(pa.table({"abstract": ["a", None]}), tmp_path / "x.parquet")
     with pytest.raises(ValueError, match=r"x.parquet: row 2 of column 'abstract' is None"):
         text.load_hf_source(source, tmp_path, as_stored=True)
+
+
+def test_format_checks_by_name(tmp_path):
+    """What each name promises, by magic bytes; an HTML page is refused under any data name."""
+    tar = io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w") as archive:
+        archive.addfile(tarfile.TarInfo("empty"), io.BytesIO(b""))
+    good = {"a.zip": _zip({"x": "1"}), "a.tar.gz": gzip.compress(b"x"),
+            "a.jsonl.gz": gzip.compress(b"{}\n"), "a.tar": tar.getvalue(),
+            "a.parquet": _parquet(["x"]), "a.graph": b"\x80\x02}q\x00.", "a.xml": b"<?xml?>"}
+    for name, data in good.items():
+        (tmp_path / name).write_bytes(data)
+        assert formats.format_problem(tmp_path / name) is None, name
+    for name in good:
+        if name == "a.xml":
+            continue
+        (tmp_path / name).write_bytes(b"\n <!DOCTYPE html><html>404</html>")
+        assert formats.format_problem(tmp_path / name).startswith("an HTML page"), name
+    for name, problem in (("a.zip", "not a zip"), ("a.tar.gz", "not gzip"),
+                          ("a.tar", "not a tar"), ("a.parquet", "not a parquet")):
+        (tmp_path / name).write_bytes(b"\0" * 600)
+        assert formats.format_problem(tmp_path / name).startswith(problem), name
+    (tmp_path / "a.parquet").write_bytes(_parquet(["x"])[:-1])  # truncated: no closing PAR1
+    assert formats.format_problem(tmp_path / "a.parquet").startswith("not a parquet")

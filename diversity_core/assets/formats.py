@@ -53,8 +53,8 @@ def _looks_like_html(head: bytes) -> bool:
 
 def format_problem(path, kind: str | None = None) -> str | None:
     """Why ``path`` is not a file of ``kind`` (default: :func:`expected_format` of its name), in
-    words, or None. Any file that is an HTML page is refused (unless named ``.html``); a file of
-    no known kind is otherwise not judged."""
+    words, or None. Any file that is an HTML (or XML) page is refused unless so named
+    (``.html``, ``.xml``); a file of no known kind is otherwise not judged."""
     path = Path(path)
     kind = expected_format(path.name) if kind is None else kind
     with open(path, "rb") as stream:
@@ -62,7 +62,7 @@ def format_problem(path, kind: str | None = None) -> str | None:
         size = stream.seek(0, os.SEEK_END)
         stream.seek(max(size - 4, 0))
         tail = stream.read(4)
-    if _looks_like_html(head) and not path.name.lower().endswith((".html", ".htm")):
+    if _looks_like_html(head) and not path.name.lower().endswith((".html", ".htm", ".xml")):
         return "an HTML page (a server's error or login page?)"
     if kind == "zip" and not head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return "not a zip archive (no PK signature)"
