@@ -18,7 +18,8 @@ def main(folder: Input, documents: Output, collection: str, choice: str, n_docum
          min_words: int, max_words: int, seed: int, pins: dict | None):
     """Write ``documents`` (JSON: collection, indices into the corpus, texts); ``pins``: the
     configuration's pins of the corpus (text_assets.corpora), None for the package's."""
-    corpus = load_corpus(collection, folder, pins or None)
+    # presto: the rows exactly as stored (Presto's data["train"][column][:n]); drawn: normalised.
+    corpus = load_corpus(collection, folder, pins or None, as_stored=choice == "presto")
     texts, indices = choose_documents(corpus, choice, n_documents, min_words=min_words,
                                       max_words=max_words, seed=seed)
     words = [len(t.split()) for t in texts]

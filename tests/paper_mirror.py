@@ -11,11 +11,13 @@ The layouts follow public evidence (REFERENCE.md §5; docs/*.md, "The paper's co
   ``context``, ``resp_0`` … ``resp_9``, ``label_name``, ``label_value``.
 * The Hugging Face hub: datasets at ``/datasets/<repo>/resolve/<revision>/<path>`` (big_patent's
   main branch holds its loading script only; its parquet files are on ``refs/convert/parquet``,
-  ``<config>/<split>/<shard>.parquet``), models at ``/<repo>/resolve/<revision>/<path>`` with the
-  tree listing ``/api/models/<repo>/tree/<revision>`` (JSON: ``type``, ``path``, ``oid``,
-  ``size``, ``lfs``) that ``huggingface_hub`` reads. A model repository holds, as the real ones
-  do, its weights several times over (PyTorch pickle, ONNX and OpenVINO exports, TensorFlow,
-  Rust): the copies that must never be fetched are stand-in bytes.
+  config a's train split as ``a/partial-train/NNNN.parquet``, the layout of a config over the
+  converter's size limit, the first shard holding fewer rows than asked for), models at
+  ``/<repo>/resolve/<revision>/<path>``, and every revision's tree listing at
+  ``/api/{datasets,models}/<repo>/tree/<revision>`` (JSON: ``type``, ``path``, ``oid``,
+  ``size``, ``lfs``), paginated with ``Link: <...>; rel="next"`` as the hub pages it. A model
+  repository holds, as the real ones do, its weights several times over (PyTorch pickle, ONNX
+  and OpenVINO exports, TensorFlow, Rust): the copies that must never be fetched are stand-in bytes.
 * CIFAR-10's ``cifar-10-python.tar.gz`` (``cifar-10-batches-py/data_batch_1`` … ``_5``,
   ``test_batch``, ``batches.meta``, ``readme.html``), TU's ``DD.zip`` (``DD/DD_A.txt``,
   ``DD_graph_indicator.txt``, ``DD_graph_labels.txt``, ``DD_node_labels.txt``, ``README.txt``)
@@ -117,15 +119,24 @@ def tevet_berant_release(path: Path, *, n_sets: int = 36, n_responses: int = 10,
 
 # -- Hugging Face datasets -----------------------------------------------------------------------
 
-# repository -> revision -> {path: (columns, text column, format)}: the paths public references
-# name (REFERENCE.md §5), at the revisions they name.
+# repository -> revision -> {path: (columns, text column) or None for a non-data file}: the
+# paths public references name (REFERENCE.md §5), at the revisions they name. Each revision's
+# tree listing is served too, paginated (the hub's tree API).
 HF_DATASETS = {
     "abisee/cnn_dailymail": {"96df5e686bee6baa90b8bee7c28b81fa3fa6223d": {
         "3.0.0/train-00000-of-00003.parquet": (("article", "highlights", "id"), "highlights")}},
+    # big_patent: the main branch holds its loading script only (the data set's page: viewer
+    # disabled, a loading script); the parquet conversion on refs/convert/parquet lays config a's
+    # train split out as partial-train (over the converter's 5 GB limit: huggingface/
+    # dataset-viewer, parquet_and_info.py), its first shard holding fewer rows than asked for
+    # (as ~500 MB of 32.6 KB rows is fewer than Presto's 16,384); other configs and splits beside.
     "NortheasternUniversity/big_patent": {
-        "refs/convert/parquet": {"a/train/0000.parquet": (("description", "abstract"),
-                                                          "abstract")},
-        "main": {"big_patent.py": None, "README.md": None}},  # a loading script, no data files
+        "refs/convert/parquet": {
+            **{f"a/partial-train/{i:04d}.parquet": (("description", "abstract"), "abstract")
+               for i in range(3)},
+            "a/partial-validation/0000.parquet": (("description", "abstract"), "abstract"),
+            "g/partial-train/0000.parquet": (("description", "abstract"), "abstract")},
+        "main": {"big_patent.py": None, "README.md": None}},
     "gfissore/arxiv-abstracts-2021": {"e4c5fbd4dec8e46a5dc869216fe1c94cc585757a": {
         "arxiv-abstracts.jsonl.gz": (("id", "submitter", "authors", "title", "comments",
                                       "journal-ref", "doi", "abstract", "report-no",
@@ -133,41 +144,59 @@ HF_DATASETS = {
     "EdinburghNLP/xsum": {"7d4d486c2f8ef850b1a11aead99b894ff3dd7da9": {
         "data/train-00000-of-00001.parquet": (("document", "summary", "id"), "summary")}},
 }
+# Rows per parquet shard of a partial-<split> layout: fewer than the rehearsal's 60 documents.
+PARTIAL_SHARD_ROWS = 40
 
 
 def _documents(rng, n: int, topic: str) -> list[str]:
-    """``n`` synthetic documents; a few are repeats and a few too short (as in real data)."""
+    """``n`` synthetic documents; a few are repeats, one is a single word, one keeps runs of
+    whitespace and a newline, one is empty (as in real data)."""
     docs = [f"{topic} " + " ".join(rng.choice(_WORDS, size=int(rng.integers(6, 30))))
             for _ in range(n)]
     docs[3] = docs[1]          # a repeat
     docs[5] = topic            # a one-word document
+    docs[7] = f"  {topic}  with\n runs  of whitespace "
+    docs[8] = ""               # an empty row (Presto embeds it as it is)
     return docs
 
 
 def hf_dataset_files(root: Path, *, n_rows: int = 90, seed: int = 0) -> None:
-    """Every paper dataset's files under ``root`` where the hub serves them."""
+    """Every paper dataset's files under ``root`` where the hub serves them, and each
+    revision's tree listing where the hub's API serves it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
     for repo, revisions in HF_DATASETS.items():
         for revision, files in revisions.items():
+            texts, current, offset = None, None, 0
+            # The server decodes the URL: refs%2Fconvert%2Fparquet is a folder path.
+            folder = root / "datasets" / repo / "resolve" / revision
             for rel, layout in files.items():
-                # The server decodes the URL: refs%2Fconvert%2Fparquet is a folder path.
-                path = root / "datasets" / repo / "resolve" / revision / rel
+                path = folder / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if layout is None:
                     path.write_text("# a loading script (no data files on this branch)\n")
                     continue
                 columns, text = layout
-                texts = _documents(rng, n_rows, repo.split("/")[1])
-                records = [{c: (texts[i] if c == text else f"{c} {i}") for c in columns}
-                           for i in range(n_rows)]
+                if "/partial-" in rel:  # consecutive rows of one split over its shards
+                    if current != rel.rsplit("/", 1)[0]:
+                        current, offset = rel.rsplit("/", 1)[0], 0
+                        texts = _documents(rng, 3 * PARTIAL_SHARD_ROWS, repo.split("/")[1])
+                    shard = texts[offset:offset + PARTIAL_SHARD_ROWS]
+                    offset += PARTIAL_SHARD_ROWS
+                else:
+                    shard = _documents(rng, n_rows, repo.split("/")[1])
+                records = [{c: (shard[i] if c == text else f"{c} {i}") for c in columns}
+                           for i in range(len(shard))]
                 if rel.endswith(".parquet"):
                     pq.write_table(pa.Table.from_pylist(records), path)
                 else:
                     with gzip.open(path, "wt", encoding="utf-8") as out:
                         out.writelines(json.dumps(r) + "\n" for r in records)
+            listing = root / "api" / "datasets" / repo / "tree" / revision
+            listing.parent.mkdir(parents=True, exist_ok=True)
+            listing.write_text(json.dumps(_tree_listing(folder)))
 
 
 # -- Hugging Face models -------------------------------------------------------------------------
@@ -264,7 +293,7 @@ def _tree_listing(folder: Path) -> list[dict]:
         data = path.read_bytes()
         entry = {"type": "file", "path": rel, "size": len(data),
                  "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
-        if rel.endswith((".safetensors", ".bin", ".onnx", ".h5", ".ot")):
+        if rel.endswith((".safetensors", ".bin", ".onnx", ".h5", ".ot", ".parquet", ".gz")):
             entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data),
                             "pointerSize": 134}
         entries.append(entry)
@@ -370,10 +399,12 @@ def citeseer_graph(path: Path, *, n_nodes: int = 120, seed: int = 0) -> Path:
 # -- the server ----------------------------------------------------------------------------------
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Static files; a request's query string (the tree API's ``?recursive=...``) is ignored;
-    every path that was asked for is recorded."""
+    """Static files; every path that was asked for is recorded. A tree listing (``/api/...``,
+    a JSON list on disk) is served as the hub serves it: pages of ``page_size`` entries, each
+    with a ``Link: <...?cursor=N>; rel="next"`` header to the next."""
 
     requested: list[str]
+    page_size = 4
 
     def log_message(self, *args):
         pass
@@ -381,6 +412,27 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     def translate_path(self, path):
         self.requested.append(urllib.parse.unquote(path.split("?", 1)[0]))
         return super().translate_path(path)
+
+    def do_GET(self):
+        if not self.path.startswith("/api/"):
+            return super().do_GET()
+        path, _, query = self.path.partition("?")
+        local = Path(self.translate_path(path))
+        if not local.is_file():
+            return self.send_error(404)
+        entries = json.loads(local.read_text())
+        cursor = int(urllib.parse.parse_qs(query).get("cursor", ["0"])[0])
+        body = json.dumps(entries[cursor:cursor + self.page_size]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if cursor + self.page_size < len(entries):
+            following = urllib.parse.urlencode(
+                dict(urllib.parse.parse_qsl(query), cursor=cursor + self.page_size))
+            self.send_header("Link", f'<http://{self.headers["Host"]}{path}?{following}>; '
+                                     'rel="next"')
+        self.end_headers()
+        self.wfile.write(body)
 
 
 @contextmanager

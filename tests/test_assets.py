@@ -218,12 +218,12 @@ def test_positionals_follow_a_double_dash(tmp_path, monkeypatch):
 
 @pytest.fixture
 def no_download(monkeypatch):
-    import pooch
+    from diversity_core.assets import http
 
     def refuse(*args, **kwargs):
         raise AssertionError("a download was started")
 
-    monkeypatch.setattr(pooch, "retrieve", refuse)
+    monkeypatch.setattr(http, "stream_to_file", refuse)
 
 
 def test_strict_mode_refuses_unpinned_downloads_before_fetching(tmp_path, no_download,

@@ -4,6 +4,7 @@ remote asset of the image and graph experiments, and the Hugging Face corpora of
 model-distinguishing configuration, names itself, its configuration key and the offline default
 when it cannot be fetched."""
 
+import gzip
 import hashlib
 import io
 import json
@@ -57,7 +58,7 @@ def test_download_file_verifies_and_leaves_nothing_on_failure(http_root, tmp_pat
 
 def test_download_verifies_md5(http_root, tmp_path):
     root, url = http_root
-    payload = b"cifar-10 stand-in " * 1000
+    payload = gzip.compress(b"cifar-10 stand-in " * 1000)  # what its name promises: gzip
     (root / "good.tar.gz").write_bytes(payload)
     dest = tmp_path / "data" / "archive.tar.gz"
     download(f"{url}/good.tar.gz", dest, checksum=hashlib.md5(payload).hexdigest(),
@@ -267,6 +268,15 @@ HF_WORDS = ["corpus cnn_dailymail", HF_FILE, HF_REPO, "text_assets.corpora.cnn_d
             "models.collections: [fortunes, wordnet_glosses, foldoc, jargon]"]
 
 
+@pytest.fixture(autouse=True)
+def _a_user_with_a_network(monkeypatch):
+    """HF_HUB_OFFLINE as the user set it (unset): loading a packaged model earlier in this test
+    process sets it, and the hub listings read by these tests honour it."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
 def _hf_pins(endpoint, sha256, revision="refs/convert/parquet"):
     return {"sources": [{"kind": "hf", "repo": HF_REPO, "revision": revision,
                          "endpoint": endpoint, "files": {HF_FILE: sha256},
@@ -285,7 +295,16 @@ def _serve_hf_parquet(root, revision="refs/convert/parquet") -> bytes:
                       "highlights": ["First  highlight.\nSecond one.", None, "Third."],
                       "id": ["a", "b", "c"]})
     pq.write_table(table, path)
-    return path.read_bytes()
+    data = path.read_bytes()
+    # The revision's tree listing, as the hub's API serves it (a static file here).
+    listing = root / "api" / "datasets" / HF_REPO / "tree" / revision
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(json.dumps([{"type": "file", "path": HF_FILE, "size": len(data),
+                                    "oid": hashlib.sha1(b"blob %d\0" % len(data) + data)
+                                    .hexdigest(),
+                                    "lfs": {"oid": hashlib.sha256(data).hexdigest(),
+                                            "size": len(data), "pointerSize": 134}}]))
+    return data
 
 
 def test_hf_corpus_trust_on_first_use_then_pinned(http_root, tmp_path, capsys, caplog):
@@ -408,7 +427,8 @@ def test_hub_model_from_a_mirror_verified_against_its_listing(tmp_path, monkeypa
         assert not any(NOT_LOADED_MARK in p.read_bytes() for p in dest.rglob("*") if p.is_file())
         # The server's config.json no longer matches its listing: refused, nothing left.
         served = next(root.rglob("resolve/*/config.json"))
-        served.write_text(served.read_text() + " ")
+        data = served.read_bytes()  # the same size, one byte changed: the git blob id differs
+        served.write_bytes(data[:-1] + (b" " if data[-1:] != b" " else b"\n"))
         other = tmp_path / "models" / "again"
         with pytest.raises(ValueError, match="is not the file the hub lists"):
             sentences.fetch_text_model("all-MiniLM-L12-v2", other)

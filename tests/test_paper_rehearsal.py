@@ -6,8 +6,9 @@ Snakemake on tiny overlays (.test/paper_*.yaml), producing every table and figur
 
 Each test also checks what the first real run would have got wrong (issue 33): Tevet & Berant's
 release holds 2 to 4 temperature-labelled files per task and the paper's are the raw 1,000-set
-ones; big_patent's parquet files are on refs/convert/parquet; Presto's documents are the first
-rows, unfiltered; a hub model repository holds its weights several times over and only what
+ones; big_patent's parquet files are found from the hub's (paginated) listings, config a's train
+split as partial-train shards on refs/convert/parquet; Presto's documents are the first rows
+exactly as stored; a hub model repository holds its weights several times over and only what
 sentence-transformers loads is fetched.
 """
 
@@ -134,16 +135,26 @@ def test_paper_model_distinguishing_from_the_mirror(mirror, tmp_path):
         assert (models / name).is_file(), name
     table = pd.read_csv(models / "table2.csv")
     assert set(table.dataset) == {"cnn_dailymail", "big_patent", "arxiv", "xsum"}
-    # big_patent section a from the parquet branch; xsum and arXiv at their published commits.
-    assert ("/datasets/NortheasternUniversity/big_patent/resolve/refs/convert/parquet/"
-            "a/train/0000.parquet") in requested
+    # big_patent section a found in the listings (paginated): main holds a loading script, so
+    # the parquet branch, config a's train split in the partial-train layout, its shards in
+    # order (the first holds 40 rows, fewer than the 60 asked for); not the other configs'.
+    bp = "/datasets/NortheasternUniversity/big_patent/resolve/refs/convert/parquet/"
+    listing = "/api/datasets/NortheasternUniversity/big_patent/tree/"
+    assert {listing + "main", listing + "refs/convert/parquet"} <= set(requested)
+    assert requested.count(listing + "refs/convert/parquet") > 1  # more than one page
+    assert {bp + "a/partial-train/0000.parquet", bp + "a/partial-train/0001.parquet"} <= set(
+        requested)
+    assert not [p for p in requested if p.startswith(bp) and "/partial-train/" not in p]
     assert any(p.startswith("/datasets/EdinburghNLP/xsum/resolve/7d4d486c") for p in requested)
-    # Presto's documents: the first 60 rows as they are (a repeat and a one-word row kept).
+    # Presto's documents: the first 60 rows exactly as stored (a repeat, a one-word row, runs of
+    # whitespace and an empty row kept).
     for collection in ("cnn_dailymail", "big_patent", "arxiv", "xsum"):
         chosen = json.loads((models / "interim" / "documents" / f"{collection}.json").read_text())
         assert chosen["indices"] == list(range(60))
         assert chosen["texts"][3] == chosen["texts"][1]
         assert len(chosen["texts"][5].split()) == 1
+        assert chosen["texts"][7].endswith("  with\n runs  of whitespace ")
+        assert chosen["texts"][8] == ""
 
 
 def test_paper_images_from_the_mirror(mirror, tmp_path, image_assets):

@@ -1,7 +1,11 @@
 """What every stage shares to trust the files it reads: fetching, pins, verification, caches.
 
-* :mod:`.fetch`: checksummed downloads (:mod:`pooch`), Debian packages, files out of PyPI wheels,
-  tar members, staged folders; locks and the clean-up of what killed fetches left;
+* :mod:`.fetch`: checksummed downloads (through :mod:`.http`), Debian packages, files out of PyPI
+  wheels, tar members, staged folders; locks and the clean-up of what killed fetches left;
+* :mod:`.http`: the one HTTP client of downloads and hub listings, every transfer bounded
+  (timeouts, a deadline, a minimum rate, a size cap, redirects, listing pages);
+* :mod:`.formats`: what a downloaded file's name promises (zip, gzip, tar, parquet; never an
+  HTML page), and archive members' sizes from the directory, checked before anything is kept;
 * :mod:`.hub`: files of Hugging Face hub repositories (the paper configurations' datasets and
   sentence models), each through :func:`.fetch.download`;
 * :mod:`.verify`: digests, names that stay inside their folder, values that reach external

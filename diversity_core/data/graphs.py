@@ -29,6 +29,7 @@ from ..assets.fetch import (
     fetch_wheel_member,
     staged_folder,
 )
+from ..assets.formats import check_zip_members
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.verify import check_file, restricted_load
 
@@ -422,11 +423,21 @@ def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:
         shutil.rmtree(out)
     archive = folder / "DD.zip"
     digest = download(url, archive, checksum=sha256, **DOWNLOADS["proteins"])
-    with zipfile.ZipFile(archive) as zf:
+    key = DOWNLOADS["proteins"]["config_key"]
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ValueError(f"{DOWNLOADS['proteins']['asset']}: {archive} is not a readable zip "
+                         f"archive ({exc}); delete it to fetch it again ({key}).") from None
+    with zf:
         members = {Path(m).name: m for m in zf.namelist()}
         missing = [w for w in wanted if w not in members]
         if missing:
-            raise ValueError(f"{archive} lacks {missing}; is it the TU DD archive?")
+            raise ValueError(f"{DOWNLOADS['proteins']['asset']}: {archive} lacks {missing}; is "
+                             f"it the TU DD archive? ({key})")
+        check_zip_members(zf, what=f"{DOWNLOADS['proteins']['asset']}: {archive} ({key})",
+                          names=[members[w] for w in wanted],
+                          archive_size=archive.stat().st_size)
         with staged_folder(out) as (_, staging):
             for w in wanted:  # extract by base name only: no path from the archive is trusted
                 (staging / w).write_bytes(zf.read(members[w]))

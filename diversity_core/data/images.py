@@ -14,6 +14,8 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import tarfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -179,7 +181,16 @@ def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = Non
         download(url, archive, checksum=md5, algorithm="md5", **origin)
         digest = None
     with staged_folder(folder) as (scratch, staging):
-        unpacked = extract_cifar10(archive, scratch / "unpacked")
+        try:
+            unpacked = extract_cifar10(archive, scratch / "unpacked")
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+            raise ValueError(f"{origin['asset']}: {archive} is not a readable tar.gz archive "
+                             f"({type(exc).__name__}: {exc}); delete it to fetch it again "
+                             f"({origin['config_key']}).") from None
+        if not unpacked.is_dir():
+            raise ValueError(f"{origin['asset']}: {archive} holds no folder cifar-10-batches-py/"
+                             f" (not CIFAR-10's python version?); delete it to fetch it again "
+                             f"({origin['config_key']}).")
         for path in sorted(unpacked.iterdir()):
             os.replace(path, staging / path.name)
         write_manifest(staging, asset="cifar10", config_key="images.cifar10",
@@ -196,7 +207,8 @@ def extract_cifar10(archive, dest_dir) -> Path:
     the ``cifar-10-batches-py`` folder. The archive must have been verified first."""
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    extract_tar(archive, dest_dir, what=Path(archive).name)
+    # The python version's six batches and meta file hold about 180 MB: 1 GiB bounds a tar bomb.
+    extract_tar(archive, dest_dir, what=Path(archive).name, max_total=1 << 30)
     return dest_dir / "cifar-10-batches-py"
 
 

@@ -34,9 +34,14 @@ from ``<endpoint>/datasets/<repo>/resolve/<revision>/<path>`` with the checksumm
 * ``arxiv``: arXiv abstracts (``gfissore/arxiv-abstracts-2021``);
 * ``xsum``: XSum one-sentence summaries (``EdinburghNLP/xsum``).
 
-Their files have no published checksums: a file pinned as ``None`` (``null`` in a configuration)
-is downloaded on trust and its SHA-256 logged, to be pinned in ``text_assets.corpora`` (as for
-the text-temperature experiment's Tevet & Berant release).
+Their files have no checksums published by their owners: a file pinned as ``None`` (``null`` in
+a configuration) is checked against the size and LFS SHA-256 the revision's listing publishes
+(the transfer whole, not a pin) and its SHA-256 logged, to be pinned in ``text_assets.corpora``
+(as for the text-temperature experiment's Tevet & Berant release). A source with ``config`` and
+``split`` (big_patent's) names no files: they are found in the listing
+(:func:`~diversity_core.assets.hub.split_shards`), shard by shard until ``max_rows``.
+``models.documents: presto`` reads the rows exactly as stored (``load_corpus(...,
+as_stored=True)``).
 
 >>> folder = fetch_corpus("fortunes", "resources/text/corpora/fortunes")
 >>> documents = load_corpus("fortunes", folder)
@@ -58,10 +63,17 @@ from ..assets.fetch import (
     extract_from_wheel,
     pip_download_wheel,
 )
-from ..assets.hub import HF_ENDPOINT, fetch_hub_files, hub_file_url
+from ..assets.hub import (
+    HF_ENDPOINT,
+    HubFile,
+    fetch_hub_files,
+    hub_file_url,
+    list_repo_files,
+    split_shards,
+)
 from ..assets.manifest import read_manifest, verify_manifest
 from ..assets.pinned import PinnedAsset, fetch_pinned, verify_pinned_files
-from ..assets.pins import corpus_pin_problems
+from ..assets.pins import corpus_pin_problems, require_pinned
 from ..assets.verify import check_file, inside, relative_name
 
 __all__ = [
@@ -101,11 +113,13 @@ _GENSIM_WHEEL = {
 # ``wheel``: the pinned wheel file, which pip is asked for on any machine); ``files``: name ->
 # SHA-256 of each file taken out of the archive's folder ``prefix``. The files land flat in the
 # corpus folder, under these names.
-# A Hugging Face dataset (kind "hf", see _HF_DATASETS below): ``repo``, ``revision``, ``files``:
-# path in the repository -> SHA-256 or None (logged on first download), ``column``: the text
-# column, optional ``max_rows`` (only the first rows of the files, in order, are documents) and
-# ``endpoint`` (default: $HF_ENDPOINT, else https://huggingface.co). The files keep their paths
-# inside the corpus folder.
+# A Hugging Face dataset (kind "hf", see _HF_DATASETS below): ``repo``, ``revision`` (a commit
+# or branch; a list: tried in order), ``files``: path in the repository -> SHA-256 or None
+# (checked against the listing, logged on first download), ``column``: the text column,
+# optional ``max_rows`` (only the first rows of the files, in order, are documents) and
+# ``endpoint`` (default: $HF_ENDPOINT, else https://huggingface.co); with ``config`` and
+# ``split``, the files are that split's parquet shards found in the listing (``files`` then pins
+# shards by path and may be empty). The files keep their paths inside the corpus folder.
 CORPUS_PINS: dict[str, dict] = {
     "fortunes": {"sources": [
         {"kind": "deb", "package": "fortunes", "version": "1:1.99.1-7.3",
@@ -215,8 +229,9 @@ CORPUS_PINS: dict[str, dict] = {
 # embeddings.py) embeds the first 16,384 rows of each dataset's train split, unfiltered
 # (models.documents: presto). Repositories, revisions and paths come from public references to
 # these repositories (code that downloads the same files) and could NOT be verified offline (no
-# network here); nor can any checksum, so every file is pinned as None: its SHA-256 is logged on
-# the first download, to be pinned in the configuration (text_assets.corpora.<name>). A revision
+# network here); nor can any checksum, so every file is pinned as None: checked against the
+# listing on download, its SHA-256 logged, to be pinned in the configuration
+# (text_assets.corpora.<name>). A revision
 # is a commit where a public reference names one, else a branch. ``max_rows`` keeps the first
 # rows, with room for the short and repeated documents that models.documents: drawn drops.
 _HF_DATASETS: dict[str, dict] = {
@@ -226,15 +241,16 @@ _HF_DATASETS: dict[str, dict] = {
                       "files": {"3.0.0/train-00000-of-00003.parquet": None},
                       "column": "highlights", "max_rows": 20000},
     # BigPatent, abstracts of CPC section A (human necessities), Presto's load_dataset(
-    # "big_patent", "a"). The repository's main branch holds a loading script, not data files:
-    # the hub's parquet conversion of it lives on the branch refs/convert/parquet, laid out as
-    # <config>/<split>/<shard>.parquet (the converter's layout; this shard's name was not seen).
-    # Its rows are the loading script's train split in order, so the first shard holds Presto's
-    # first rows.
+    # "big_patent", "a"): config "a", split "train", found in the repository's listing, not at a
+    # guessed path (docs/paper_configurations.md, "big_patent"). The main branch is listed
+    # first (third-party code reads per-config shards there, g/train-00000-of-00018.parquet);
+    # where it holds a loading script only, the hub's parquet conversion on refs/convert/parquet
+    # (config a's train split is over the converter's 5 GB limit: a/partial-train/NNNN.parquet,
+    # ~500 MB shards, fewer rows in the first than Presto's 16,384). Shards are read in order
+    # until max_rows rows are there, each against the listing's LFS SHA-256.
     "big_patent": {"kind": "hf", "repo": "NortheasternUniversity/big_patent",
-                   "revision": "refs/convert/parquet",
-                   "files": {"a/train/0000.parquet": None},
-                   "column": "abstract", "max_rows": 20000},
+                   "revision": ["main", "refs/convert/parquet"], "config": "a",
+                   "split": "train", "files": {}, "column": "abstract", "max_rows": 20000},
     # The same, CPC section G (physics): this pipeline's choice until 2026-11-26, from references
     # that named section g's shards of a parquet layout on main (models.collections: big_patent_g).
     "big_patent_g": {"kind": "hf", "repo": "NortheasternUniversity/big_patent", "revision": "main",
@@ -242,7 +258,9 @@ _HF_DATASETS: dict[str, dict] = {
                                "g/train-00001-of-00018.parquet": None},
                      "column": "abstract", "max_rows": 20000},
     # arXiv abstracts up to 2021 (about 2 million records in one gzipped JSON-lines file), at the
-    # commit a public pin names.
+    # commit a public pin names. Its SHA-256 is published only abridged (REFERENCE.md §5:
+    # 72d5dc60...682b, 939,914,256 bytes, at a nearby commit): checked against the listing's
+    # LFS digest and size on download, its SHA-256 logged to pin here.
     "arxiv": {"kind": "hf", "repo": "gfissore/arxiv-abstracts-2021",
               "revision": "e4c5fbd4dec8e46a5dc869216fe1c94cc585757a",
               "files": {"arxiv-abstracts.jsonl.gz": None},
@@ -284,10 +302,18 @@ def corpus_pins(name: str, override: Mapping | None = None) -> dict:
         if needed is None:
             raise ValueError(
                 f"corpus {name!r}: source kind must be 'deb', 'wheel' or 'hf'; got {kind!r}.")
-        missing = [key for key in (*needed, "files") if not source.get(key)]
+        listed = kind == "hf" and "split" in source  # files found in the listing
+        missing = [key for key in (*needed, *(("config",) if listed else ("files",)))
+                   if not source.get(key)]
         if missing:
             raise ValueError(f"corpus {name!r}: a {kind} source lacks {missing}.")
-        for file_name, sha256 in source["files"].items():
+        revisions = source.get("revision")
+        if kind == "hf" and not (isinstance(revisions, str) or (
+                isinstance(revisions, list) and revisions
+                and all(isinstance(r, str) and r for r in revisions))):
+            raise ValueError(f"corpus {name!r}: revision must be a commit or branch, or a list "
+                             f"of them (tried in order); got {revisions!r}.")
+        for file_name, sha256 in source.get("files", {}).items():
             if sha256 is None and kind != "hf":
                 raise ValueError(f"corpus {name!r}: {file_name} of a {kind} source needs its "
                                  "SHA-256 (only a Hugging Face file may be null).")
@@ -349,7 +375,11 @@ def _source_label(source: Mapping) -> str:
         return f"deb:{source['package']}={source['version']}"
     if source["kind"] == "wheel":
         return f"wheel:{source['requirement']}"
-    return f"hf:{source['repo']}@{source['revision']}"
+    revision = source["revision"]
+    revision = " or ".join(revision) if isinstance(revision, list) else revision
+    listed = (f" ({source['config']}/{source['split']}, from the listing)"
+              if "split" in source else "")
+    return f"hf:{source['repo']}@{revision}{listed}"
 
 
 def _pinned_asset(name: str, pins: Mapping) -> PinnedAsset:
@@ -365,13 +395,28 @@ def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None
     origin = {"asset": f"corpus {name}", "config_key": f"text_assets.corpora.{name}"}
     prefix = source.get("prefix", "")
     if source["kind"] == "hf":
+        hub = {"asset": f"corpus {name} (the Hugging Face dataset {source['repo']})",
+               "config_key": f"models.collections: {name} (text_assets.corpora.{name})",
+               "offline_default": _OFFLINE_CORPORA}
+        if "split" in source:
+            _fetch_listed_split(source, work, staging, hub)
+            return
         # Each file through the scratch folder (written under a temporary name, renamed only
-        # once complete and verified) into the staging folder, under its own path.
-        fetch_hub_files(source["repo"], source["revision"], source["files"], staging,
-                        scratch=work, dataset=True, endpoint=source.get("endpoint"),
-                        asset=f"corpus {name} (the Hugging Face dataset {source['repo']})",
-                        config_key=f"models.collections: {name} (text_assets.corpora.{name})",
-                        offline_default=_OFFLINE_CORPORA)
+        # once complete and verified) into the staging folder, under its own path. A file with
+        # no pin is checked against what the revision's listing publishes for it (its size caps
+        # the transfer, its LFS SHA-256 proves it whole): not a pin, but no longer blind trust.
+        files = dict(source["files"])
+        if not all(files.values()):
+            listing = list_repo_files(source["repo"], source["revision"], dataset=True,
+                                      endpoint=source.get("endpoint"), what=hub["asset"])
+            for path in [path for path, pin in files.items() if not pin]:
+                if path not in listing:
+                    raise ValueError(f"{hub['asset']}: {path} is not in the listing of "
+                                     f"{source['repo']}@{source['revision']} "
+                                     f"({hub['config_key']}).")
+                files[path] = listing[path]
+        fetch_hub_files(source["repo"], source["revision"], files, staging,
+                        scratch=work, dataset=True, endpoint=source.get("endpoint"), **hub)
     elif source["kind"] == "deb":
         deb = apt_download(source["package"], source["version"], work, sha256=source["sha256"],
                            **origin)
@@ -393,8 +438,65 @@ def _fetch_source(source: Mapping, work: Path, staging: Path, name: str) -> None
                 raise ValueError(f"{prefix}{file_name} from {wheel.name}: {exc}") from exc
 
 
+def _fetch_listed_split(source: Mapping, work: Path, staging: Path, hub: Mapping) -> None:
+    """A config's split of a Hugging Face dataset, found in the repository's listing: the first
+    revision (of ``revision``, tried in order) whose listing holds the split in a layout the hub
+    uses (:func:`~diversity_core.assets.hub.split_shards`), its shards fetched in order until
+    ``max_rows`` rows are there (all of them without ``max_rows``). A shard pinned in ``files``
+    is checked against its pin, any other against the listing's LFS SHA-256 (its digest logged
+    to be pinned; strict mode refuses it)."""
+    repo, config, split = source["repo"], source["config"], source["split"]
+    revisions = source["revision"] if isinstance(source["revision"], list) else [
+        source["revision"]]
+    what = hub["asset"]
+    tried = []
+    for revision in revisions:
+        listing = list_repo_files(repo, revision, dataset=True, endpoint=source.get("endpoint"),
+                                  what=what)
+        try:
+            layout, shards = split_shards(listing, config, split, what=f"{what} at {revision}")
+        except ValueError as exc:
+            tried.append(str(exc))
+            continue
+        break
+    else:
+        raise ValueError(" ".join(tried) + f" Set text_assets.corpora's files for {repo} by "
+                         "path, or another revision.")
+    log.info("%s: %s/%s at %s, %d shards laid out as %s", what, config, split, revision,
+             len(shards), layout)
+    pins = source.get("files") or {}
+    limit, rows = source.get("max_rows"), 0
+    for shard in shards:
+        if limit is not None and rows >= limit:
+            break
+        if not pins.get(shard.path):
+            require_pinned([f"{shard.path} of {repo} has no pinned sha256"], asset=what,
+                           config_key=hub["config_key"])
+        counted: list[int] = []
+        fetch_hub_files(repo, revision, {shard.path: pins.get(shard.path) or shard}, staging,
+                        scratch=work, dataset=True, endpoint=source.get("endpoint"),
+                        check=lambda path, out=counted: out.append(_parquet_rows(path)), **hub)
+        rows += counted[0]
+    if limit is not None and rows < limit:
+        log.warning("%s: %s/%s holds %d rows, fewer than max_rows %d.", what, config, split,
+                    rows, limit)
+
+
+def _parquet_rows(path: Path) -> int:
+    """The row count of a parquet file from its footer; ``ValueError`` naming the file if it
+    cannot be read as parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{path.name}: not a readable parquet file ({exc}).") from None
+
+
 def _pinned_files(pins: Mapping) -> dict[str, str]:
-    return {name: sha for source in pins["sources"] for name, sha in source["files"].items()}
+    return {name: sha for source in pins["sources"]
+            for name, sha in source.get("files", {}).items()}
 
 
 def verify_corpus(name: str, folder, pins: Mapping | None = None) -> None:
@@ -405,6 +507,9 @@ def verify_corpus(name: str, folder, pins: Mapping | None = None) -> None:
     """
     pins = corpus_pins(name, pins)
     verify_pinned_files(folder, _pinned_files(pins), what=f"corpus {name!r}")
+    if any("split" in source for source in pins["sources"]):
+        # Which shards a listing gave is recorded in the folder's manifest alone.
+        verify_manifest(folder, what=f"corpus {name!r}")
 
 
 def check_corpus(name: str, folder, pins: Mapping | None = None) -> None:
@@ -539,16 +644,71 @@ def _load_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     return [text for text in map(normalise_whitespace, lines) if text]
 
 
+# A JSON line longer than this is refused, not read whole into memory (an arXiv record is a
+# few KB).
+_MAX_JSON_LINE = 16 << 20
+
+
 def _read_column(path: Path, column: str, limit: int | None) -> list:
     """The values of ``column`` in the first ``limit`` rows (None: all) of a parquet or
-    JSON-lines file (``.jsonl``, ``.jsonl.gz``, ``.json``, ``.json.gz``)."""
+    JSON-lines file (``.jsonl``, ``.jsonl.gz``, ``.json``, ``.json.gz``).
+
+    A file that cannot be read raises ``ValueError`` naming it, and for JSON lines the line
+    (and the column where the parser knows it): a bad gzip stream, bytes that are not UTF-8, a
+    line that is not a JSON object, nested past Python's recursion limit or longer than 16 MiB.
+    """
     if limit is not None and limit <= 0:
         return []
     name = path.name.lower()
-    values: list = []
     if name.endswith(".parquet"):
-        import pyarrow.parquet as pq
+        return _read_parquet_column(path, column, limit)
+    if not name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
+        raise ValueError(f"{path}: a Hugging Face corpus file must be parquet or JSON lines "
+                         "(.parquet, .jsonl, .jsonl.gz).")
+    import zlib
 
+    values: list = []
+    opener = gzip.open if name.endswith(".gz") else open
+    number = 0
+    try:
+        with opener(path, "rb") as stream:
+            while limit is None or len(values) < limit:
+                raw = stream.readline(_MAX_JSON_LINE + 1)
+                if not raw:
+                    break
+                number += 1
+                if len(raw) > _MAX_JSON_LINE:
+                    raise ValueError(f"{path}:{number}: the line is longer than "
+                                     f"{_MAX_JSON_LINE >> 20} MiB.")
+                if not raw.strip():
+                    continue
+                record = json.loads(raw.decode("utf-8"))
+                if not isinstance(record, dict):
+                    raise ValueError(f"{path}:{number}: not a JSON object.")
+                if column not in record:
+                    raise ValueError(f"{path}:{number} has no field {column!r}; its fields: "
+                                     f"{sorted(record)[:20]}.")
+                values.append(record[column])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{number}:{exc.colno}: not JSON ({exc.msg}).") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}:{number}: not UTF-8 text (byte {exc.start}: {exc.reason}).") \
+            from None
+    except RecursionError:
+        raise ValueError(f"{path}:{number}: JSON nested too deeply to read.") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise ValueError(f"{path}: not a whole gzip file after line {number} "
+                         f"({type(exc).__name__}: {exc}); delete the corpus folder that holds "
+                         "it to fetch it again.") from None
+    return values
+
+
+def _read_parquet_column(path: Path, column: str, limit: int | None) -> list:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values: list = []
+    try:
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
         if column not in names:
@@ -557,52 +717,68 @@ def _read_column(path: Path, column: str, limit: int | None) -> list:
             values.extend(batch.column(0).to_pylist())
             if limit is not None and len(values) >= limit:
                 break
-    elif name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
-        opener = gzip.open if name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as stream:
-            for number, line in enumerate(stream, start=1):
-                if limit is not None and len(values) >= limit:
-                    break
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                if column not in record:
-                    raise ValueError(f"{path}:{number} has no field {column!r}; its fields: "
-                                     f"{sorted(record)}.")
-                values.append(record[column])
-    else:
-        raise ValueError(f"{path}: a Hugging Face corpus file must be parquet or JSON lines "
-                         "(.parquet, .jsonl, .jsonl.gz).")
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{path}: not a readable parquet file (row {len(values) + 1} on: "
+                         f"{type(exc).__name__}: {str(exc)[:200]}); delete its corpus folder to "
+                         "fetch it again.") from None
     return values[:limit] if limit is not None else values
 
 
-def load_hf_source(source: Mapping, folder) -> list[str]:
+def _source_files(source: Mapping, folder: Path) -> list[str]:
+    """The files of a source in reading order: its pinned paths, or for a split found in the
+    listing, the shards its fetch kept (:func:`_fetch_listed_split`), in shard order."""
+    if "split" not in source:
+        return list(source["files"])
+    present = {rel: HubFile(rel, 0) for rel in (
+        path.relative_to(folder).as_posix() for path in folder.rglob("*.parquet")
+        if path.is_file())}
+    _, shards = split_shards(present, source["config"], source["split"],
+                             what=f"{folder}", complete=False)
+    return [shard.path for shard in shards]
+
+
+def load_hf_source(source: Mapping, folder, *, as_stored: bool = False) -> list[str]:
     """The documents of one Hugging Face source (kind ``hf``) in ``folder``: the ``column`` of
-    its files in pinned order (rows in file order), only the first ``max_rows`` rows when set,
-    whitespace-normalised, empty and missing values dropped."""
+    its files in order (pinned order, or shard order for a split found in the listing; rows in
+    file order), only the first ``max_rows`` rows when set.
+
+    By default whitespace-normalised, empty and missing values dropped. ``as_stored``: every row
+    exactly as stored (Presto's ``data["train"]["abstract"][:n]``): whitespace untouched, an
+    empty string kept as an empty document; a missing value (null) or a value that is not text
+    raises ``ValueError`` naming the file and row (Presto would hand it to the model as is).
+    """
     folder = Path(folder)
     limit = source.get("max_rows")
     values: list = []
-    for path in source["files"]:
+    for path in _source_files(source, folder):
         if limit is not None and len(values) >= limit:
             break
         if not (folder / path).is_file():
             raise ValueError(f"{folder / path} is missing: fetch the corpus first "
                              "(fetch_corpus).")
-        values.extend(_read_column(folder / path, source["column"],
-                                   None if limit is None else limit - len(values)))
+        read = _read_column(folder / path, source["column"],
+                            None if limit is None else limit - len(values))
+        if as_stored:
+            for row, value in enumerate(read, start=1):
+                if not isinstance(value, str):
+                    raise ValueError(f"{folder / path}: row {row} of column "
+                                     f"{source['column']!r} is {value!r}, not text.")
+        values.extend(read)
+    if as_stored:
+        return values
     texts = (normalise_whitespace(str(value)) for value in values if value is not None)
     return [text for text in texts if text]
 
 
-def load_corpus(name: str, folder, pins: Mapping | None = None, *, verify: bool = True
-                ) -> list[str]:
+def load_corpus(name: str, folder, pins: Mapping | None = None, *, verify: bool = True,
+                as_stored: bool = False) -> list[str]:
     """The documents of corpus ``name`` (see the module docstring), in a deterministic order.
 
     With ``verify`` (the default) the folder is checked first (:func:`check_corpus`): nothing
     is read from a file that does not match what its fetch verified. ``pins`` (a
     configuration's, see :func:`corpus_pins`) matter to the Hugging Face corpora's reading too:
-    which files, which column and how many rows are read.
+    which files, which column and how many rows are read. ``as_stored`` (the Hugging Face
+    corpora only): rows exactly as stored, see :func:`load_hf_source`.
     """
     folder = Path(folder)
     if verify:
@@ -612,7 +788,8 @@ def load_corpus(name: str, folder, pins: Mapping | None = None, *, verify: bool 
         if any(source["kind"] != "hf" for source in sources):
             raise ValueError(f"corpus {name!r} is read from Hugging Face sources (kind 'hf') "
                              "only.")
-        return [text for source in sources for text in load_hf_source(source, folder)]
+        return [text for source in sources
+                for text in load_hf_source(source, folder, as_stored=as_stored)]
     if name == "fortunes":
         return [text for text, _ in load_fortunes(folder)]
     if name == "wordnet_glosses":

@@ -288,19 +288,58 @@ def fetch_tevet_berant(url: str, dest, *, sha256: str | None) -> Path:
     return dest
 
 
-def _temperature_csvs(archive) -> dict[str, list[str]]:
-    """CSV members of the release whose sets are labelled by a temperature."""
+# Tevet & Berant's decTest temperatures lie in [0.2, 1.2] (their paper); a label outside this
+# range, or not finite, is not a temperature of theirs: the file is misread or damaged.
+TEVET_BERANT_TEMPERATURES = (0.0, 2.0)
+# A release CSV's header and first row (sample_id, context, 10 responses of a sentence or a few,
+# label_name, label_value, a few metric columns) take a few KB: 64 KiB finds them, and bounds
+# what a member of one endless line (a bomb of commas) can cost.
+_MAX_HEADER = 1 << 16
+_TEMPERATURE_LABEL = re.compile(r"temp", re.IGNORECASE)
+
+
+def _is_temperature(label) -> bool:
+    return isinstance(label, str) and _TEMPERATURE_LABEL.search(label) is not None
+
+
+def _open_release(zip_path):
+    """The release as a :class:`zipfile.ZipFile`, or one ``ValueError`` naming it."""
+    import zipfile
+
+    try:
+        return zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ValueError(f"{zip_path}: Tevet & Berant's release is not a readable zip archive "
+                         f"({exc}); delete it to fetch it again (text.tevet_berant.url)."
+                         ) from None
+
+
+def _first_row(archive, name: str) -> dict | None:
+    """The header and first row of CSV member ``name``, read from at most its first 64 KiB
+    (None if they cannot be read as CSV there)."""
     import csv
     import io
 
+    with archive.open(name) as raw:
+        head = raw.read(_MAX_HEADER)
+    try:  # the csv module, not line splitting: a response may hold a quoted newline
+        return next(csv.DictReader(io.StringIO(head.decode("utf-8", errors="replace"))), None)
+    except csv.Error:
+        return None
+
+
+def _temperature_csvs(archive, zip_path) -> dict[str, list[str]]:
+    """CSV members of the release whose sets are labelled by a temperature, each member's size
+    checked from the archive's directory before a byte of it is read."""
+    from ..assets.formats import check_zip_members
+
+    names = [name for name in sorted(archive.namelist()) if name.lower().endswith(".csv")]
+    check_zip_members(archive, what=f"{zip_path} (text.tevet_berant)", names=names,
+                      archive_size=Path(zip_path).stat().st_size)
     found = {}
-    for name in sorted(archive.namelist()):
-        if not name.lower().endswith(".csv"):
-            continue
-        with archive.open(name) as raw:
-            reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
-            first = next(reader, None)
-        if first and "temp" in str(first.get("label_name", "")).lower() and "resp_0" in first:
+    for name in names:
+        first = _first_row(archive, name)
+        if first and _is_temperature(first.get("label_name")) and "resp_0" in first:
             found[name] = list(first)
     return found
 
@@ -322,13 +361,11 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
     none qualifies, or several and none (or more than one) is the paper's file (then set
     ``text.tevet_berant.members``).
     """
-    import zipfile
-
     if verify:
         _check_release(zip_path)
     members = dict(members or {})
-    with zipfile.ZipFile(zip_path) as archive:
-        candidates = _temperature_csvs(archive)
+    with _open_release(zip_path) as archive:
+        candidates = _temperature_csvs(archive, zip_path)
         names = set(archive.namelist())
     chosen = {}
     for task, key in _TEVET_TASK_KEYS.items():
@@ -353,41 +390,79 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
     return chosen
 
 
-def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True) -> list[dict]:
+def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True,
+                      temperatures: tuple[float, float] = TEVET_BERANT_TEMPERATURES
+                      ) -> list[dict]:
     """The response sets of one task from the release, as records of :func:`write_sets`.
 
     A row of the CSV is one set: ``resp_0``, ``resp_1``, ... its responses, ``label_value`` its
     temperature; the context (``context``, else the first of ``prompt``, ``input``, ``query``)
     is the prompt. ``prompt_id`` is ``<task>:<sample_id or row number>``.
+
+    Every row's ``label_name`` must name a temperature and its ``label_value`` be a finite number
+    in ``temperatures`` (low exclusive, high inclusive); the member's size is checked from the
+    archive's directory before it is read. Anything else is one ``ValueError`` naming the
+    archive, the member and the line (and the column where the CSV parser knows it).
     """
     import csv
     import io
-    import zipfile
+    import math
+
+    from ..assets.formats import check_zip_members
 
     if verify:
         _check_release(zip_path)
+    where = f"{zip_path}:{member}"
+    low, high = temperatures
     records = []
-    with zipfile.ZipFile(zip_path) as archive, archive.open(member) as raw:
-        reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
-        fields = reader.fieldnames or []
-        responses = sorted((f for f in fields if re.fullmatch(r"resp_\d+", f)),
-                           key=lambda f: int(f[5:]))
-        if not responses or "label_value" not in fields:
-            raise ValueError(f"{zip_path}:{member} lacks resp_<i> or label_value columns.")
-        context = next((f for f in ("context", "prompt", "input", "query") if f in fields), None)
-        for number, row in enumerate(reader, start=2):
-            try:
-                temperature = float(row["label_value"])
-            except ValueError:
-                raise ValueError(f"{zip_path}:{member}:{number}: label_value "
-                                 f"{row['label_value']!r} is not a number.") from None
-            records.append({
-                "task": task,
-                "prompt_id": f"{task}:{row.get('sample_id') or number}",
-                "prompt": row[context] if context else "",
-                "temperature": temperature,
-                "responses": [" ".join((row[f] or "").split()) for f in responses],
-            })
+    with _open_release(zip_path) as archive:
+        if member not in archive.namelist():
+            raise ValueError(f"{zip_path} has no member {member!r} "
+                             f"(text.tevet_berant.members.{task}).")
+        check_zip_members(archive, what=f"{zip_path} (text.tevet_berant)", names=[member],
+                          archive_size=Path(zip_path).stat().st_size)
+        reader = None
+        try:
+            with archive.open(member) as raw:
+                reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+                fields = reader.fieldnames or []
+                responses = sorted((f for f in fields if re.fullmatch(r"resp_\d+", f)),
+                                   key=lambda f: int(f[5:]))
+                if not responses or "label_value" not in fields:
+                    raise ValueError(f"{where} lacks resp_<i> or label_value columns.")
+                context = next((f for f in ("context", "prompt", "input", "query")
+                                if f in fields), None)
+                for number, row in enumerate(reader, start=2):  # the row, as before
+                    line = reader.line_num  # the file's line, for the errors
+                    missing = [f for f in (*responses, "label_value") if row.get(f) is None]
+                    if missing:
+                        raise ValueError(f"{where}:{line}: the row has too few fields (no "
+                                         f"{missing[0]}).")
+                    if "label_name" in fields and not _is_temperature(row.get("label_name")):
+                        raise ValueError(f"{where}:{line}: label_name is "
+                                         f"{row.get('label_name')!r}, not a temperature.")
+                    try:
+                        temperature = float(row["label_value"])
+                    except ValueError:
+                        raise ValueError(f"{where}:{line}: label_value {row['label_value']!r} "
+                                         "is not a number.") from None
+                    if not (math.isfinite(temperature) and low < temperature <= high):
+                        raise ValueError(f"{where}:{line}: label_value {row['label_value']!r} "
+                                         f"is not a temperature in ({low:g}, {high:g}].")
+                    records.append({
+                        "task": task,
+                        "prompt_id": f"{task}:{row.get('sample_id') or number}",
+                        "prompt": (row[context] or "") if context else "",
+                        "temperature": temperature,
+                        "responses": [" ".join((row[f] or "").split()) for f in responses],
+                    })
+        except csv.Error as exc:
+            line = reader.line_num if reader is not None else 1
+            raise ValueError(f"{where}:{line}: not readable as CSV ({exc}).") from None
+        except UnicodeDecodeError as exc:
+            line = reader.line_num if reader is not None else 1
+            raise ValueError(f"{where}: not UTF-8 text near line {line} ({exc.reason}).") \
+                from None
     if not records:
-        raise ValueError(f"{zip_path}:{member} holds no sets.")
+        raise ValueError(f"{where} holds no sets.")
     return records

@@ -176,7 +176,7 @@ def _hub_model(name: str, dimension: int, normalised: bool) -> TextModelInfo:
 
 
 # The paper's models that the Hugging Face hub serves (Wayland et al.'s other two, ada-002 and
-# mistral-embed, are paid APIs: no weights to download), downloaded with huggingface_hub when a
+# mistral-embed, are paid APIs: no weights to download), downloaded from the hub (assets.hub) when a
 # network is there. Their files have no published checksums: the SHA-256 of each is logged on
 # first download (to pin in ``files``) and recorded, unpinned, in the model's .pins.json.
 PAPER_TEXT_MODELS: dict[str, TextModelInfo] = {

@@ -1,0 +1,536 @@
+"""Downloads and hub listings against a hostile local server (tests/hostile_server.py), one
+regression test per class of issue 40: every transfer ends, nothing bad is kept or pinned, every
+failure is one line naming what failed. The limits are short (:func:`diversity_core.assets.http.
+limits`), so that each test takes well under a second or two; no test measures time."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from hostile_server import hostile_server
+
+from diversity_core.assets import download, fetch, formats, http, pins
+from diversity_core.assets.hub import (
+    HubFile,
+    _git_blob_sha1,
+    fetch_hub_files,
+    list_repo_files,
+    split_shards,
+)
+from diversity_core.data import images, text, text_tasks
+
+
+@pytest.fixture
+def hostile(monkeypatch):
+    """The hostile server with short limits: 1 s per read, 0.5 s rate windows at 2 kB/s, a 3 s
+    deadline, 3 redirects, 5 pages. A user with a network: the HF_HUB_OFFLINE that loading a
+    packaged model sets in this test process is not theirs."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with hostile_server() as server, http.limits(
+            connect_timeout=2.0, read_timeout=1.0, rate_window=0.5, min_rate=2000.0,
+            deadline=3.0, max_redirects=3, max_pages=5):
+        yield server
+
+
+def _left(folder: Path) -> list[str]:
+    """What a fetch left in ``folder``: everything but the assets' own ``.<name>.lock`` files."""
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def _one_line(exc) -> str:
+    message = str(exc.value)
+    assert "\n" not in message, message
+    return message
+
+
+# -- every download ends ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/stall-headers", "/stall-body"])
+def test_a_stalled_server_times_out(hostile, tmp_path, path):
+    dest = tmp_path / "data" / "file.bin"
+    with pytest.raises(OSError, match="timed out") as err:
+        download(hostile.url + path, dest, checksum="0" * 64, progress=False, asset="the file",
+                 config_key="some.key")
+    assert "the file" in _one_line(err) and "some.key" in str(err.value)
+    assert not dest.exists() and not [n for n in _left(dest.parent) if n.endswith(".part")]
+
+
+def test_a_trickle_is_stopped_by_the_minimum_rate(hostile, tmp_path):
+    dest = tmp_path / "file.bin"
+    with pytest.raises(OSError, match=r"bytes/s over the last .* under the minimum"):
+        download(hostile.url + "/trickle", dest, checksum=None, progress=False)
+    assert not dest.exists()
+
+
+def test_a_trickle_is_stopped_by_the_deadline(hostile, tmp_path):
+    # Fast enough for the rate, too slow for the deadline.
+    with http.limits(min_rate=1.0, deadline=1.0):
+        with pytest.raises(OSError, match="past the deadline of 1 s"):
+            download(hostile.url + "/trickle", tmp_path / "file.bin", checksum=None,
+                     progress=False)
+
+
+def test_a_stalled_listing_times_out(hostile):
+    with pytest.raises(OSError, match="timed out"):
+        list(http.get_json_pages(hostile.url + "/stall-headers", what="a listing"))
+
+
+def test_a_listing_that_links_to_itself_is_stopped(hostile):
+    with pytest.raises(OSError, match="pagination loop") as err:
+        list_repo_files("o/r", "self-link", dataset=True, endpoint=hostile.url,
+                        what="corpus x")
+    assert _one_line(err).startswith("corpus x: cannot list the files of o/r@self-link")
+    assert hostile.requested.count("/api/datasets/o/r/tree/self-link") == 1
+
+
+def test_a_listing_without_end_is_bounded(hostile):
+    with pytest.raises(OSError, match="more than 5 pages"):
+        list_repo_files("o/r", "endless", dataset=True, endpoint=hostile.url)
+    assert len(hostile.requested) == 5
+
+
+def test_a_listing_page_that_is_not_json_is_named(hostile):
+    with pytest.raises(ValueError, match=r"the listing page .*not-json.* is not JSON"):
+        list_repo_files("o/r", "not-json", dataset=True, endpoint=hostile.url)
+
+
+def test_a_paginated_listing_is_read_whole(hostile):
+    entries = [{"type": "file", "path": f"f{i}.txt", "size": 1, "oid": f"{i:040x}"}
+               for i in range(5)]
+    hostile.set(listings={"main": entries})
+    assert sorted(list_repo_files("o/r", "main", dataset=False, endpoint=hostile.url)) == [
+        f"f{i}.txt" for i in range(5)]
+    assert hostile.requested.count("/api/models/o/r/tree/main") == 3  # pages of 2
+
+
+# -- sizes and digests while streaming -------------------------------------------------------
+
+def test_the_declared_size_stops_the_stream(hostile, tmp_path):
+    dest = tmp_path / "shard.parquet"
+    with pytest.raises(OSError, match="more than 10 bytes; stopped there"):
+        download(hostile.url + "/endless", dest, checksum="0" * 64, size=10, progress=False)
+    assert _left(tmp_path) == [".shard.parquet.lock"] or _left(tmp_path) == []
+
+
+def test_an_announced_size_above_the_listing_is_refused_unread(hostile, tmp_path):
+    with pytest.raises(OSError, match=r"announces 1073741824 bytes, the listing 100"):
+        download(hostile.url + "/announce-big", tmp_path / "a.zip", checksum="0" * 64,
+                 size=100, progress=False)
+
+
+def test_fewer_bytes_than_listed_are_an_error(hostile, tmp_path):
+    hostile.files["short.bin"] = b"abc"
+    with pytest.raises(OSError, match="3 bytes arrived, the listing declares 5"):
+        download(hostile.url + "/file/short.bin", tmp_path / "short.bin", checksum=None,
+                 size=5, progress=False)
+
+
+def test_git_blob_digest_is_streamed(tmp_path, monkeypatch):
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"a": 1}\n' * 1000)
+    expected = hashlib.sha1(b"blob %d\0" % path.stat().st_size + path.read_bytes()).hexdigest()
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read whole"))
+    assert _git_blob_sha1(path, chunk_size=100) == expected
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_destination_that_is_not_a_regular_file_is_refused_unread(tmp_path, kind):
+    dest = tmp_path / "data.zip"
+    if kind == "fifo":
+        os.mkfifo(dest)
+    else:
+        dest.symlink_to("/dev/zero")
+    with pytest.raises(ValueError, match="is not a regular file"):
+        download("http://127.0.0.1:9/none", dest, checksum=None, progress=False)
+
+
+# -- nothing bad is kept or pinned -----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["data.zip", "shard.parquet", "archive.tar.gz"])
+def test_an_html_page_with_status_200_is_not_kept(hostile, tmp_path, capsys, name):
+    dest = tmp_path / name
+    with pytest.raises(ValueError, match="sent an HTML page") as err:
+        download(hostile.url + "/html", dest, checksum=None, progress=False, asset="the data")
+    assert "nothing was kept or pinned" in _one_line(err)
+    assert not dest.exists() and not [n for n in _left(tmp_path) if n.endswith(".part")]
+    assert "sha256 of" not in capsys.readouterr().out  # no digest offered for pinning
+
+
+def test_the_release_as_html_is_neither_kept_nor_pinned(hostile, tmp_path):
+    dest = tmp_path / "tevet_berant" / "data.zip"
+    with pytest.raises(ValueError, match="HTML page"):
+        text_tasks.fetch_tevet_berant(hostile.url + "/html", dest, sha256=None)
+    assert not dest.exists() and not (dest.parent / ".pins.json").exists()
+
+
+def test_a_bad_unpinned_file_in_place_is_fetched_again(hostile, tmp_path):
+    good = _zip({"a.csv": "x\n1\n"})
+    hostile.files["data.zip"] = good
+    dest = tmp_path / "data.zip"
+    dest.write_bytes(b"<html><body>503</body></html>")  # what an earlier run kept
+    digest = download(hostile.url + "/file/data.zip", dest, checksum=None, progress=False)
+    assert dest.read_bytes() == good and digest == hashlib.sha256(good).hexdigest()
+
+
+def test_a_pinned_file_that_is_not_its_format_names_the_pin(tmp_path):
+    dest = tmp_path / "data.zip"
+    dest.write_bytes(b"<html>error</html>")
+    with pytest.raises(ValueError,
+                       match=r"matches its pin .* yet is an HTML page .*: the pin is wrong"):
+        download("http://127.0.0.1:9/none", dest,
+                 checksum=hashlib.sha256(dest.read_bytes()).hexdigest(), progress=False)
+
+
+def test_a_broken_release_in_place_names_its_path(tmp_path):
+    release = tmp_path / "data.zip"
+    release.write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ValueError, match=rf"{release}: Tevet & Berant's release is not a "
+                                         r"readable zip archive .* delete it") as err:
+        text_tasks.tevet_berant_members(release, verify=False)
+    _one_line(err)
+
+
+def test_a_zip_bomb_member_is_refused_from_the_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(formats, "_INFLATION_FLOOR", 1 << 20)
+    release = tmp_path / "data.zip"
+    with zipfile.ZipFile(release, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("data/raw/decTest/dec_test_1000_no_hds_story_gen.csv", "," * (8 << 20))
+    read = []
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda *a, **k: read.append(a) or 1 / 0)
+    with pytest.raises(ValueError,
+                       match=r"declares 8388608 bytes from \d+ compressed \(a zip bomb") as err:
+        text_tasks.tevet_berant_members(release, verify=False)
+    assert "dec_test_1000_no_hds_story_gen.csv" in _one_line(err) and not read
+
+
+def test_a_dd_archive_bomb_is_refused_from_the_directory(tmp_path, monkeypatch):
+    from diversity_core.data.graphs import fetch_dd
+
+    monkeypatch.setattr(formats, "_INFLATION_FLOOR", 1 << 20)
+    data = _zip({"DD/DD_A.txt": "1, 2\n" * (2 << 20), "DD/DD_graph_indicator.txt": "1\n1\n"})
+    (tmp_path / "DD.zip").write_bytes(data)
+    with pytest.raises(ValueError, match=r"member 'DD/DD_A.txt' declares .* \(a zip bomb") as err:
+        fetch_dd(tmp_path, url="https://example.org/DD.zip",
+                 sha256=hashlib.sha256(data).hexdigest())
+    assert "graphs.proteins.url" in _one_line(err) and not (tmp_path / "DD").exists()
+
+
+def test_a_tar_bomb_is_refused_from_the_headers(tmp_path):
+    archive = tmp_path / "a.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("cifar-10-batches-py/data_batch_1")
+        info.size = 4 << 20
+        tar.addfile(info, io.BytesIO(b"\0" * info.size))
+    with pytest.raises(ValueError, match="past 1048576 bytes unpacked"):
+        fetch.extract_tar(archive, tmp_path / "out", what="a.tar.gz", max_total=1 << 20)
+    assert not list((tmp_path / "out").rglob("data_batch_1"))
+
+
+def test_a_cifar_archive_without_its_folder_names_the_archive(hostile, tmp_path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("other/readme.txt")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"hi"))
+    hostile.files["cifar.tar.gz"] = buffer.getvalue()
+    folder = tmp_path / "cifar10" / "cifar-10-batches-py"
+    with pytest.raises(ValueError, match="holds no folder cifar-10-batches-py/") as err:
+        images.fetch_cifar10(folder, url=hostile.url + "/file/cifar.tar.gz",
+                             md5=hashlib.md5(buffer.getvalue()).hexdigest())
+    message = _one_line(err)
+    assert str(tmp_path / "cifar10" / "cifar-10-python.tar.gz") in message
+    assert "images.cifar10.url" in message and ".part" not in message
+    assert not folder.exists()
+
+
+# -- redirects -------------------------------------------------------------------------------
+
+def test_a_redirect_loop_is_one_line(hostile, tmp_path):
+    dest = tmp_path / "data.zip"
+    with pytest.raises(OSError, match="more than 3 redirects: a redirect loop") as err:
+        download(hostile.url + "/redirect-loop", dest, checksum="0" * 64, progress=False,
+                 asset="the release", config_key="text.tevet_berant.url")
+    assert f"Place the file at {dest} by hand" in _one_line(err)
+    assert hostile.requested.count("/redirect-loop") == 4
+
+
+def test_strict_mode_refuses_a_redirect_to_plain_http(hostile, tmp_path):
+    with pytest.raises(OSError, match="redirects to http://example.invalid/data.zip, plain "
+                                      "HTTP outside the loopback: strict_assets refuses it"):
+        download(hostile.url + "/redirect-http", tmp_path / "data.zip", checksum="0" * 64,
+                 progress=False, strict=True)
+
+
+def test_a_hub_file_error_points_at_no_temporary_folder(hostile, tmp_path):
+    scratch = tmp_path / ".x.abcd1234.part"
+    scratch.mkdir()
+    with pytest.raises(OSError, match="HTTP 404") as err:
+        fetch_hub_files("o/r", "main", {"gone.parquet": "0" * 64}, tmp_path / "staging",
+                        scratch=scratch, dataset=True, endpoint=hostile.url, asset="corpus x",
+                        config_key="text_assets.corpora.x", offline_default="the default")
+    message = _one_line(err)
+    assert str(scratch) not in message and "Place the file" not in message
+    assert sorted(p.name for p in scratch.iterdir()) == []  # no lock, no partial file
+
+
+# -- listings: names, layouts, the client's own caches ---------------------------------------
+
+def test_an_over_long_name_in_a_listing_is_one_line(hostile):
+    hostile.set(listings={"main": [{"type": "file", "path": "a" * 5000 + ".parquet",
+                                    "size": 1, "oid": "0" * 40}]})
+    with pytest.raises(ValueError, match=r"corpus x: the listing of o/r@main, entry 0: the name "
+                                         r".* longer than a file system allows") as err:
+        list_repo_files("o/r", "main", dataset=True, endpoint=hostile.url, what="corpus x")
+    assert len(_one_line(err)) < 400
+
+
+def test_the_hub_calls_do_not_use_the_clients_telemetry(hostile, tmp_path, monkeypatch,
+                                                        caplog):
+    """huggingface_hub asks an endpoint for /api/agent-harnesses and caches the answer in the
+    user's folder; the pipeline's listing never asks, works beside a broken cache file (a JSON
+    list, as a mirror answered) and names that file."""
+    import huggingface_hub.constants
+
+    cached = tmp_path / "hf" / ".agent_harnesses.json"
+    cached.parent.mkdir()
+    cached.write_text("[]")
+    monkeypatch.setattr(huggingface_hub.constants, "AGENT_HARNESSES_PATH", str(cached))
+    hostile.set(listings={"main": [{"type": "file", "path": "a.txt", "size": 1,
+                                    "oid": "1" * 40}]})
+    with caplog.at_level("WARNING"):
+        assert list(list_repo_files("o/r", "main", dataset=False, endpoint=hostile.url)) == [
+            "a.txt"]
+    assert "/api/agent-harnesses" not in hostile.requested
+    assert f"huggingface_hub's cache file {cached} holds a JSON list" in caplog.text
+
+
+def test_split_layouts_of_the_hub():
+    def listing(*paths):
+        return {p: HubFile(p, 1) for p in paths}
+
+    name, shards = split_shards(listing("a/partial-train/0001.parquet",
+                                        "a/partial-train/0000.parquet",
+                                        "a/partial-validation/0000.parquet",
+                                        "g/partial-train/0000.parquet"), "a", "train", what="x")
+    assert name == "<config>/partial-<split>/NNNN.parquet"
+    assert [s.path for s in shards] == ["a/partial-train/0000.parquet",
+                                        "a/partial-train/0001.parquet"]
+    assert split_shards(listing("a/train/0000.parquet"), "a", "train", what="x")[0] == (
+        "<config>/<split>/NNNN.parquet")
+    assert [s.path for s in split_shards(listing("g/train-00001-of-00002.parquet",
+                                                 "g/train-00000-of-00002.parquet"),
+                                         "g", "train", what="x")[1]] == [
+        "g/train-00000-of-00002.parquet", "g/train-00001-of-00002.parquet"]
+    assert split_shards(listing("data/train-00000-of-00001.parquet"), "default", "train",
+                        what="x")[0] == "data/<split>-NNNNN-of-NNNNN.parquet"
+    with pytest.raises(ValueError, match="no parquet shards of config 'a', split 'train'"):
+        split_shards(listing("big_patent.py", "README.md"), "a", "train", what="x")
+    with pytest.raises(ValueError, match="not numbered 0, 1, 2"):
+        split_shards(listing("g/train-00001-of-00018.parquet"), "g", "train", what="x")
+    with pytest.raises(ValueError, match="several layouts"):
+        split_shards(listing("a/train/0000.parquet", "a/partial-train/0000.parquet"), "a",
+                     "train", what="x")
+
+
+def _parquet(rows: list[str]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(pa.table({"abstract": rows}), out)
+    return out.getvalue()
+
+
+def _tree_entry(path: str, data: bytes) -> dict:
+    return {"type": "file", "path": path, "size": len(data),
+            "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+            "lfs": {"oid": hashlib.sha256(data).hexdigest(), "size": len(data),
+                    "pointerSize": 134}}
+
+
+def _listed_source(url, max_rows):
+    return {"sources": [{"kind": "hf", "repo": "o/big",
+                         "revision": ["main", "refs/convert/parquet"], "config": "a",
+                         "split": "train", "files": {}, "column": "abstract",
+                         "max_rows": max_rows, "endpoint": url}]}
+
+
+def test_a_split_found_in_the_listing_is_read_shard_by_shard(hostile, tmp_path):
+    shards = {f"a/partial-train/{i:04d}.parquet":
+              _parquet([f"row {3 * i + j}" for j in range(3)]) for i in range(3)}
+    hostile.files.update(shards)
+    hostile.set(listings={
+        "main": [{"type": "file", "path": "big.py", "size": 1, "oid": "2" * 40}],
+        "refs/convert/parquet": [{"type": "directory", "path": "a", "oid": "0" * 40, "size": 0}]
+        + [_tree_entry(p, d) for p, d in shards.items()]})
+    dest = tmp_path / "res" / "big_patent"
+    text.fetch_corpus("big_patent", dest, _listed_source(hostile.url, 5))
+    fetched = [p for p in hostile.requested if "/resolve/" in p]
+    assert [p.rsplit("/", 1)[1] for p in fetched] == ["0000.parquet", "0001.parquet"]
+    assert text.load_corpus("big_patent", dest, _listed_source(hostile.url, 5),
+                            as_stored=True) == [f"row {i}" for i in range(5)]
+    record = json.loads((dest / ".pins.json").read_text())
+    assert set(record["files"]) == set(list(shards)[:2])
+    assert not any(e["pinned"] for e in record["files"].values())  # from the listing: unpinned
+    # No lock or partial file left anywhere but the asset's own lock beside its folder.
+    leftovers = [p.name for p in (tmp_path / "res").rglob(".*") if p.name != ".pins.json"]
+    assert leftovers == [".big_patent.lock"]
+
+
+def test_a_shard_that_is_not_the_listed_one_is_not_kept(hostile, tmp_path):
+    data = _parquet(["a", "b"])
+    hostile.files["a/partial-train/0000.parquet"] = _parquet(["x", "y"])  # not what is listed
+    hostile.set(listings={"main": [_tree_entry("a/partial-train/0000.parquet", data)]})
+    dest = tmp_path / "big_patent"
+    with pytest.raises(ValueError, match="checksum mismatch") as err:  # the listed digest
+        text.fetch_corpus("big_patent", dest, _listed_source(hostile.url, 5))
+    assert ".part" not in _one_line(err)  # no temporary folder named
+    assert not dest.exists() and _left(tmp_path) == [".big_patent.lock"]
+
+
+def test_strict_mode_refuses_a_split_without_pins(hostile, tmp_path):
+    """A split found in the listing, its revision a branch and no shard pinned: refused before
+    the listing is asked for."""
+    with pytest.raises(pins.UnpinnedAssetError, match="have no pinned sha256") as err:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(pins.STRICT_ENV, "1")
+            text.fetch_corpus("big_patent", tmp_path / "bp", _listed_source(hostile.url, 5))
+    assert "is not a commit" in str(err.value) and hostile.requested == []
+
+
+# -- readers of downloaded text name what failed ---------------------------------------------
+
+def _zip(members: dict[str, str | bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+MEMBER = "data/raw/decTest/dec_test_1000_no_hds_story_gen.csv"
+
+
+def _release(tmp_path, rows, header=("sample_id", "context", "resp_0", "resp_1", "label_name",
+                                     "label_value"), raw: bytes | None = None) -> Path:
+    if raw is None:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows(rows)
+        raw = out.getvalue().encode()
+    path = tmp_path / "data.zip"
+    path.write_bytes(_zip({MEMBER: raw}))
+    return path
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    ([0, "c", "a", "b", "temp", "nan"], "label_value 'nan' is not a temperature"),
+    ([0, "c", "a", "b", "temp", "1e999"], "label_value '1e999' is not a temperature"),
+    ([0, "c", "a", "b", "temp", "-5"], "label_value '-5' is not a temperature"),
+    ([0, "c", "a", "b", "temp", "hot"], "label_value 'hot' is not a number"),
+    ([0, "c", "a", "b", "content", "0.5"], "label_name is 'content', not a temperature"),
+    ([0, "c", "a"], "the row has too few fields (no resp_1)"),
+])
+def test_tevet_berant_rows_are_checked(tmp_path, row, problem):
+    release = _release(tmp_path, [[1, "c", "a", "b", "temp", "0.7"], row])
+    with pytest.raises(ValueError) as err:
+        text_tasks.load_tevet_berant(release, "story", MEMBER, verify=False)
+    assert _one_line(err) == f"{release}:{MEMBER}:3: {problem}" + (
+        " in (0, 2]." if "not a temperature" in problem and "label_name" not in problem
+        else "." if "label_name" in problem or "too few" in problem else ".")
+
+
+def test_a_csv_field_past_the_limit_names_member_and_line(tmp_path):
+    release = _release(tmp_path, [[1, "c", "a" * (1 << 18), "b", "temp", "0.7"]])
+    with pytest.raises(ValueError, match=rf"{MEMBER}:\d+: not readable as CSV \(field larger"):
+        text_tasks.load_tevet_berant(release, "story", MEMBER, verify=False)
+
+
+def test_a_csv_that_is_not_utf8_names_the_member(tmp_path):
+    raw = b"sample_id,context,resp_0,label_name,label_value\n1,\xff\xfe,a,temp,0.5\n"
+    release = _release(tmp_path, [], raw=raw)
+    with pytest.raises(ValueError, match=rf"{MEMBER}: not UTF-8 text near line"):
+        text_tasks.load_tevet_berant(release, "story", MEMBER, verify=False)
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b'{"abstract": "a"}\n{"abstract": \n', r"arxiv.jsonl:2:\d+: not JSON"),
+    (b'{"abstract": "a"}\n' + b"[" * 100000 + b"\n", r"arxiv.jsonl:2: JSON nested too deeply"),
+    (b'{"abstract": "\xff"}\n', r"arxiv.jsonl:1: not UTF-8 text"),
+    (b'["a list"]\n', r"arxiv.jsonl:1: not a JSON object"),
+])
+def test_json_lines_readers_name_file_and_line(tmp_path, content, problem):
+    path = tmp_path / "arxiv.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=problem) as err:
+        text._read_column(path, "abstract", None)
+    _one_line(err)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_a_broken_gzip_names_the_file(tmp_path, damage):
+    data = gzip.compress(b'{"abstract": "a"}\n' * 1000)
+    path = tmp_path / "arxiv.jsonl.gz"
+    path.write_bytes(data[:len(data) // 2] if damage == "truncated" else b"plain text\n")
+    with pytest.raises(ValueError, match=rf"{path}: not a whole gzip file"):
+        text._read_column(path, "abstract", None)
+
+
+def test_a_broken_parquet_names_the_file(tmp_path):
+    path = tmp_path / "shard.parquet"
+    path.write_bytes(b"PAR1 this is no parquet footer PAR1")
+    with pytest.raises(ValueError, match=rf"{path}: not a readable parquet file") as err:
+        text._read_column(path, "abstract", None)
+    _one_line(err)
+
+
+def test_presto_rows_as_stored(tmp_path):
+    """models.documents: presto takes the rows as Presto does: whitespace untouched, an empty
+    row kept as an empty document; a null is an error naming the file and row."""
+    (tmp_path / "x.parquet").write_bytes(_parquet([" a  b\n", "", "c"]))
+    source = {"kind": "hf", "repo": "o/r", "revision": "main", "column": "abstract",
+              "files": {"x.parquet": None}}
+    assert text.load_hf_source(source, tmp_path, as_stored=True) == [" a  b\n", "", "c"]
+    assert text.load_hf_source(source, tmp_path) == ["a b", "c"]  # documents: drawn
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"abstract": ["a", None]}), tmp_path / "x.parquet")
+    with pytest.raises(ValueError, match=r"x.parquet: row 2 of column 'abstract' is None"):
+        text.load_hf_source(source, tmp_path, as_stored=True)
+
+
+def test_format_checks_by_name(tmp_path):
+    """What each name promises, by magic bytes; an HTML page is refused under any data name."""
+    tar = io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w") as archive:
+        archive.addfile(tarfile.TarInfo("empty"), io.BytesIO(b""))
+    good = {"a.zip": _zip({"x": "1"}), "a.tar.gz": gzip.compress(b"x"),
+            "a.jsonl.gz": gzip.compress(b"{}\n"), "a.tar": tar.getvalue(),
+            "a.parquet": _parquet(["x"]), "a.graph": b"\x80\x02}q\x00.", "a.xml": b"<?xml?>"}
+    for name, data in good.items():
+        (tmp_path / name).write_bytes(data)
+        assert formats.format_problem(tmp_path / name) is None, name
+    for name in good:
+        if name == "a.xml":
+            continue
+        (tmp_path / name).write_bytes(b"\n <!DOCTYPE html><html>404</html>")
+        assert formats.format_problem(tmp_path / name).startswith("an HTML page"), name
+    for name, problem in (("a.zip", "not a zip"), ("a.tar.gz", "not gzip"),
+                          ("a.tar", "not a tar"), ("a.parquet", "not a parquet")):
+        (tmp_path / name).write_bytes(b"\0" * 600)
+        assert formats.format_problem(tmp_path / name).startswith(problem), name
+    (tmp_path / "a.parquet").write_bytes(_parquet(["x"])[:-1])  # truncated: no closing PAR1
+    assert formats.format_problem(tmp_path / "a.parquet").startswith("not a parquet")
