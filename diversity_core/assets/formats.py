@@ -5,7 +5,7 @@
   status 200): a file that fails is never kept or pinned;
 * :func:`check_zip_members`: a zip archive's members checked from its directory (sizes, the
   inflation of each member, their total) before any member is read: the memory rule of the
-  ``.npz`` readers (:data:`diversity_core.embedding_files.MEMORY_RULE`) for archives of text.
+  ``.npz`` readers (:data:`diversity_core.files.embeddings.MEMORY_RULE`) for archives of text.
 """
 
 from __future__ import annotations
