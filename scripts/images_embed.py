@@ -7,7 +7,8 @@ configuration with a smaller reference or pool, embeds only the images not seen 
 import time
 
 import numpy as np
-from _helpers import Input, Output, input_sha256, log, run
+from _contract import Input, Output
+from _job import input_sha256, log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data.images import load_dataset

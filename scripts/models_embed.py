@@ -9,7 +9,8 @@ import json
 import time
 
 import numpy as np
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.device import parse_device

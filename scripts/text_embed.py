@@ -7,7 +7,8 @@ in order of first appearance) and ``embeddings`` (len(texts), d) float32.
 """
 
 import numpy as np
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data import text_tasks
