@@ -41,7 +41,8 @@ from ._memory import available_memory
 __all__ = ["DEVICES", "Device", "parse_device", "device_problem", "free_memory"]
 
 # The one table of names: name -> (the magnitude engine, the torch device; None: auto's choice).
-# ``cuda:N`` stands for every numbered GPU (matched by _CUDA_N below).
+# ``cuda:N`` stands for every numbered GPU (matched by _CUDA_N below; its torch device is the
+# name itself).
 _TABLE = {
     "cpu": ("numpy", "cpu"),
     "auto": ("numpy", None),
@@ -52,6 +53,13 @@ _TABLE = {
 DEVICES = ", ".join(_TABLE)
 """The names, as the one-line refusals list them."""
 _CUDA_N = re.compile(r"cuda:[0-9]+", re.ASCII)
+
+
+def _row(name) -> tuple[str, str | None] | None:
+    """The table's row of ``name``; None for a name that is not in it."""
+    if not isinstance(name, str) or name == "cuda:N":  # "cuda:N": the placeholder, no device
+        return None
+    return _TABLE.get("cuda:N" if _CUDA_N.fullmatch(name) else name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,17 +78,25 @@ class Device:
     name: str
     engine: str
 
+    def __post_init__(self):
+        row = _row(self.name)
+        if row is None or row[0] != self.engine:  # made by hand, not by parse_device
+            raise ValueError(f"Device({self.name!r}, {self.engine!r}) is not a row of the "
+                             f"table; parse_device(name) makes one of {DEVICES}.")
+
     @functools.cached_property
     def torch(self) -> str:
         """The torch device of the networks and of the engine's torch path (``cpu``, ``cuda``,
-        ``cuda:1``); ``auto`` chooses here, once per value, and without torch it is the CPU."""
-        if self.name == "auto":
+        ``cuda:1``), as the table says; ``auto``'s is chosen here, once per value (CUDA when
+        torch sees a GPU; without torch, the CPU)."""
+        where = _row(self.name)[1]
+        if where is None:
             try:
                 import torch
             except ModuleNotFoundError:
                 return "cpu"
             return "cuda" if torch.cuda.is_available() else "cpu"
-        return "cpu" if self.name == "torch:cpu" else self.name
+        return self.name if where == "cuda:N" else where
 
     @property
     def kind(self) -> str:
@@ -107,12 +123,12 @@ def parse_device(value, *, key: str = "device", check: bool = True) -> Device:
     """
     if isinstance(value, Device):
         return value
-    row = _TABLE.get("cuda:N" if isinstance(value, str) and _CUDA_N.fullmatch(value) else value)
-    if row is None or value == "cuda:N":
+    row = _row(value)
+    if row is None:
         raise ValueError(f"{key}: unknown device {value!r}; the devices are {DEVICES} "
                          "(N = 0, 1, ...).")
     device = Device(value, row[0])
-    if check and (device.name.startswith("cuda") or device.name == "torch:cpu"):
+    if check and device.engine == "torch":
         _check_torch_sees(device, key)
     return device
 
@@ -135,12 +151,13 @@ def _check_torch_sees(device: Device, key: str) -> None:
             raise
         raise ValueError(f"{key}: device {device.name!r} needs torch, which is not installed "
                          "(cpu and auto run the magnitude engine without it).") from None
-    if not device.name.startswith("cuda"):
+    where = torch.device(device.torch)
+    if where.type != "cuda":
         return
     if not torch.cuda.is_available():
         raise ValueError(f"{key}: device {device.name!r} requested but torch sees no CUDA GPU.")
     count = torch.cuda.device_count()
-    if device.name.startswith("cuda:") and int(device.name[5:]) >= count:
+    if where.index is not None and where.index >= count:
         seen = "cuda:0" + (f" to cuda:{count - 1}" if count > 1 else "")
         raise ValueError(f"{key}: device {device.name!r} requested but torch sees {count} CUDA "
                          f"GPU{'s' if count > 1 else ''} ({seen}).")

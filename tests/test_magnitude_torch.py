@@ -181,6 +181,8 @@ def test_engine_devices():
     assert parse_device("auto").torch == ("cuda" if torch.cuda.is_available() else "cpu")
     device = parse_device("torch:cpu")
     assert parse_device(device) is device  # a parsed value is handed on, never parsed again
+    with pytest.raises(ValueError, match="not a row of the table"):
+        Device("cuda", "numpy")  # one name, one meaning: no other engine for it by hand
     for name in ("gpu", "cuda:x", "tpu", "", None, "torch:cuda", "mps", "cuda:N", "numpy"):
         with pytest.raises(ValueError, match=r"^--flag: unknown device .*; the devices are "
                                              r"cpu, auto, cuda, cuda:N, torch:cpu"):
