@@ -163,10 +163,12 @@ def _check_torch_sees(device: Device, key: str) -> None:
                          f"GPU{'s' if count > 1 else ''} ({seen}).")
 
 
-def free_memory(device: Device) -> int:
-    """Bytes free on ``device``'s torch device now: CUDA's ``torch.cuda.mem_get_info``; for the
-    CPU the host's ``MemAvailable`` (/proc/meminfo), else its physical memory. What the
-    magnitude engine's torch path measures a computation's need against."""
+def free_memory(device) -> int:
+    """Bytes free on ``device``'s torch device now (a :class:`Device` or a name): CUDA's
+    ``torch.cuda.mem_get_info``; for the CPU the host's ``MemAvailable`` (/proc/meminfo), else
+    its physical memory. What the magnitude engine's torch path measures a computation's need
+    against."""
+    device = parse_device(device)
     if device.kind == "cuda":
         import torch
 

@@ -168,6 +168,10 @@ def test_memory_is_refused_beforehand_in_one_line():
         TorchMagnitudeBatch([D, D], memory_limit=1000)
     with pytest.raises(MemoryError, match="in 3 dimensions"):
         TorchMagnitudeSpace.from_points(cloud(50), memory_limit=1000)
+    # The public check takes a name or a Device; free memory is the host's on the CPU.
+    with pytest.raises(MemoryError, match=r"needs about .* GiB on cpu; .* GiB free\."):
+        mg.check_torch_memory(2**60, "torch:cpu")
+    mg.check_torch_memory(1, parse_device("torch:cpu"))
 
 
 def test_engine_devices():

@@ -98,6 +98,7 @@ def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
     """Raise ``MemoryError`` in one line, before anything is allocated, if ``need`` bytes
     exceed the free memory of ``device`` (a :class:`~diversity_core.device.Device`; CUDA:
     ``torch.cuda.mem_get_info``; the CPU: the host's available memory) or ``memory_limit``."""
+    device = parse_device(device)  # a name given here is this public function's to parse
     limit = free_memory(device) if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "free" if memory_limit is None else "allowed (memory_limit)"
