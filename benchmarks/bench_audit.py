@@ -7,7 +7,7 @@ leaves: the committed final results as they are, and every interim file and asse
 the default configuration gives it (random bytes: SHA-256 costs the same on any content; the
 sizes are estimates from the configuration, the model files' from their wheels), job by job in
 the workflow's order. Each job's records are written by the real writer, as
-``scripts/_helpers.py: run`` does (inputs hashed before, outputs after, assets by their
+``scripts/_job.py: run`` does (inputs hashed before, outputs after, assets by their
 ``.pins.json`` manifest), and timed: the provenance cost of each rule, set beside each
 experiment's CPU time in results/timings.md. Then the tree is audited (``audit``, two hashing
 threads, as ``python -m diversity_core audit`` does), and so is the fresh-clone case (the
@@ -325,7 +325,7 @@ def main():
             named_in = {k: [where(s) for s in v] for k, v in inputs.items()}
             named_out = {k: [where(s) for s in v] for k, v in outputs.items()}
             start = time.perf_counter()
-            hasher = Hasher()  # one per job, as scripts/_helpers.py: run
+            hasher = Hasher()  # one per job, as scripts/_job.py: run
             before = entries(named_in, roots, hasher, pinned_digest=True)
             write_records(named_out, named_in, roots=roots, hasher=hasher, rule=rule,
                           script=REPO / "scripts" / f"{script}.py", input_entries=before)

@@ -47,8 +47,7 @@ def _timed(function):
 
 
 def single(n: int, device: str, numpy_max: int) -> dict:
-    from diversity_core.magnitude import magnitude_space
-    from diversity_core.magnitude._torch import TorchMagnitudeSpace
+    from diversity_core.magnitude import TorchMagnitudeSpace, magnitude_space
 
     X = cloud(n)
 
@@ -71,8 +70,10 @@ def single(n: int, device: str, numpy_max: int) -> dict:
 
 
 def batch(m: int, k: int, device: str) -> dict:
-    from diversity_core.magnitude import clear_cache, convergence_scales, mag_areas
-    from diversity_core.magnitude._torch_batch import (
+    from diversity_core.magnitude import (
+        clear_cache,
+        convergence_scales,
+        mag_areas,
         torch_convergence_scales,
         torch_mag_areas,
     )
@@ -81,7 +82,7 @@ def batch(m: int, k: int, device: str) -> dict:
     matrices = [pairwise_distances(cloud(k, seed=s)) for s in range(m)]
 
     def on_device():
-        from diversity_core.magnitude._torch_batch import TorchMagnitudeBatch
+        from diversity_core.magnitude import TorchMagnitudeBatch
 
         prepared = TorchMagnitudeBatch(matrices, device=device)
         t_conv = torch_convergence_scales(prepared)
@@ -107,10 +108,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from diversity_core.device import resolve_device
+    from diversity_core.device import parse_device
 
     try:
-        device = resolve_device(args.device)
+        # The torch device of the name (auto: CUDA when torch sees one): what both sides
+        # of every comparison are moved to.
+        device = parse_device(args.device, key="--device").torch
     except ValueError as exc:
         print(f"bench_gpu: {exc}", file=sys.stderr)
         return 2

@@ -32,11 +32,11 @@ def main() -> None:
     import torch
 
     from diversity_core.data.images import load_fashion_mnist
-    from diversity_core.device import resolve_device
+    from diversity_core.device import parse_device
     from diversity_core.embed.inception import embed_images, load_inception
 
     torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
+    device = parse_device(args.device, key="--device").torch
     images, _ = load_fashion_mnist(args.data)
     batch = images[np.random.default_rng(0).choice(len(images), args.n_images, replace=False)]
     model = load_inception(args.model, device)

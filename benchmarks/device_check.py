@@ -168,6 +168,7 @@ def _mpnet_folder(root: Path, tiny: bool) -> Path:
 
 
 def check_sentences(device: str, tiny: bool) -> dict:
+    from diversity_core.device import parse_device
     from diversity_core.embed import sentences
 
     n_texts, dim = (48, MPNET_TINY["hidden_size"]) if tiny else (512, MPNET["hidden_size"])
@@ -182,7 +183,7 @@ def check_sentences(device: str, tiny: bool) -> dict:
         out, times = {}, {}
         for name in ("cpu", device):
             encoder = sentences._SentenceTransformerEncoder("all-mpnet-base-v2", info, folder,
-                                                            name)
+                                                            parse_device(name))
             start = time.perf_counter()
             out[name] = encoder.encode(texts, batch_size=64, progress=False)
             times[name] = time.perf_counter() - start
@@ -331,10 +332,12 @@ def check_inception(device: str, tiny: bool) -> dict:
 # --- magnitude ---------------------------------------------------------------------------------
 
 def check_magnitude(device: str, tiny: bool) -> dict:
-    from diversity_core.magnitude import MagnitudeSpace, convergence_scales, mag_areas
-    from diversity_core.magnitude._torch import TorchMagnitudeSpace
-    from diversity_core.magnitude._torch_batch import (
+    from diversity_core.magnitude import (
+        MagnitudeSpace,
         TorchMagnitudeBatch,
+        TorchMagnitudeSpace,
+        convergence_scales,
+        mag_areas,
         torch_convergence_scales,
         torch_mag_areas,
     )
@@ -383,10 +386,12 @@ def main(argv=None) -> int:
     import torch
 
     from diversity_core.atomic import atomic_write
-    from diversity_core.device import resolve_device
+    from diversity_core.device import parse_device
 
     try:
-        device = resolve_device(args.device)
+        # The torch device of the name (auto: CUDA when torch sees one): what both sides
+        # of every comparison are moved to.
+        device = parse_device(args.device, key="--device").torch
     except ValueError as exc:
         print(f"device_check: {exc}", file=sys.stderr)
         return 2

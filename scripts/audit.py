@@ -3,7 +3,7 @@
 The same check as ``python -m diversity_core audit RESULTS --resources RESOURCES``: the report
 goes to the terminal and to the rule's log, and the job fails on any finding."""
 
-from _helpers import log, run
+from _job import log, run
 
 from diversity_core.provenance.audit import audit
 

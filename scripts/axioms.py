@@ -1,6 +1,7 @@
 """The axiom table: every measure x axiom (paper §3.1) -> holds / fails with a counterexample."""
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 from tqdm import tqdm
 
 from diversity_core.atomic import atomic_path, atomic_write

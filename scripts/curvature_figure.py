@@ -3,8 +3,9 @@
 import matplotlib
 import numpy as np
 import pandas as pd
+from _contract import Input, Inputs, Output
 from _figures import COLOUR_MAP, plt, save_figure
-from _helpers import Input, Inputs, Output, run
+from _job import run
 
 
 def main(features: Input, functions: Inputs, figure: Output, figure_pdf: Output):

@@ -1,7 +1,8 @@
 """Sample the point clouds of the curvature experiment (geodesic polar coordinates)."""
 
 import numpy as np
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import curvature_design, sample_disk

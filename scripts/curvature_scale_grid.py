@@ -1,12 +1,14 @@
 """Magnitude of every cloud in one chunk at the scales of the sensitivity study's grid."""
 
 import numpy as np
-from _helpers import Input, Output, chunk_indices, log, run
+from _contract import Input, Output
+from _job import log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSpace
 from diversity_core.atomic import atomic_write
 from diversity_core.data.curvature import geodesic_distances
+from diversity_core.experiments.chunks import chunk_indices
 from diversity_core.magnitude import ScaleGrid
 
 

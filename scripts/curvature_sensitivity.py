@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 import pandas as pd
-from _helpers import Input, Inputs, Output, log, run
+from _contract import Input, Inputs, Output
+from _job import log, run
 
 from diversity_core import MagnitudeSettings
 from diversity_core.atomic import atomic_path

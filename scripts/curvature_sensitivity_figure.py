@@ -2,8 +2,9 @@
 paper's Table 1 values as bands and today's default limit marked; one panel per distance."""
 
 import pandas as pd
+from _contract import Input, Output
 from _figures import PAIR, plt, save_figure
-from _helpers import Input, Output, run
+from _job import run
 
 # Table 1 of the paper: mean ± sd over 5 folds.
 PAPER = {"piecewise linear": (0.05, 0.03), "quantile": (0.10, 0.05)}

@@ -2,7 +2,8 @@
 
 import numpy as np
 import pandas as pd
-from _helpers import Input, Inputs, Output, log, run
+from _contract import Input, Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments.curvature import (

@@ -9,7 +9,8 @@ its folder gets its ``.pins.json``.
 
 from pathlib import Path
 
-from _helpers import Outputs, log, run
+from _contract import Outputs
+from _job import log, run
 
 from diversity_core.data.graphs import fetch_graph_asset
 

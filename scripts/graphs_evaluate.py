@@ -2,7 +2,8 @@
 
 import numpy as np
 import pandas as pd
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 from tqdm import tqdm
 
 from diversity_core import MagnitudeSettings

@@ -10,7 +10,8 @@ half) and ``clusters.json`` (a readable summary, with each sweep's number of ste
 import json
 
 import numpy as np
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data import graphs as data_graphs

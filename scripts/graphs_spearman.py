@@ -14,7 +14,8 @@ ties share a rank) and the number of clusters and sweep steps.
 import json
 
 import pandas as pd
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import graph_mode_collapse as protocol

@@ -7,11 +7,12 @@ configuration with a smaller reference or pool, embeds only the images not seen 
 import time
 
 import numpy as np
-from _helpers import Input, Output, input_sha256, log, run
+from _contract import Input, Output
+from _job import input_sha256, log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data.images import load_dataset
-from diversity_core.device import resolve_device
+from diversity_core.device import parse_device
 from diversity_core.embed.inception import embed_with_cache
 
 
@@ -26,7 +27,7 @@ def main(folder: Input, selection: Input, model: Input, embeddings: Output, data
     idx = np.concatenate([ref_idx, pool_idx])
     if np.any(labels[idx] != cls):
         raise ValueError(f"selection rows for class {cls} hold images of other classes.")
-    device = resolve_device(device)
+    device = parse_device(device, key="images.device")  # this job's one parse
     model_sha256 = input_sha256(model)  # hashed once, for the record and the cache key
     start = time.perf_counter()
     feats, n_new = embed_with_cache(images, idx, model, cache, batch_size=batch_size,
@@ -35,11 +36,11 @@ def main(folder: Input, selection: Input, model: Input, embeddings: Output, data
     seconds = time.perf_counter() - start
     if n_new:
         log.info("class %d: embedded %d images in %.1f s on %s (%.2f images/s)", cls, n_new,
-                 seconds, device, n_new / seconds)
+                 seconds, device.torch, n_new / seconds)
     with atomic_write(embeddings, "wb") as out:
         np.savez(out, reference=feats[:len(ref_idx)], pool=feats[len(ref_idx):],
                  reference_indices=ref_idx, pool_indices=pool_idx)
-    return {"device": str(device), "threads": threads, "n_images": len(idx), "image_size": 299,
+    return {"device": device.torch, "threads": threads, "n_images": len(idx), "image_size": 299,
             "preprocessing": "grey->RGB, TF-1.x bilinear resize, x/128 - 1"}
 
 

@@ -5,7 +5,8 @@ archive placed by hand at ``<folder>/../cifar-10-python.tar.gz`` is verified aga
 pins before anything is extracted (diversity_core.data.images.fetch_cifar10).
 """
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.data.images import fetch_cifar10
 

@@ -5,7 +5,8 @@ with its ``.pins.json`` (diversity_core.data.images.fetch_fashion_mnist). Fashio
 offline substitute for the paper's CIFAR-10 (none can be had here).
 """
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.data.images import fetch_fashion_mnist
 

@@ -5,7 +5,8 @@ TorchScript file is copied out of it, verified, and its folder gets its ``.pins.
 (diversity_core.embed.inception.fetch_inception).
 """
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.embed.inception import fetch_inception
 

@@ -3,8 +3,9 @@
 import json
 
 import pandas as pd
+from _contract import Input, Output
 from _figures import PAIR, plt, save_figure
-from _helpers import Input, Output, run
+from _job import run
 
 from diversity_core.data.images import CLASS_NAMES
 from diversity_core.measures.registry import get_measure

@@ -3,7 +3,8 @@
 import json
 
 import numpy as np
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core import MagnitudeSettings
 from diversity_core.atomic import atomic_path, atomic_write

@@ -1,7 +1,8 @@
 """Choose the reference images (per class) and the disjoint pool perturbed sets draw from."""
 
 import numpy as np
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data.images import CLASS_NAMES, load_dataset

@@ -3,7 +3,8 @@
 import json
 
 import pandas as pd
-from _helpers import Input, Inputs, Output, run
+from _contract import Input, Inputs, Output
+from _job import run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments.image_mode_dropping import scenario_agreement, summarise_scores

@@ -10,7 +10,8 @@ run side by side; scripts/models_tables.py gathers them.
 
 import numpy as np
 import pandas as pd
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import model_distinguishing as md

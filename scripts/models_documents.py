@@ -7,7 +7,8 @@ are (diversity_core.experiments.model_distinguishing.choose_documents).
 
 import json
 
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data.text import load_corpus

@@ -9,9 +9,11 @@ import json
 import time
 
 import numpy as np
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
+from diversity_core.device import parse_device
 from diversity_core.embed.sentences import embed_with_cache, load_text_model, model_fingerprint
 
 
@@ -21,6 +23,7 @@ def main(documents: Input, model_dir: Input, embeddings: Output, model: str, cac
     ``pins``: the configuration's pins of the model (text_assets.models), None for the
     package's."""
     pins = pins or None
+    device = parse_device(device, key="models.device")  # this job's one parse
     with open(documents, encoding="utf-8") as stream:
         texts = json.load(stream)["texts"]
     start = time.perf_counter()

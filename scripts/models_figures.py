@@ -3,8 +3,9 @@ collection, and the confusion matrices of the MagDiff k-NN classifier."""
 
 import numpy as np
 import pandas as pd
+from _contract import Input, Inputs, Output
 from _figures import COLOUR_MAP, plt, save_figure
-from _helpers import Input, Inputs, Output, run
+from _job import run
 
 from diversity_core.embed.sentences import TEXT_MODELS
 

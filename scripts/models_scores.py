@@ -8,7 +8,8 @@ and model; every variant uses the same sets), and each set summarised.
 """
 
 import numpy as np
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.experiments import model_distinguishing as md

@@ -3,7 +3,8 @@ gathered from the per-block classifications (scripts/models_classify.py) in the 
 order: collections, then variants."""
 
 import pandas as pd
-from _helpers import Inputs, Output, run
+from _contract import Inputs, Output
+from _job import run
 
 from diversity_core.atomic import atomic_path
 

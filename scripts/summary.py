@@ -1,7 +1,8 @@
 """results/summary.md: every claim of the paper beside our result, with a verdict and its rule."""
 
 import yaml
-from _helpers import Input, Inputs, Output, log, run
+from _contract import Input, Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.reporting.claims import VERDICTS, evaluate_claims, render_summary

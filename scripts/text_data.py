@@ -7,7 +7,8 @@ tokens when every set came from the cache).
 
 import json
 
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core.data import text_tasks
 

@@ -1,6 +1,7 @@
 """One task's temperature-labelled response sets out of Tevet & Berant's release (.jsonl)."""
 
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.data import text_tasks
 

@@ -7,16 +7,19 @@ in order of first appearance) and ``embeddings`` (len(texts), d) float32.
 """
 
 import numpy as np
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data import text_tasks
+from diversity_core.device import parse_device
 from diversity_core.embed import sentences
 
 
 def main(data: Input, model: Input, embeddings: Output, model_name: str, pins: dict | None,
          batch_size: int, device: str, cache: str, threads: int):
     """Embed the responses in DATA (.jsonl) with MODEL_NAME (weights in folder MODEL)."""
+    device = parse_device(device, key="text.device")  # this job's one parse
     records = text_tasks.read_sets(data)
     texts = list(dict.fromkeys(r for record in records for r in record["responses"]))
     vectors, n_new = sentences.embed_with_cache(

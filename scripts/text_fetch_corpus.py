@@ -4,7 +4,8 @@ folder, sha256-verified.
 See diversity_core.data.text: the corpora, their pins, and how each file is checked.
 """
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.data.text import fetch_corpus, load_corpus
 

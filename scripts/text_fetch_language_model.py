@@ -3,7 +3,8 @@
 dequantised once by transformers and saved as safetensors in FOLDER (reloads in seconds)."""
 
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core import language_model
 

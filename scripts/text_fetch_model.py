@@ -3,7 +3,8 @@
 See diversity_core.embed.sentences: the models, their pins, and how each file is checked.
 """
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.embed.sentences import fetch_text_model, verify_text_model
 

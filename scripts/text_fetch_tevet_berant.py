@@ -1,6 +1,7 @@
 """Download Tevet & Berant's data release (the paper's text data), checksummed."""
 
-from _helpers import Output, log, run
+from _contract import Output
+from _job import log, run
 
 from diversity_core.data import text_tasks
 

@@ -4,8 +4,9 @@ with Spearman's rho and its 95% bootstrap interval)."""
 
 import numpy as np
 import pandas as pd
+from _contract import Input, Output
 from _figures import MEASURE_COLOURS, plt, save_figure
-from _helpers import Input, Output, run
+from _job import run
 
 from diversity_core.experiments import text_temperature as protocol
 

@@ -5,8 +5,9 @@ that these give."""
 
 import numpy as np
 import pandas as pd
+from _contract import Input, Output
 from _figures import PALETTE, plt, save_figure
-from _helpers import Input, Output, run
+from _job import run
 
 
 def draw(fluency: pd.DataFrame, caps: pd.DataFrame, path, pdf=None) -> tuple:

@@ -11,12 +11,14 @@ seconds, tokens per CPU second) of this run (.json).
 
 import json
 
-from _helpers import Input, Inputs, Output, chunk_indices, log, run
+from _contract import Input, Inputs, Output
+from _job import log, run
 
 from diversity_core import language_model
 from diversity_core.atomic import atomic_write
 from diversity_core.data import text_tasks
 from diversity_core.experiments import text_temperature as protocol
+from diversity_core.experiments.chunks import chunk_indices
 
 
 def main(prompts: Input, model: Input, caps: Inputs, sets: Output, stats: Output, task: str,

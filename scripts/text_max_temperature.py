@@ -10,7 +10,8 @@ with the R² table's cross-validation (same folds for every measure, same seed),
 empty for a measure that is reported but not ranked). At the largest cap it is ``r2_scores.csv``.
 """
 
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import text_temperature as protocol

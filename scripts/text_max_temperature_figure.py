@@ -3,8 +3,9 @@ one panel per (embedding model, task), one line per measure; the ranked measures
 measures reported beside them dashed. Where the MagArea and VS lines cross, the ranking flips."""
 
 import pandas as pd
+from _contract import Input, Output
 from _figures import MEASURE_COLOURS, plt, save_figure
-from _helpers import Input, Output, run
+from _job import run
 
 from diversity_core.experiments import text_temperature as protocol
 

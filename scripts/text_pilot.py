@@ -7,7 +7,8 @@ Writes the pilot sets (.jsonl, the data files' format) and the generation statis
 
 import json
 
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core import language_model
 from diversity_core.atomic import atomic_write

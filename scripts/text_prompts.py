@@ -9,7 +9,8 @@ adjective) common enough to occur MIN_COUNT times in a second corpus. Writes a J
 
 import json
 
-from _helpers import Input, Inputs, Output, log, run
+from _contract import Input, Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.data import text as corpora

@@ -15,7 +15,8 @@
 
 import numpy as np
 import pandas as pd
-from _helpers import Inputs, Output, log, run
+from _contract import Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import text_temperature as protocol

@@ -9,7 +9,8 @@ measure) and the t_cut used.
 
 import numpy as np
 import pandas as pd
-from _helpers import Input, Output, log, run
+from _contract import Input, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.data import text_tasks

@@ -8,7 +8,8 @@ task, prompt_id, temperature, dictionary_share, fitted_share, one row per pilot 
 """
 
 import pandas as pd
-from _helpers import Input, Inputs, Output, log, run
+from _contract import Input, Inputs, Output
+from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.data import text as corpora

@@ -4,7 +4,8 @@ Snakemake invocations in ``.snakemake/log`` of the working directory (where they
 
 import os
 
-from _helpers import Inputs, Output, run
+from _contract import Inputs, Output
+from _job import run
 
 from diversity_core.atomic import atomic_write
 from diversity_core.reporting.timing_runs import (

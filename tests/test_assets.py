@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from diversity_core import assets, language_model
+from diversity_core import device as devices
 from diversity_core.assets import fetch, pins
 from diversity_core.data import images as data_images
 from diversity_core.data import text
@@ -450,9 +451,8 @@ def test_sentence_cache_key_changes_with_everything_that_changes_embeddings(tmp_
     monkeypatch.setattr(info, "normalised", not info.normalised)
     # The device a sentence-transformers model runs on (CUDA and CPU kernels differ).
     cpu = sentences.model_fingerprint("all-MiniLM-L6-v2", device="cpu")
-    monkeypatch.setattr(sentences, "resolve_device", lambda device: "cuda:0")
-    assert sentences.model_fingerprint("all-MiniLM-L6-v2", device="cuda") != cpu
-    monkeypatch.undo()
+    cuda = devices.parse_device("cuda:0", check=False)  # the value, without a GPU here
+    assert sentences.model_fingerprint("all-MiniLM-L6-v2", device=cuda) != cpu
     # A hub model: its revision, and without file pins the digests its .pins.json recorded.
     hub = "all-distilroberta-v1"
     hub_pins = sentences.text_model_pins(hub)
@@ -485,9 +485,8 @@ def test_generation_cache_key_changes_with_everything_that_changes_the_sets(tmp_
     base = key()
     assert key() == base
     variants = [key(n_responses=5), key(max_new_tokens=9), key(seed=2)]
-    monkeypatch.setattr("diversity_core.device.resolve_device", lambda device: "cuda:0")
-    variants.append(key(device="cuda"))  # random streams are drawn on the device
-    monkeypatch.undo()
+    # random streams are drawn on the device (the value, without a GPU here)
+    variants.append(key(device=devices.parse_device("cuda", check=False)))
     (folder / "chat_template.jinja").write_text("{{ messages }} changed")
     variants.append(key())
     (folder / "chat_template.jinja").write_text("{{ messages }}")

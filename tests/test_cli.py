@@ -302,7 +302,8 @@ def test_json_never_holds_nan_or_infinity(files, capsys, monkeypatch):
     (["--k", "0"], "--k must be an integer in [1, 10000]"),
     (["--seed", "-1"], "--seed must be an integer in [0, 9223372036854775807]"),
     (["--subsample", "1"], "--subsample must be an integer in [2, 10000000]"),
-    (["--device", "gpu"], "--device: unknown device 'gpu' for the magnitude engine"),
+    (["--device", "gpu"],
+     "--device: unknown device 'gpu'; the devices are cpu, auto, cuda, cuda:N, torch:cpu"),
 ])
 def test_bad_options(files, capsys, option, message):
     tmp, _, _ = files

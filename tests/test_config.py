@@ -127,6 +127,13 @@ CASES = {
     "model folds": ("model_distinguishing", ['models={"cv_folds": 13}'], [
         "models.cv_folds (13) exceeds models.n_subsamples (12)",
     ]),
+    # Every section's device, by name (a GPU, by the job: it may be on the job's node).
+    "devices": ("image_mode_dropping", ['images={"device": "gpu"}', 'text={"device": "cuda:x"}',
+                                        'models={"device": "cuda:1"}'], [
+        "images.device: unknown device 'gpu'; the devices are cpu, auto, cuda, cuda:N, "
+        "torch:cpu (N = 0, 1, ...).",
+        "text.device: unknown device 'cuda:x'",
+    ]),
 }
 
 
@@ -137,6 +144,7 @@ def test_cross_key_constraints_fail_the_dry_run(case, tmp_path):
     assert done.returncode != 0, done.stdout[-2000:]
     for message in messages:
         assert message in done.stdout + done.stderr, (message, done.stdout[-3000:])
+    assert "models.device" not in done.stdout + done.stderr  # cuda:1 is a name of the table
 
 
 def test_strict_assets_refuses_unpinned_assets_before_any_job(tmp_path):

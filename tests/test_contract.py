@@ -1,4 +1,4 @@
-"""The strict contract between every rule and its script (scripts/_helpers.py): every named input,
+"""The strict contract between every rule and its script (scripts/_contract.py): every named input,
 output and param of every rule of every experiment is a parameter of the script's ``main`` with
 the matching role and no default, and ``main`` needs nothing the rule does not give.
 
@@ -16,7 +16,7 @@ from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSet
 from workflow_runner import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
-import _helpers  # noqa: E402
+import _contract  # noqa: E402
 
 sys.path.pop(0)
 
@@ -72,7 +72,7 @@ def _main_of(script: Path):
 def test_every_rule_matches_its_script(every_rule):
     problems = []
     for (rule, _), (script, named, unnamed) in sorted(every_rule.items()):
-        found = _helpers.contract_problems(_main_of(script), named, unnamed)
+        found = _contract.contract_problems(_main_of(script), named, unnamed)
         problems += [f"rule {rule} ({script.name}): {p}" for p in found]
     assert not problems, "\n".join(problems)
     # Every rule script is some rule's, so none escapes the check.

@@ -1,6 +1,7 @@
-"""The rule-script helper (scripts/_helpers.py): the strict contract between a rule and its
-script, corrupt inputs reported with their path, and provenance records (with the SHA-256 of
-every input, output and of the script) that exist only beside an output that was written."""
+"""The rule scripts' shared modules (scripts/_contract.py, _job.py, _command_line.py): the
+strict contract between a rule and its script, corrupt inputs reported with their path, and
+provenance records (with the SHA-256 of every input, output and of the script) that exist only
+beside an output that was written."""
 
 import json
 import os
@@ -13,12 +14,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-import _helpers  # noqa: E402
-from _helpers import Input, Inputs, Output  # noqa: E402
+import _command_line  # noqa: E402
+import _contract  # noqa: E402
+import _job  # noqa: E402
+from _contract import Input, Inputs, Output  # noqa: E402
 
 sys.path.pop(0)
 
 from diversity_core.provenance.digests import file_sha256  # noqa: E402
+from diversity_core.provenance.intact import check_intact  # noqa: E402
 
 
 class _Files(list):
@@ -71,7 +75,7 @@ def test_a_good_run_writes_the_output_then_its_record_with_digests(files, tmp_pa
     data, table = files
     smk = _FakeSnakemake(tmp_path, {"data": data}, {"table": table}, {"scale": 2.0,
                                                                      "config": {"k": 1}})
-    _helpers.run(_copy, smk)
+    _job.run(_copy, smk)
     record = _record(table)
     assert record["artifact"] == "table.csv" and record["rule"] == "copy"
     assert record["config"] == {"k": 1} and record["params"] == {"scale": 2.0}
@@ -84,7 +88,7 @@ def test_a_good_run_writes_the_output_then_its_record_with_digests(files, tmp_pa
     assert "timestamp" not in json.dumps(record)
     # A rerun reproduces the record byte for byte.
     first = Path(str(table) + ".provenance.json").read_bytes()
-    _helpers.run(_copy, smk)
+    _job.run(_copy, smk)
     assert Path(str(table) + ".provenance.json").read_bytes() == first
     assert "provenance: 1 record(s)" in (tmp_path / "rule.log").read_text()
 
@@ -93,14 +97,14 @@ def test_a_good_run_writes_the_output_then_its_record_with_digests(files, tmp_pa
 def test_a_corrupt_input_is_named_and_no_stale_record_stays(files, tmp_path, damage):
     data, table = files
     smk = _FakeSnakemake(tmp_path, {"data": data}, {"table": table}, {"scale": 1.0})
-    _helpers.run(_copy, smk)
+    _job.run(_copy, smk)
     stale = Path(str(table) + ".provenance.json")
     assert stale.exists()
     raw = data.read_bytes()
     data.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"not a zip" * 100)
     table.unlink()  # as Snakemake does before it reruns the job
     with pytest.raises(ValueError, match="truncated or corrupt") as err:
-        _helpers.run(_copy, smk)
+        _job.run(_copy, smk)
     assert str(data) in str(err.value)
     assert not stale.exists()  # no record for an output that was not written
     assert str(data) in (tmp_path / "rule.log").read_text()
@@ -112,7 +116,7 @@ def test_other_corrupt_inputs_are_named(tmp_path, suffix, content):
     bad = tmp_path / f"input{suffix}"
     bad.write_bytes(content)
     with pytest.raises(ValueError, match="truncated or corrupt") as err:
-        _helpers.check_inputs([bad])
+        check_intact([bad])
     assert str(bad) in str(err.value)
 
 
@@ -124,7 +128,7 @@ def test_a_failing_rule_leaves_no_record(files, tmp_path):
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        _helpers.run(fails_after_writing, _FakeSnakemake(tmp_path, {"data": data},
+        _job.run(fails_after_writing, _FakeSnakemake(tmp_path, {"data": data},
                                                          {"table": table}))
     assert not Path(str(table) + ".provenance.json").exists()
 
@@ -136,7 +140,7 @@ def test_an_output_that_was_not_written_gets_no_record(files, tmp_path):
         pass
 
     with pytest.raises(FileNotFoundError, match="not written"):
-        _helpers.run(writes_nothing, _FakeSnakemake(tmp_path, {"data": data},
+        _job.run(writes_nothing, _FakeSnakemake(tmp_path, {"data": data},
                                                     {"table": table}))
     assert not Path(str(table) + ".provenance.json").exists()
 
@@ -153,8 +157,8 @@ def test_a_rule_that_breaks_the_contract_stops_naming_rule_script_and_name(
     data, table = files
     smk = _FakeSnakemake(tmp_path, {"data": data}, {"table": table}, params,
                          unnamed_input=unnamed, rule="curvature_table")
-    with pytest.raises(_helpers.ContractError) as err:
-        _helpers.run(_copy, smk)
+    with pytest.raises(_contract.ContractError) as err:
+        _job.run(_copy, smk)
     text = str(err.value)
     assert message in text and "rule curvature_table" in text and Path(__file__).name in text
     assert not table.exists()  # main never ran
@@ -165,7 +169,7 @@ def test_defaults_and_roles_are_part_of_the_contract():
     def main(data: Input, table: Output, k: int = 5, paths: Inputs = None, unannotated=1):
         pass
 
-    problems = "\n".join(_helpers.contract_problems(
+    problems = "\n".join(_contract.contract_problems(
         main, {"input": ["data"], "output": ["table"], "params": ["k", "paths"]},
         {"input": 0, "output": 0}))
     assert "params 'k' has a default in main (5)" in problems
@@ -184,7 +188,7 @@ def test_a_list_input_arrives_as_a_list_and_a_single_one_as_a_path(tmp_path):
         (tmp_path / name).write_text(name)
     smk = _FakeSnakemake(tmp_path, {"one": tmp_path / "a", "many": tmp_path / "b", "none": []},
                          {"out": tmp_path / "out.txt"})
-    _helpers.run(main, smk)
+    _job.run(main, smk)
     assert seen == {"one": str(tmp_path / "a"), "many": [str(tmp_path / "b")], "none": []}
 
 
@@ -195,12 +199,12 @@ def test_the_job_hashes_each_input_once_and_shares_the_digest(tmp_path):
     seen = {}
 
     def main(model: Input, again: Input, out: Output):
-        seen["digest"] = _helpers.input_sha256(model)
+        seen["digest"] = _job.input_sha256(model)
         Path(out).write_text("x")
 
     smk = _FakeSnakemake(tmp_path, {"model": model, "again": model},
                          {"out": tmp_path / "out.txt"})
-    _helpers.run(main, smk)
+    _job.run(main, smk)
     assert seen["digest"] == file_sha256(model)
     log = (tmp_path / "rule.log").read_text()
     assert "hashed 3 file(s)" in log  # model once, the output, the script
@@ -216,7 +220,7 @@ def test_the_job_hashes_each_input_once_and_shares_the_digest(tmp_path):
     (dict | None, "null", None), (int, "7", 7), (float, "0.5", 0.5),
 ])
 def test_command_line_values_parse_by_annotation(hint, text, value):
-    assert _helpers.cli_value(hint)(text) == value
+    assert _command_line.cli_value(hint)(text) == value
 
 
 def test_a_script_runs_alone_with_a_json_dict_and_records_its_output(tmp_path):
@@ -245,3 +249,13 @@ def test_a_script_runs_alone_with_a_json_dict_and_records_its_output(tmp_path):
     broken = [*command[:7], "{target: 0.95", *command[8:]]
     done = subprocess.run(broken, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and "--magnitude" in done.stderr and "JSON" in done.stderr
+
+
+def test_chunks_are_contiguous_balanced_and_cover_every_item():
+    from diversity_core.experiments.chunks import chunk_indices
+
+    shares = [chunk_indices(10, 3, c).tolist() for c in range(3)]
+    assert shares == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert chunk_indices(2, 3, 2).tolist() == []  # more jobs than items: an empty share
+    with pytest.raises(ValueError, match="chunk 3 is outside 0..2"):
+        chunk_indices(10, 3, 3)

@@ -396,10 +396,10 @@ def test_a_folder_in_a_caches_place_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "gpu", "CPU", " cpu", "cuda:", "mps"])
 def test_an_unknown_device_is_refused_in_one_line(tmp_path, device):
-    expected = (f"unknown device {device!r}; the devices are cpu, cuda, cuda:N (N = 0, 1, ...) "
-                "or auto.")
-    assert _refusal(devices.check_device, device) == expected
-    assert _refusal(devices.resolve_device, device) == expected
+    expected = (f"device: unknown device {device!r}; the devices are cpu, auto, cuda, cuda:N, "
+                "torch:cpu (N = 0, 1, ...).")
+    assert _refusal(devices.parse_device, device) == expected
+    assert _refusal(devices.parse_device, device, check=False) == expected
     # The ONNX model (which never asks torch) and the CPU-only ones: before, accepted silently.
     for name in ("paraphrase-MiniLM-L3-v2-onnx", "glove-6B-50d-mean"):
         assert _refusal(sentences.load_text_model, name, tmp_path, device) == expected
@@ -410,9 +410,11 @@ def test_an_unknown_device_is_refused_in_one_line(tmp_path, device):
 
 
 def test_valid_device_names_pass_the_check():
-    for device in ("cpu", "cuda", "cuda:0", "cuda:12", "auto"):
-        assert devices.check_device(device) == device
-    assert devices.resolve_device("cpu") == "cpu"
+    for device in ("cpu", "cuda", "cuda:0", "cuda:12", "auto", "torch:cpu"):
+        assert devices.parse_device(device, check=False).name == device
+        assert devices.device_problem(device, "text.device") is None
+    assert devices.parse_device("cpu") == devices.Device("cpu", "numpy")
+    assert devices.parse_device("cpu").torch == "cpu"
 
 
 
@@ -457,9 +459,10 @@ def test_a_cuda_device_torch_does_not_see_is_refused(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    assert devices.resolve_device("cuda:0") == "cuda:0"
-    assert _refusal(devices.resolve_device, "cuda:1") == (
-        "device 'cuda:1' requested but torch sees 1 CUDA GPU (cuda:0).")
+    assert devices.parse_device("cuda:0").torch == "cuda:0"
+    assert _refusal(devices.parse_device, "cuda:1", key="text.device") == (
+        "text.device: device 'cuda:1' requested but torch sees 1 CUDA GPU (cuda:0).")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert _refusal(devices.resolve_device, "cuda:7") == (
-        "device 'cuda:7' requested but torch sees 2 CUDA GPUs (cuda:0 to cuda:1).")
+    assert _refusal(devices.parse_device, "cuda:7") == (
+        "device: device 'cuda:7' requested but torch sees 2 CUDA GPUs (cuda:0 to cuda:1).")
+    assert devices.parse_device("auto").torch == "cuda"  # auto: the GPU torch sees

@@ -14,17 +14,15 @@ from diversity_core.magnitude import MagnitudeSpace, MagnitudeWarning
 
 torch = pytest.importorskip("torch")
 
-from diversity_core.magnitude import MagnitudeBatchError  # noqa: E402
-from diversity_core.magnitude._torch import (  # noqa: E402
-    TorchMagnitudeSpace,
-    resolve_engine_device,
-    torch_magnitude_memory,
-)
-from diversity_core.magnitude._torch_batch import (  # noqa: E402
+from diversity_core.device import Device, parse_device  # noqa: E402
+from diversity_core.magnitude import (  # noqa: E402
+    MagnitudeBatchError,
     TorchMagnitudeBatch,
+    TorchMagnitudeSpace,
     torch_convergence_scales,
     torch_mag_areas,
     torch_magnitude_functions,
+    torch_magnitude_memory,
 )
 
 RTOL = 1e-9
@@ -170,25 +168,53 @@ def test_memory_is_refused_beforehand_in_one_line():
         TorchMagnitudeBatch([D, D], memory_limit=1000)
     with pytest.raises(MemoryError, match="in 3 dimensions"):
         TorchMagnitudeSpace.from_points(cloud(50), memory_limit=1000)
+    # The public check takes a name or a Device; free memory is the host's on the CPU.
+    with pytest.raises(MemoryError, match=r"needs about .* GiB on cpu; .* GiB free\."):
+        mg.check_torch_memory(2**60, "torch:cpu")
+    mg.check_torch_memory(1, parse_device("torch:cpu"))
 
 
 def test_engine_devices():
-    assert resolve_engine_device("auto") is None  # the NumPy engine: tables never depend on
-    assert resolve_engine_device("cpu") is None   # the GPU
-    assert resolve_engine_device("torch:cpu") == "cpu"  # the torch path on the CPU
-    for name in ("gpu", "cuda:x", "tpu", "", None, "torch:cuda", "mps"):
-        with pytest.raises(ValueError, match="unknown device"):
-            resolve_engine_device(name)
+    # One table, one meaning per name: which engine, and which torch device.
+    assert parse_device("auto").engine == "numpy"  # the NumPy engine: tables never depend on
+    assert parse_device("cpu").engine == "numpy"   # the GPU
+    assert parse_device("torch:cpu") == Device("torch:cpu", "torch")  # the torch path ...
+    assert parse_device("torch:cpu").torch == "cpu"                   # ... on the CPU
+    assert parse_device("cuda:3", check=False) == Device("cuda:3", "torch")
+    assert parse_device("cuda:3", check=False).torch == "cuda:3"
+    assert parse_device("auto").torch == ("cuda" if torch.cuda.is_available() else "cpu")
+    device = parse_device("torch:cpu")
+    assert parse_device(device) is device  # a parsed value is handed on, never parsed again
+    with pytest.raises(ValueError, match="not a row of the table"):
+        Device("cuda", "numpy")  # one name, one meaning: no other engine for it by hand
+    for name in ("gpu", "cuda:x", "tpu", "", None, "torch:cuda", "mps", "cuda:N", "numpy"):
+        with pytest.raises(ValueError, match=r"^--flag: unknown device .*; the devices are "
+                                             r"cpu, auto, cuda, cuda:N, torch:cpu"):
+            parse_device(name, key="--flag", check=False)
     if torch.cuda.is_available():
-        assert resolve_engine_device("cuda") == "cuda"
+        assert parse_device("cuda").torch == "cuda"
         with pytest.raises(ValueError, match="sees"):
-            resolve_engine_device(f"cuda:{torch.cuda.device_count()}")
+            parse_device(f"cuda:{torch.cuda.device_count()}")
     else:
         for name in ("cuda", "cuda:0"):
-            with pytest.raises(ValueError, match="torch sees no CUDA GPU"):
-                resolve_engine_device(name)
+            with pytest.raises(ValueError, match="^device: .*torch sees no CUDA GPU"):
+                parse_device(name)
         with pytest.raises(ValueError, match="torch sees no CUDA GPU"):
             TorchMagnitudeSpace(np.zeros((1, 1)), device="cuda")
+
+
+def test_the_engine_follows_the_value_it_is_given():
+    """space_on_device and batch_on_device read the Device's engine: the NumPy engine leaves
+    the matrices as they are, torch:cpu puts them on the torch path (on the CPU)."""
+    D = dc.pairwise_distances(cloud(20))
+    assert mg.space_on_device(D, parse_device("cpu")) is D
+    assert mg.space_on_device(D, parse_device("auto")) is D
+    on_torch = mg.space_on_device(D, parse_device("torch:cpu"))
+    assert isinstance(on_torch, TorchMagnitudeSpace) and on_torch.device == torch.device("cpu")
+    spaces = [D]
+    assert mg.batch_on_device(spaces, parse_device("cpu")) is spaces
+    batch = mg.batch_on_device([D, D], parse_device("torch:cpu"))
+    assert isinstance(batch, TorchMagnitudeBatch) and batch.device.type == "cpu"
 
 
 def test_the_package_imports_without_torch():
@@ -197,8 +223,10 @@ def test_the_package_imports_without_torch():
 
     code = ("import sys; sys.modules['torch'] = None\n"
             "import diversity_core.magnitude._torch_batch as m\n"
-            "from diversity_core.magnitude._torch import resolve_engine_device as r\n"
-            "assert r('auto') is None\n"
+            "from diversity_core.device import parse_device as p\n"
+            "assert p('auto').engine == 'numpy' and p('auto').torch == 'cpu'\n"
+            "try:\n    p('torch:cpu')\nexcept ValueError as e:\n"
+            "    assert 'needs torch' in str(e)\n"
             "try:\n    m.TorchMagnitudeBatch([[[0.0]]])\nexcept ImportError as e:\n"
             "    assert 'needs torch' in str(e); print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -309,4 +337,7 @@ def test_a_gpu_the_machine_lacks_is_refused_when_the_settings_are_made():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="magnitude.device: .*no CUDA GPU"):
             MagnitudeSettings(device="cuda")
-    assert MagnitudeSettings().engine_device is None  # auto: the NumPy engine
+    assert MagnitudeSettings().device == Device("cpu", "numpy")  # the engine's default
+    assert MagnitudeSettings(device="auto").device.engine == "numpy"  # config.yaml's
+    settings = MagnitudeSettings(device="torch:cpu")
+    assert settings.as_dict()["device"] is settings.device  # carried as the value itself

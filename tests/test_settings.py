@@ -18,12 +18,19 @@ def test_schema_magnitude_defaults_are_the_package_defaults():
     schema = SCHEMA["properties"]["magnitude"]["properties"]
     package = MagnitudeSettings().as_dict()
     assert set(schema) == set(package)
-    assert {key: spec["default"] for key, spec in schema.items()} == package
+    defaults = {key: spec["default"] for key, spec in schema.items()}
+    # The device as the schema writes it (a name) and as the settings carry it (a Device).
+    assert defaults == package | {"device": package["device"].name}
+    assert MagnitudeSettings.from_config(defaults) == MagnitudeSettings()
 
 
 def test_default_config_spells_out_the_magnitude_defaults():
     config = yaml.safe_load((REPO / "config.yaml").read_text())
-    assert MagnitudeSettings.from_config(config["magnitude"]) == MagnitudeSettings()
+    spelt = MagnitudeSettings.from_config(config["magnitude"])
+    # config.yaml keeps the name it always had, auto (its provenance records hold it): the
+    # engine's default's engine, the NumPy one, so that its tables stay what they are.
+    assert spelt.device.name == "auto" and spelt.device.engine == MagnitudeSettings().device.engine
+    assert dataclasses.replace(spelt, device="cpu") == MagnitudeSettings()
 
 
 def test_from_config_rejects_unknown_and_invalid_keys():
@@ -58,11 +65,15 @@ def test_every_experiment_has_a_tiny_configuration():
 
 
 def test_the_magnitude_section_is_checked_before_any_job():
+    from diversity_core.device import device_problem
     from diversity_core.magnitude.settings import config_problems
 
-    assert config_problems({"device": "cuda:1"}) == []  # by name: the job's node may have it
-    assert config_problems({"device": "torch:cpu", "n_ts": 40}) == []
-    [problem] = config_problems({"device": "gpu"})
-    assert problem.startswith("magnitude.device: unknown device 'gpu'")
-    [problem] = config_problems({"target": 1.5})
+    # The device by name only (common.smk, every section's device): the job's node may have
+    # the GPU the submitting machine lacks.
+    assert device_problem("cuda:1", "magnitude.device") is None
+    assert device_problem("torch:cpu", "magnitude.device") is None
+    assert device_problem("gpu", "images.device").startswith(
+        "images.device: unknown device 'gpu'; the devices are cpu, auto, cuda, cuda:N, torch:cpu")
+    assert config_problems({"device": "cuda:1", "n_ts": 40}) == []
+    [problem] = config_problems({"target": 1.5, "device": "gpu"})  # the device: not twice
     assert "magnitude.target" in problem

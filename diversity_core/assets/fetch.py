@@ -273,7 +273,7 @@ def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, strict, name,
         hand = (f" Place the file at {dest} by hand"
                 f"{f' ({algorithm} {expected})' if expected else ''}, or rerun with network "
                 "access." if by_hand else " Rerun with network access.")
-        raise OSError(f"{name}: could not download {url} ({_why(exc)}).{hand}{origin}") from exc
+        raise OSError(f"{name}: could not download {url} ({failure_reason(exc)}).{hand}{origin}") from exc
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -289,7 +289,7 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         todo += [a for a in getattr(current, "args", ()) if isinstance(a, BaseException)]
 
 
-def _why(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
     """A download failure in words: HTTP status, refused connection, no network, timeout, a
     redirect loop, a transfer stopped by its limits (:class:`.http.TransferError`)."""
     from .http import TransferError

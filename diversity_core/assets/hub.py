@@ -165,7 +165,7 @@ def list_repo_files(repo: str, revision: str, *, dataset: bool, endpoint: str | 
     """
     import requests
 
-    from .fetch import _why
+    from .fetch import failure_reason
     from .http import get_json_pages
 
     what = what or repo
@@ -188,7 +188,7 @@ def list_repo_files(repo: str, revision: str, *, dataset: bool, endpoint: str | 
                     files[listed.path] = listed
     except (requests.exceptions.RequestException, OSError) as exc:
         raise OSError(f"{what}: cannot list the files of {repo}@{revision} at "
-                      f"{hub_endpoint(endpoint)} ({_why(exc)}).") from exc
+                      f"{hub_endpoint(endpoint)} ({failure_reason(exc)}).") from exc
     return files
 
 

@@ -30,7 +30,6 @@ from .options import (
     add_reading_options,
     check_options,
     describe_file,
-    encoder_device,
     file_record,
     in_range,
     read_files,
@@ -143,8 +142,8 @@ def _compare_options(args) -> str:
         parts.append(f"--subsample {args.subsample} --seed {args.seed}")
     if args.embed is not None:
         parts.append(f"--embed {args.embed}" + (f" --field {args.field}" if args.field else ""))
-    if args.device != "cpu":
-        parts.append(f"--device {args.device}")
+    if args.device.name != "cpu":
+        parts.append(f"--device {args.device.name}")
     for name, value in (("--key", args.key), ("--index-column", args.index_column)):
         if value is not None:
             parts.append(f"{name} {value}")
@@ -210,10 +209,10 @@ def _embed_sets(paths: list[str], args) -> tuple[dict, dict, list]:
         chosen = [everything[i] for i in keep]
         if images:
             A = embed_images(chosen, cache=args.cache, models=args.models,
-                             device=encoder_device(args))
+                             device=args.device)
         else:
             A = embed_texts(chosen, model, cache=args.cache, models=args.models,
-                            device=encoder_device(args))
+                            device=args.device)
         A = np.asarray(A, dtype=np.float64)
         data[path] = A
         unit = "images" if images else "texts"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..device import parse_device
 from ..files.embeddings import EmbeddingFile, InputError, read_embeddings
-from ..magnitude import resolve_engine_device
 from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 
 __all__ = ["ALIASES", "OPTION_RANGES", "PROGRAM",
@@ -97,10 +97,11 @@ def add_measure_options(p) -> None:
     p.add_argument("--magdiff-normalise", choices=("t_cut", "reference_area"),
                    help="divide MagDiff by t_cut or by the reference's MagArea")
     p.add_argument("--device", default="cpu",
-                   help="where magnitude runs and, with --embed, the encoder: cpu (default); "
-                        "cuda or cuda:N (the engine's torch path and the encoder on that GPU); "
-                        "auto (the encoder on CUDA when there is one, the engine on the CPU); "
-                        "torch:cpu (the engine's torch path on the CPU)")
+                   help="where magnitude runs and, with --embed, the encoder: cpu (default: "
+                        "the NumPy engine, the encoder on the CPU); auto (the encoder on CUDA "
+                        "when torch sees a GPU; the NumPy engine); cuda or cuda:N (the "
+                        "engine's torch path and the encoder on that GPU); torch:cpu (the "
+                        "engine's torch path on the CPU)")
 
 
 # The range of every numeric option, checked before any file is read (the README's table of
@@ -130,22 +131,18 @@ def in_range(option: str, value, *, open_low: bool = False, open_high: bool = Fa
 
 def check_options(args) -> None:
     """The ranges of the shared numeric options (:data:`OPTION_RANGES`), before any file is
-    read; :class:`InputError` naming the first out of range."""
+    read; :class:`InputError` naming the first out of range. ``--device`` is parsed here, the
+    command line's one parse of it: ``args.device`` is a :class:`~diversity_core.device.Device`
+    from here on (the engine's and the encoders')."""
     if args.subsample is not None:
         in_range("--subsample", args.subsample)
     in_range("--seed", args.seed)
     in_range("--k", args.k)
     in_range("--tau", args.tau, open_low=True)
     try:
-        resolve_engine_device(args.device)
+        args.device = parse_device(args.device, key="--device")
     except ValueError as err:
-        raise InputError(f"--device: {err}") from None
-
-
-def encoder_device(args) -> str:
-    """The encoders' device of ``--device`` (``torch:cpu`` names the engine's torch path on
-    the CPU: the encoders' CPU)."""
-    return "cpu" if args.device == "torch:cpu" else args.device
+        raise InputError(str(err)) from None
 
 
 def writable_folder(option: str, folder) -> None:

@@ -501,6 +501,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     functions = pd.DataFrame(mag.functions, index=labels, columns=pd.Index(mag.ts, name="t"))
     functions.index.name = "set"
     options = {"metric": metric, "k": int(k), "tau": float(tau), **settings.as_dict()}
+    options["device"] = settings.device.name  # a record: the name asked for
     return Comparison(table=table, mag_diff=diff, functions=functions, t_cut=mag.t_cut,
                       t_cut_source=source, t_cut_rule=mag.t_cut_rule,
                       reference=all_names[ref_index] if reference is not None else None,

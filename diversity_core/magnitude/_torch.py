@@ -20,8 +20,9 @@ engine solves it (symmetric indefinite LDLᵀ, else a pseudo-inverse), recorded 
 scale: never a silently wrong number.
 
 torch is imported when a space is made, never when this module is: the package imports
-without it. The engine's device: :func:`resolve_engine_device` (``auto`` is the NumPy engine on
-the CPU, so that committed tables do not depend on the machine).
+without it. The engine's device is a :class:`~diversity_core.device.Device` (its table of
+names: ``cpu`` and ``auto`` the NumPy engine, so that committed tables do not depend on the
+machine; ``cuda``, ``cuda:N`` and ``torch:cpu`` this path).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from .._memory import MemoryNeedError
 from .._validation import check_distance_matrix
+from ..device import Device, free_memory, parse_device
 from ._common import DUPLICATE_RTOL, EXPONENT_FLOOR, duplicate_groups
 from ._quadrature import _integrate
 from ._solver import fallback_solve
@@ -39,8 +41,7 @@ from ._space import _Operations
 
 __all__ = [
     "TorchMagnitudeSpace",
-    "ENGINE_DEVICES",
-    "resolve_engine_device",
+    "space_on_device",
     "torch_magnitude_memory",
     "check_torch_memory",
 ]
@@ -66,52 +67,16 @@ def _torch():
     return torch
 
 
-# The engine's devices: the NumPy engine (auto, cpu), the torch path on a GPU (cuda, cuda:N),
-# and the torch path on the CPU, to check it where no GPU is (CI).
-ENGINE_DEVICES = ("auto", "cpu", "cuda", "cuda:N", "torch:cpu")
-
-
-def resolve_engine_device(device: str = "auto") -> str | None:
-    """Where the magnitude engine runs: None for the NumPy engine (``auto``, ``cpu``), else
-    the torch device of the torch path (``cuda``, ``cuda:N``; ``torch:cpu`` gives ``cpu``:
-    the torch path on the CPU, slower than the NumPy engine, to check it without a GPU).
-
-    ``auto`` means the NumPy engine on the CPU, unlike the embedding networks' ``auto`` (CUDA
-    when there is one): the tables committed from a run must not depend on the machine it ran
-    on. A CUDA device is used only when asked for by name.
-
-    Raises
-    ------
-    ValueError
-        In one line, for a name that is no device (``gpu``, ``cuda:x``) and for a CUDA device
-        torch does not see (or without torch).
-    """
-    from ..device import check_device, resolve_device
-
-    if device == "torch:cpu":
-        _torch()  # one line without torch
-        return "cpu"
-    if not isinstance(device, str) or device not in ("auto", "cpu") and not (
-            device.startswith("cuda")):
-        raise ValueError(f"unknown device {device!r} for the magnitude engine; the devices "
-                         f"are {ENGINE_DEVICES}.")
-    check_device(device)
-    if device in ("auto", "cpu"):
-        return None
-    try:
-        return resolve_device(device)
-    except ImportError as exc:
-        raise ValueError(f"device {device!r} requested but torch is not installed.") from exc
-
-
-def space_on_device(D, device: str | None):
+def space_on_device(D, device):
     """``D`` (a distance matrix or a prepared space) where the engine runs: itself for the
-    NumPy engine (``device`` None, :func:`resolve_engine_device`) and for a large or torch
-    space; else a :class:`TorchMagnitudeSpace` of its (de-duplicated) distances on ``device``."""
+    NumPy engine (``device.engine``, a :class:`~diversity_core.device.Device` or a name) and
+    for a large or torch space; else a :class:`TorchMagnitudeSpace` of its (de-duplicated)
+    distances on ``device``."""
     from ._large import LargeMagnitudeSpace
     from ._space import MagnitudeSpace
 
-    if device is None or isinstance(D, (LargeMagnitudeSpace, TorchMagnitudeSpace)):
+    device = parse_device(device)
+    if device.engine == "numpy" or isinstance(D, (LargeMagnitudeSpace, TorchMagnitudeSpace)):
         return D
     return TorchMagnitudeSpace(D.D if isinstance(D, MagnitudeSpace) else D, device=device)
 
@@ -132,31 +97,24 @@ def torch_magnitude_memory(n_points: int, n_features: int = 0) -> int:
 def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
                        what: str = "this computation") -> None:
     """Raise :class:`~diversity_core.MemoryNeedError` in one line, before anything is
-    allocated, if ``need`` bytes
-    exceed the free memory of ``device`` (CUDA: ``torch.cuda.mem_get_info``; the CPU: the
+    allocated, if ``need`` bytes exceed the free memory of ``device`` (a
+    :class:`~diversity_core.device.Device`; CUDA: ``torch.cuda.mem_get_info``; the CPU: the
     host's available memory) or ``memory_limit``."""
-    from ..device import free_memory
-
-    limit = free_memory(str(device)) if memory_limit is None else int(memory_limit)
+    device = parse_device(device)  # a name given here is this public function's to parse
+    limit = free_memory(device) if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "free" if memory_limit is None else "allowed (memory_limit)"
-        raise MemoryNeedError(f"{what} needs about {need / 2**30:.2f} GiB on {device}; "
+        raise MemoryNeedError(f"{what} needs about {need / 2**30:.2f} GiB on {device.torch}; "
                               f"{limit / 2**30:.2f} GiB {have}.", need=need, limit=limit)
 
 
-def _torch_device(device):
-    """``torch.device(device)``, a CUDA device first checked by :func:`resolve_engine_device`
-    (one line for a GPU torch does not see, rather than CUDA's error at the first allocation)."""
-    torch = _torch()
-    if not isinstance(device, torch.device):
-        from ..device import check_device
-
-        if device != "cpu":
-            check_device(device)
-    device = torch.device(device)
-    if device.type == "cuda":
-        resolve_engine_device(str(device))
-    return device
+def _torch_device(device) -> Device:
+    """The :class:`~diversity_core.device.Device` of a torch space or batch: a ``Device`` as it
+    is (parsed at its edge); a name or a ``torch.device`` given to a constructor is this edge's,
+    parsed here once (one line for a GPU torch does not see, rather than CUDA's error at the
+    first allocation)."""
+    _torch()  # one line without torch
+    return parse_device(device if isinstance(device, (Device, str)) else str(device))
 
 
 def _duplicate_groups(near_pairs: np.ndarray, n: int):
@@ -211,8 +169,9 @@ class TorchMagnitudeSpace(_Operations):
     ----------
     D : array or tensor of shape (n, n)
         Distance matrix (a tensor is used where it lies and converted to float64 there).
-    device : str
-        A torch device (``cuda``, ``cuda:1``, ``cpu``); see :func:`resolve_engine_device`.
+    device : Device or str
+        Where it lies (:class:`~diversity_core.device.Device`, or a name of its table:
+        ``cuda``, ``cuda:1``, ``cpu``; its torch device is used).
     memory_limit : int, optional
         Bytes the space may use on the device; default: the device's free memory. The need
         (:func:`torch_magnitude_memory`) is checked before anything is allocated there.
@@ -225,23 +184,24 @@ class TorchMagnitudeSpace(_Operations):
         ``t``, ``solver`` (``ldl`` or ``pinv``), ``relative_residual``, ``mag_error_bound``.
     """
 
-    def __init__(self, D, *, device: str = "cpu", memory_limit: int | None = None,
+    def __init__(self, D, *, device: Device | str = "cpu", memory_limit: int | None = None,
                  name: str = "D", _memory_checked: bool = False):
         torch = _torch()
-        self.device = _torch_device(device)
+        where = _torch_device(device)
+        self.device = where.to_torch()
         if isinstance(D, torch.Tensor):
             n = D.shape[0] if D.ndim == 2 else 0
             if not _memory_checked:
                 need = torch_magnitude_memory(max(n, 1))
                 if D.device == self.device and D.dtype == torch.float64 and memory_limit is None:
                     need -= 8 * D.numel()  # already there: free memory excludes it
-                check_torch_memory(need, self.device, memory_limit=memory_limit,
+                check_torch_memory(need, where, memory_limit=memory_limit,
                                    what=f"magnitude of {n:,} points")
             D = _check_distance_tensor(D.to(self.device, torch.float64), name)
         else:
             D = check_distance_matrix(D, name=name)
             n = D.shape[0]
-            check_torch_memory(torch_magnitude_memory(n), self.device,
+            check_torch_memory(torch_magnitude_memory(n), where,
                                memory_limit=memory_limit, what=f"magnitude of {n:,} points")
             D = torch.as_tensor(D, device=self.device)
         self.n_points = int(D.shape[0])
@@ -254,7 +214,7 @@ class TorchMagnitudeSpace(_Operations):
         self.fallbacks: list[dict] = []
 
     @classmethod
-    def from_points(cls, X, metric: str = "euclidean", *, device: str = "cpu",
+    def from_points(cls, X, metric: str = "euclidean", *, device: Device | str = "cpu",
                     memory_limit: int | None = None) -> TorchMagnitudeSpace:
         """The space of points ``X`` (shape (n, d)), its distances formed on the device
         (``euclidean``, ``cityblock`` or ``cosine``: those of
@@ -269,7 +229,7 @@ class TorchMagnitudeSpace(_Operations):
         check_torch_memory(torch_magnitude_memory(n, d), device,
                            memory_limit=memory_limit,
                            what=f"magnitude of {n:,} points in {d} dimensions")
-        Xt = torch.as_tensor(np.asarray(X, dtype=np.float64), device=device)
+        Xt = torch.as_tensor(np.asarray(X, dtype=np.float64), device=device.to_torch())
         D = _pairwise_distances(Xt, metric)
         del Xt
         # Checked above for the whole computation (D is now part of what the device holds).

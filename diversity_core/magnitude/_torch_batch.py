@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_distance_matrix
+from ..device import Device, parse_device
 from ._batch import (
     PreparedBatch,
     _member_warnings,
@@ -66,16 +67,17 @@ class TorchMagnitudeBatch(PreparedBatch):
     Parameters
     ----------
     spaces : sequence of m arrays of shape (n_i, n_i), or an array of shape (m, n, n)
-    device : str (a torch device)
+    device : Device or str (its torch device is used; see
+        :class:`~diversity_core.magnitude.TorchMagnitudeSpace`)
     memory_limit : int, optional (default: the device's free memory; see
-        :func:`~diversity_core.magnitude._torch.check_torch_memory`)
+        :func:`~diversity_core.magnitude.check_torch_memory`)
 
     Attributes
     ----------
     m : int; n_points, n_unique : arrays of shape (m,); failures : dict int -> str
     """
 
-    def __init__(self, spaces, *, device: str = "cpu", memory_limit: int | None = None):
+    def __init__(self, spaces, *, device: Device | str = "cpu", memory_limit: int | None = None):
         torch = _torch()
         if isinstance(spaces, np.ndarray) and spaces.ndim != 3:
             raise ValueError("spaces must be a sequence of distance matrices (or an array of "
@@ -84,7 +86,8 @@ class TorchMagnitudeBatch(PreparedBatch):
         self.m = len(spaces)
         if self.m == 0:
             raise ValueError("an empty batch: no spaces.")
-        self.device = _torch_device(device)
+        where = _torch_device(device)
+        self.device = where.to_torch()
         self.failures: dict[int, str] = {}
         self.D: list[np.ndarray | None] = [None] * self.m
         self.n_points = np.zeros(self.m, dtype=np.intp)
@@ -95,7 +98,7 @@ class TorchMagnitudeBatch(PreparedBatch):
             except ValueError as exc:
                 self.failures[i] = str(exc)
         self.ok = np.array([i not in self.failures for i in range(self.m)])
-        check_torch_memory(torch_batch_memory(self.n_unique[self.ok]), self.device,
+        check_torch_memory(torch_batch_memory(self.n_unique[self.ok]), where,
                            memory_limit=memory_limit,
                            what=f"a batch of {int(self.ok.sum()):,} spaces")
         by_size: dict[int, list[int]] = {}
@@ -178,25 +181,27 @@ class TorchMagnitudeBatch(PreparedBatch):
         return float(w.sum()), float(w @ ((Dm * np.exp(-t * Dm)) @ w))
 
 
-def batch_on_device(spaces, device: str | None):
+def batch_on_device(spaces, device):
     """A batch of spaces where the engine runs: ``spaces`` themselves for the NumPy engine
-    (``device`` None, :func:`~diversity_core.magnitude._torch.resolve_engine_device`), else a
+    (``device.engine``, a :class:`~diversity_core.device.Device` or a name), else a
     :class:`TorchMagnitudeBatch` of their (de-duplicated) distances on ``device``, which the
     batch functions (``convergence_scales``, ``mag_areas``, ``magnitude_functions``) take as
     they take a list of matrices."""
-    if device is None or isinstance(spaces, PreparedBatch):
+    device = parse_device(device)
+    if device.engine == "numpy" or isinstance(spaces, PreparedBatch):
         return spaces
     return TorchMagnitudeBatch([S.D if isinstance(S, MagnitudeSpace) else S for S in spaces],
                                device=device)
 
 
-def _batch(spaces, device: str, memory_limit: int | None) -> TorchMagnitudeBatch:
+def _batch(spaces, device: Device | str, memory_limit: int | None) -> TorchMagnitudeBatch:
     if isinstance(spaces, TorchMagnitudeBatch):
         return spaces
     return TorchMagnitudeBatch(spaces, device=device, memory_limit=memory_limit)
 
 
-def torch_convergence_scales(spaces, target: float = DEFAULT_TARGET, *, device: str = "cpu",
+def torch_convergence_scales(spaces, target: float = DEFAULT_TARGET, *,
+                             device: Device | str = "cpu",
                              rtol: float = DEFAULT_T_CONV_RTOL, max_iter: int = DEFAULT_MAX_ITER,
                              errors: str = "raise",
                              memory_limit: int | None = None) -> np.ndarray:
@@ -209,14 +214,16 @@ def torch_convergence_scales(spaces, target: float = DEFAULT_TARGET, *, device: 
                               max_iter=max_iter, errors=errors)
 
 
-def torch_magnitude_functions(spaces, ts, *, device: str = "cpu", errors: str = "raise",
+def torch_magnitude_functions(spaces, ts, *, device: Device | str = "cpu",
+                              errors: str = "raise",
                               memory_limit: int | None = None) -> np.ndarray:
     """:func:`~diversity_core.magnitude.magnitude_functions` on a torch device: an array of
     shape (m, n_scales)."""
     return magnitude_functions(_batch(spaces, device, memory_limit), ts, errors=errors)
 
 
-def torch_mag_areas(spaces, t_cut, *, device: str = "cpu", method: str = DEFAULT_INTEGRATION,
+def torch_mag_areas(spaces, t_cut, *, device: Device | str = "cpu",
+                    method: str = DEFAULT_INTEGRATION,
                     rtol: float = DEFAULT_INTEGRATION_RTOL, n_ts: int = DEFAULT_N_TS,
                     errors: str = "raise", memory_limit: int | None = None) -> np.ndarray:
     """:func:`~diversity_core.magnitude.mag_areas` on a torch device: one ``t_cut`` for all

@@ -37,12 +37,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..device import Device, parse_device
 from ._batch import MagnitudeBatchError
 from ._common import MemberWarning, summarise_fallbacks
 from ._large import LargeMagnitudeSpace
 from ._quadrature import check_integration
 from ._space import MagnitudeSpace
-from ._torch import resolve_engine_device
 from ._torch_batch import batch_on_device
 from .api import (
     DEFAULT_INTEGRATION,
@@ -262,7 +262,7 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
                  integration_rtol: float = DEFAULT_INTEGRATION_RTOL, n_ts: int = DEFAULT_N_TS,
                  areas: bool = True, functions: bool = False, area_rule: str = "integral",
                  grid_beyond: float = 0.0, chunk_size: int | None = None,
-                 device: str = "auto", progress: bool | None = False) -> SetMagnitudes:
+                 device: Device | str = "cpu", progress: bool | None = False) -> SetMagnitudes:
     """Convergence scales, one integration limit, MagAreas (and the functions on one grid) of
     many sets: the reference-free protocol.
 
@@ -291,10 +291,11 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
         and MagDiff come from one stored grid, as in the paper).
     grid_beyond : float >= 0
         The grid continues beyond ``t_cut`` by this share of ``t_cut`` (compare's plots: 0.5).
-    device : str
-        The engine's device (:func:`~diversity_core.magnitude._torch.resolve_engine_device`):
-        ``auto`` or ``cpu``, the NumPy engine; ``cuda``/``cuda:N``, the sets' batches on the
-        torch path (``_torch_batch``; the same functions, agreeing to 1e-10 or better) — large
+    device : Device or str
+        Where the engine runs (a :class:`~diversity_core.device.Device`, as
+        ``MagnitudeSettings.device`` carries it, or a name, parsed here): ``cpu`` (default) or
+        ``auto``, the NumPy engine; ``cuda``/``cuda:N``, the sets' batches on the torch path
+        (:class:`TorchMagnitudeBatch`; the same functions, agreeing to 1e-10 or better) — large
         prepared spaces stay on the CPU; ``torch:cpu``, the torch path on the CPU (to check it
         where there is no GPU).
     chunk_size : int, optional
@@ -325,7 +326,7 @@ def measure_sets(spaces: Sequence, t_cut=None, *, target: float = DEFAULT_TARGET
     if m == 0:
         raise ValueError("no sets to measure.")
     functions = functions or (areas and area_rule == "grid_trapezoid")
-    state = _State(m, progress, resolve_engine_device(device))
+    state = _State(m, progress, parse_device(device))
     conventions = dict(target=target, t_conv_rtol=t_conv_rtol, integration=integration,
                        integration_rtol=integration_rtol, n_ts=n_ts)
     if chunk_size is None:
@@ -421,9 +422,10 @@ def _rule(t_cut) -> TCutRule:
 class _State:
     """What :func:`measure_sets` accumulates per set while it goes through the members."""
 
-    def __init__(self, m: int, progress, device: str):
+    def __init__(self, m: int, progress, device: Device):
         self.m, self.progress = m, progress
-        self.device = device  # the torch path's device, or None: the NumPy engine
+        self.on_torch = device.engine == "torch"  # else the NumPy engine
+        self.device = device
         self.device_records: list = [[] for _ in range(m)]  # fallback solves on the torch path
         self.n_distinct = np.zeros(m, dtype=np.int64)
         self.t_conv = np.full(m, np.nan)
@@ -500,7 +502,7 @@ class _State:
         for i, space in members.items():
             if not isinstance(space, MagnitudeSpace):
                 continue
-            if self.device is not None:
+            if self.on_torch:
                 self.fallbacks[i] = _fallback_records(self.device_records[i], t_cut)
                 continue
             records = _fallback_records(space.fallbacks, t_cut)
@@ -512,7 +514,7 @@ class _State:
         reason in ``failures``, each warning on the member it names."""
         # The same batch functions; on the torch path its batch evaluates them.
         spaces = batch_on_device([members[i] for i in indices], self.device)
-        on_device = spaces if self.device is not None else None
+        on_device = spaces if self.on_torch else None
         with warnings.catch_warnings(record=True) as log:
             warnings.simplefilter("always")
             try:

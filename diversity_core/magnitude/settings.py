@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..device import check_device
+from ..device import Device, parse_device
 from . import (
     DEFAULT_INTEGRATION,
     DEFAULT_INTEGRATION_RTOL,
@@ -39,7 +39,6 @@ from . import (
     mag_diff,
     magnitude_functions,
     reference_free_t_cut,
-    resolve_engine_device,
     space_on_device,
 )
 
@@ -63,14 +62,15 @@ class MagnitudeSettings:
     n_ts : int >= 2
         Evenly spaced scales on ``[0, t_cut]`` (0 included) of stored magnitude functions and of
         the trapezoid rule.
-    device : {"auto", "cpu", "cuda", "cuda:N", "torch:cpu"}
-        Where the engine runs (:func:`~diversity_core.magnitude._torch.resolve_engine_device`):
-        ``auto`` and ``cpu`` the NumPy engine (so that tables never depend on the machine);
-        ``cuda``/``cuda:N`` the torch path on that GPU, dense float64, agreeing with the NumPy
-        engine to the accuracy its solvers are asked for, 1e-10 or better (docs/gpu.md);
-        ``torch:cpu`` the torch path on the CPU (to check it without a GPU). Checked when the
-        settings are made: a GPU torch does not see is refused in one line before any work.
-        Large prepared spaces
+    device : Device
+        Where the engine runs, a :class:`~diversity_core.device.Device` (a name given is parsed
+        once, when the settings are made: a name not in the table, or a GPU torch does not see,
+        is refused in one line naming ``magnitude.device``): ``cpu`` (the default) and
+        ``auto`` the NumPy engine (so that tables never depend on the machine; ``auto`` picks
+        a GPU for the networks only); ``cuda``/``cuda:N`` the torch path on that GPU, dense
+        float64, agreeing with the NumPy engine to the accuracy its solvers are asked for,
+        1e-10 or better (docs/gpu.md); ``torch:cpu`` the torch path on the CPU (to check it
+        without a GPU). Large prepared spaces
         (:class:`~diversity_core.magnitude.LargeMagnitudeSpace`) stay on the CPU.
     """
 
@@ -79,7 +79,7 @@ class MagnitudeSettings:
     integration: str = DEFAULT_INTEGRATION
     integration_rtol: float = DEFAULT_INTEGRATION_RTOL
     n_ts: int = DEFAULT_N_TS
-    device: str = "auto"
+    device: Device = parse_device("cpu")
 
     def __post_init__(self):
         if not 0.0 < self.target < 1.0:
@@ -94,10 +94,9 @@ class MagnitudeSettings:
                 f"magnitude.integration_rtol must be positive; got {self.integration_rtol}.")
         if int(self.n_ts) != self.n_ts or self.n_ts < 2:
             raise ValueError(f"magnitude.n_ts must be an integer >= 2; got {self.n_ts}.")
-        try:
-            resolve_engine_device(self.device)
-        except ValueError as err:
-            raise ValueError(f"magnitude.device: {err}") from None
+        # The one parse of this edge: the methods below and measure_sets(**as_dict()) carry
+        # the Device as it is.
+        object.__setattr__(self, "device", parse_device(self.device, key="magnitude.device"))
 
     @classmethod
     def from_config(cls, section: Mapping | None) -> MagnitudeSettings:
@@ -113,62 +112,57 @@ class MagnitudeSettings:
     def as_dict(self) -> dict:
         """The settings by field name: also the conventions' keyword arguments of the
         reference-free protocol, ``measure_sets(spaces, **settings.as_dict())``
-        (:mod:`diversity_core.magnitude.sets`)."""
-        return dataclasses.asdict(self)
+        (:mod:`diversity_core.magnitude.sets`); ``device`` the :class:`Device` itself."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
     @property
     def area_options(self) -> dict:
         """Keyword arguments of :func:`mag_area` and :func:`mag_diff`."""
         return {"method": self.integration, "rtol": self.integration_rtol, "n_ts": self.n_ts}
 
-    @property
-    def engine_device(self) -> str | None:
-        """The torch device of the engine, or None for the NumPy engine (``device``)."""
-        return resolve_engine_device(self.device)
-
     def space(self, D):
         """``D`` (an (n, n) distance matrix) prepared once where the engine runs, so that its
         convergence scale, MagArea and MagDiff share every evaluated scale: a
         :class:`MagnitudeSpace`, or on the torch path a ``TorchMagnitudeSpace``."""
-        device = self.engine_device
-        return MagnitudeSpace(D) if device is None else space_on_device(D, device)
+        return (MagnitudeSpace(D) if self.device.engine == "numpy"
+                else space_on_device(D, self.device))
 
     def convergence_scale(self, D) -> float:
         """:func:`convergence_scale` of ``D`` (a distance matrix or a ``MagnitudeSpace``)."""
-        return convergence_scale(space_on_device(D, self.engine_device), self.target,
+        return convergence_scale(space_on_device(D, self.device), self.target,
                                  rtol=self.t_conv_rtol)
 
     def mag_area(self, D, t_cut: float) -> float:
         """:func:`mag_area` of ``D`` on ``[0, t_cut]``."""
-        return mag_area(space_on_device(D, self.engine_device), t_cut, **self.area_options)
+        return mag_area(space_on_device(D, self.device), t_cut, **self.area_options)
 
     def convergence_scales(self, spaces, *, errors: str = "raise"):
         """:func:`convergence_scales` of a batch of spaces, shape (m,)."""
-        return convergence_scales(batch_on_device(spaces, self.engine_device), self.target,
+        return convergence_scales(batch_on_device(spaces, self.device), self.target,
                                   rtol=self.t_conv_rtol, errors=errors)
 
     def mag_areas(self, spaces, t_cut, *, errors: str = "raise"):
         """:func:`mag_areas` of a batch of spaces on ``[0, t_cut]``, shape (m,)."""
-        return mag_areas(batch_on_device(spaces, self.engine_device), t_cut,
+        return mag_areas(batch_on_device(spaces, self.device), t_cut,
                          **self.area_options, errors=errors)
 
     def magnitude_functions(self, spaces, t_cut: float, *, errors: str = "raise"):
         """The stored magnitude functions of a batch of spaces: Mag at the ``n_ts`` evenly
         spaced scales of ``[0, t_cut]`` (0 included), shape (m, n_ts), and those scales."""
         ts = np.linspace(0.0, t_cut, self.n_ts)
-        return magnitude_functions(batch_on_device(spaces, self.engine_device), ts,
+        return magnitude_functions(batch_on_device(spaces, self.device), ts,
                                    errors=errors), ts
 
     def mag_diff(self, D_x, D_ref, t_cut: float, **options) -> float:
         """:func:`mag_diff` on ``[0, t_cut]``; ``options``: ``normalise``, ``absolute``,
         ``reference_area``."""
-        device = self.engine_device
+        device = self.device
         return mag_diff(space_on_device(D_x, device), space_on_device(D_ref, device), t_cut,
                         **self.area_options, **options)
 
     def reference_free_t_cut(self, distance_matrices=(), *, convergence_scales=None) -> float:
         """:func:`reference_free_t_cut`: the median convergence scale."""
-        device = self.engine_device
+        device = self.device
         return reference_free_t_cut([space_on_device(D, device) for D in distance_matrices],
                                     self.target, rtol=self.t_conv_rtol,
                                     convergence_scales=convergence_scales)
@@ -177,16 +171,12 @@ class MagnitudeSettings:
 def config_problems(section) -> list[str]:
     """The problems of the configuration's ``magnitude`` section, each naming its key, checked
     by the pipeline before any job (``workflow/rules/common.smk``, ``CONFIG_CHECKS``). The
-    device is checked by name only there: a GPU that the submitting machine lacks may be on
-    the node a job runs on (SLURM), where making the settings checks it again."""
+    device is not among them: common.smk checks every section's ``device`` by name
+    (:func:`~diversity_core.device.device_problem`), since a GPU that the submitting machine
+    lacks may be on the node a job runs on (SLURM), where making the settings parses it."""
     section = dict(section or {})
-    device = section.pop("device", "auto")
+    section.pop("device", None)
     problems = []
-    if device != "torch:cpu":
-        try:
-            check_device(device)
-        except ValueError as err:
-            problems.append(f"magnitude.device: {err}")
     try:
         MagnitudeSettings.from_config(section)
     except ValueError as err:

@@ -2,7 +2,9 @@
 
 * :mod:`.digests`: SHA-256 of files and folders, the pinned digests of assets (``.pins.json``);
 * :mod:`.records`: the record written beside every output of every rule (by
-  ``scripts/_helpers.py: run``);
+  ``scripts/_job.py: run``);
+* :mod:`.intact`: whether a job's ``.npz``, ``.npy`` and ``.json`` inputs are whole, checked
+  before they are hashed;
 * :mod:`.audit`: ``python -m diversity_core audit``: every file against its record, every input
   against the digest its consumer recorded, each final result's chain back to the assets;
 * :mod:`.crate`: the records as a Workflow Run RO-Crate (``audit --ro-crate DIR``).

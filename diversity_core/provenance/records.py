@@ -1,7 +1,7 @@
 """Provenance records: what made each file, with the digest of everything it was made from.
 
-Every output of every rule gets ``<output>.provenance.json`` (written by the rule-script helper,
-``scripts/_helpers.py: run``, after the rule's script succeeded), holding
+Every output of every rule gets ``<output>.provenance.json`` (written by the rule scripts'
+job runner, ``scripts/_job.py: run``, after the rule's script succeeded), holding
 
 * ``format`` (2: records with digests), ``artifact`` (the file's name), ``rule`` and ``script``
   (its path and SHA-256), ``wildcards``, ``params`` (every rule parameter, as the script got it),

@@ -3,5 +3,7 @@ results with a verdict for each (:mod:`.claims`), and the run time of each exper
 Snakemake's benchmark files (:mod:`.timings`).
 
 Both read result files and return plain data (rows, Markdown text); the rule scripts
-``scripts/summary.py`` and ``scripts/timings.py`` write them.
+``scripts/summary.py`` and ``scripts/timings.py`` write them. The figures' one style is
+:mod:`.figure_style`; :mod:`.graph_figures` draws the graph experiment's figures from its tables
+(``scripts/graphs_figures.py`` writes them).
 """

@@ -73,6 +73,9 @@ def check_config(config):
     _package_importable()
     problems = [problem for section, module in CONFIG_CHECKS.items()
                 for problem in importlib.import_module(module).config_problems(config[section])]
+    device_problem = importlib.import_module("diversity_core.device").device_problem  # by name
+    problems += [p for s, v in config.items() if isinstance(v, dict) and "device" in v
+                 and (p := device_problem(v["device"], f"{s}.device"))]  # (the GPU: the job's)
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
 

@@ -5,6 +5,8 @@ CURV = config["curvature"]
 CURV_CHUNKS = range(CURV["n_chunks"])
 # What the curvature results depend on: recorded in their provenance files.
 CURV_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "curvature")}
+# The software environment of every rule of this file (--sdm conda).
+CURV_ENV = "../../envs/pipeline.yaml"
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
 CONFIG_CHECKS["curvature"] = "diversity_core.experiments.curvature"
@@ -40,7 +42,7 @@ rule curvature_generate:
         n_test_clouds=CURV["n_test_clouds"],
         seed=seed_for("curvature"),
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "generate"),
     benchmark:
@@ -63,7 +65,7 @@ rule curvature_convergence:
         hyperbolic_distance=CURV["hyperbolic_distance"],
     threads: 1
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "convergence_chunk{chunk}"),
     benchmark:
@@ -79,7 +81,7 @@ rule curvature_t_cut:
     output:
         t_cut=interim("curvature", "t_cut.json"),
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "t_cut"),
     benchmark:
@@ -102,7 +104,7 @@ rule curvature_magnitude:
         hyperbolic_distance=CURV["hyperbolic_distance"],
     threads: 1
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "magnitude_chunk{chunk}"),
     benchmark:
@@ -131,7 +133,7 @@ rule curvature_table:
         seed=seed_for("curvature"),
         config=CURV_PROVENANCE,
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "table"),
     benchmark:
@@ -159,7 +161,7 @@ rule curvature_figure:
     params:
         config=CURV_PROVENANCE,
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "figure"),
     benchmark:
@@ -181,7 +183,7 @@ rule curvature_scale_grid:
         scale_grid=CURV["sensitivity"]["grid"],
     threads: 1
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "scale_grid_chunk{chunk}"),
     benchmark:
@@ -220,7 +222,7 @@ rule curvature_sensitivity:
         seed=seed_for("curvature"),
         config=CURV_PROVENANCE,
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "sensitivity"),
     benchmark:
@@ -247,7 +249,7 @@ rule curvature_sensitivity_figure:
     params:
         config=CURV_PROVENANCE,
     conda:
-        "../../envs/pipeline.yaml"
+        CURV_ENV
     log:
         logs("curvature", "sensitivity_figure"),
     benchmark:

@@ -17,6 +17,8 @@ GRAPH_DOWNLOADS = {
     "zinc": [str(GRAPH_RESOURCES / "zinc" / Path(GRAPH_CFG["zinc"]["member"]).name)],
 }
 GRAPH_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", GRAPH)}
+# The software environment of every rule of this file (--sdm conda).
+GRAPH_ENV = "../../envs/torch.yaml"
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
 CONFIG_CHECKS["graphs"] = "diversity_core.experiments.graph_mode_collapse"
@@ -48,7 +50,7 @@ rule graphs_fetch_zinc:
         # resources/graphs: the folder above the dataset's own (from the output, for the linter)
         resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "fetch_zinc"),
     benchmark:
@@ -67,7 +69,7 @@ rule graphs_download_proteins:
         pins=GRAPH_CFG["proteins"],
         resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "download_proteins"),
     benchmark:
@@ -86,7 +88,7 @@ rule graphs_download_ego:
         pins=GRAPH_CFG["ego"],
         resources_dir=lambda wildcards, output: str(Path(output.files[0]).parent.parent),
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "download_ego"),
     benchmark:
@@ -116,7 +118,7 @@ rule graphs_prepare:
     wildcard_constraints:
         dataset="|".join(GRAPH_DATASETS),
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "prepare_{dataset}"),
     benchmark:
@@ -144,7 +146,7 @@ rule graphs_evaluate:
     wildcard_constraints:
         dataset="|".join(GRAPH_DATASETS),
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "evaluate_{dataset}"),
     benchmark:
@@ -177,7 +179,7 @@ rule graphs_spearman:
         ci_level=GRAPH_CFG["ci_level"],
         config=GRAPH_PROVENANCE,
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "spearman"),
     benchmark:
@@ -229,7 +231,7 @@ rule graphs_figures:
         ci_level=GRAPH_CFG["ci_level"],
         config=GRAPH_PROVENANCE,
     conda:
-        "../../envs/torch.yaml"
+        GRAPH_ENV
     log:
         logs(GRAPH, "figures"),
     benchmark:

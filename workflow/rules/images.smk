@@ -15,6 +15,8 @@ IMG_MODEL = str(RESOURCES / "inception" / "fid_inception_v3.pt")
 IMG_DATASET = IMG_CFG["dataset"]
 # What the final results depend on: recorded in their provenance files.
 IMG_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", IMG)}
+# The software environment of every rule of this file (--sdm conda).
+IMG_ENV = "../../envs/torch.yaml"
 
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
@@ -42,7 +44,7 @@ rule images_fetch_fashion_mnist:
         deb_sha256=IMG_CFG["fashion_mnist"]["deb_sha256"],
         file_sha256=IMG_CFG["fashion_mnist"]["file_sha256"],
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "fetch_fashion_mnist"),
     benchmark:
@@ -60,7 +62,7 @@ rule images_fetch_cifar10:
         md5=IMG_CFG["cifar10"]["md5"],
         sha256=IMG_CFG["cifar10"]["sha256"],
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "fetch_cifar10"),
     benchmark:
@@ -79,7 +81,7 @@ rule images_fetch_inception:
         member=IMG_CFG["inception"]["member"],
         sha256=IMG_CFG["inception"]["sha256"],
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "fetch_inception"),
     benchmark:
@@ -101,7 +103,7 @@ rule images_select:
         n_pool_per_class=IMG_CFG["n_pool_per_class"],
         seed=seed_for(IMG),
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "select"),
     benchmark:
@@ -132,7 +134,7 @@ rule images_embed:
     wildcard_constraints:
         cls=r"\d+",
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "embed_class{cls}"),
     benchmark:
@@ -159,7 +161,7 @@ rule images_scores:
     wildcard_constraints:
         scenario="sequential|simultaneous",
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "scores_{scenario}"),
     benchmark:
@@ -190,7 +192,7 @@ rule images_table:
     params:
         config=IMG_PROVENANCE,
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "table"),
     benchmark:
@@ -222,7 +224,7 @@ rule images_figure:
         repeats_per_class=IMG_CFG["repeats_per_class"],
         config=IMG_PROVENANCE,
     conda:
-        "../../envs/torch.yaml"
+        IMG_ENV
     log:
         logs(IMG, "figure"),
     benchmark:

@@ -15,6 +15,8 @@ MOD_MODELS = MOD_CFG["models"]
 MOD_VARIANTS = {f"{v['preprocessing']}_{v['distance']}": v for v in MOD_CFG["variants"]}
 # What the final results depend on: recorded in their provenance files.
 MOD_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "text_assets", MOD)}
+# The software environment of every rule of this file (--sdm conda).
+MOD_ENV = "../../envs/text.yaml"
 
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
@@ -49,7 +51,7 @@ rule models_documents:
         max_words=MOD_CFG["max_words"],
         seed=seed_for(MOD),
     conda:
-        "../../envs/text.yaml"
+        MOD_ENV
     log:
         logs(MOD, "documents_{collection}"),
     threads: 1
@@ -72,7 +74,7 @@ rule models_embed:
         batch_size=MOD_CFG["batch_size"],
         device=MOD_CFG["device"],
     conda:
-        "../../envs/text.yaml"
+        MOD_ENV
     log:
         logs(MOD, "embed_{collection}_{model}"),
     benchmark:
@@ -103,7 +105,7 @@ rule models_scores:
     wildcard_constraints:
         variant="|".join(MOD_VARIANTS),
     conda:
-        "../../envs/text.yaml"
+        MOD_ENV
     log:
         logs(MOD, "scores_{collection}_{variant}"),
     benchmark:
@@ -128,7 +130,7 @@ rule models_classify:
     wildcard_constraints:
         variant="|".join(MOD_VARIANTS),
     conda:
-        "../../envs/text.yaml"
+        MOD_ENV
     log:
         logs(MOD, "classify_{collection}_{variant}"),
     benchmark:
@@ -170,7 +172,7 @@ rule models_tables:
         k=MOD_CFG["k"],
         config=MOD_PROVENANCE,
     conda:
-        "../../envs/text.yaml"
+        MOD_ENV
     log:
         logs(MOD, "tables"),
     threads: 1
@@ -213,7 +215,7 @@ rule models_figures:
         k=MOD_CFG["k"],
         config=MOD_PROVENANCE,
     conda:
-        "../../envs/text.yaml"
+        MOD_ENV
     log:
         logs(MOD, "figures"),
     threads: 1

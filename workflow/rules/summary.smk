@@ -5,6 +5,8 @@
 PAPER_CLAIMS = "workflow/paper_claims.yaml"
 SUMMARY = str(RESULTS / "summary.md")
 TIMINGS = str(RESULTS / "timings.md")
+# The software environment of every rule of this file (--sdm conda).
+SUMMARY_ENV = "../../envs/pipeline.yaml"
 
 
 check_claims_against_targets(PAPER_CLAIMS)
@@ -21,7 +23,7 @@ rule summary:
         results_dir=lambda wildcards, output: str(Path(output.summary).parent),
         config={"experiments": config["experiments"]},
     conda:
-        "../../envs/pipeline.yaml"
+        SUMMARY_ENV
     log:
         str(RESULTS / "logs" / "summary.log"),
     threads: 1
@@ -39,7 +41,7 @@ rule timings:
     params:
         folders={name: f"{folder}/benchmarks" for name, folder in experiment_folders().items()},
     conda:
-        "../../envs/pipeline.yaml"
+        SUMMARY_ENV
     log:
         str(RESULTS / "logs" / "timings.log"),
     threads: 1

@@ -21,6 +21,14 @@ TEXT_CHUNKS = list(range(TEXT_GEN["n_chunks"]))
 TEXT_LM_DIR = str(RESOURCES / "text" / "lm" / "SmolLM2-135M-Instruct")
 TEXT_TEVET_ZIP = str(RESOURCES / "text" / "tevet_berant" / "data.zip")
 TEXT_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", TEXT)}
+# The software environment of every rule of this file (--sdm conda).
+TEXT_ENV = "../../envs/text.yaml"
+
+
+# Every {task} of this file is one of the configuration's tasks. Module-level constraints hold
+# for every rule of the workflow: no other rule file has a {task} wildcard.
+wildcard_constraints:
+    task="|".join(TEXT_TASKS),
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
 CONFIG_CHECKS["text"] = "diversity_core.experiments.text_temperature"
@@ -63,7 +71,7 @@ if TEXT_CFG["data"] == "generated":
             gguf_dir=str(RESOURCES / "text" / "lm" / "gguf"),
             pins=TEXT_GEN["language_model"],
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "fetch_language_model"),
         benchmark:
@@ -92,10 +100,8 @@ if TEXT_CFG["data"] == "generated":
                        if TEXT_DECTEST else TEXT_GEN["grid"]["n_prompts"]),
             story_sentences="any" if TEXT_DECTEST else "first",
             seed=seed_for(TEXT),
-        wildcard_constraints:
-            task="|".join(TEXT_TASKS),
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "prompts_{task}"),
         threads: 1
@@ -122,10 +128,8 @@ if TEXT_CFG["data"] == "generated":
             seed=seed_for(TEXT),
             device=TEXT_CFG["device"],
             cache_dir=interim(TEXT, "generation_cache"),
-        wildcard_constraints:
-            task="|".join(TEXT_TASKS),
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "pilot_{task}"),
         benchmark:
@@ -156,7 +160,7 @@ if TEXT_CFG["data"] == "generated":
             max_drop=TEXT_GEN["dectest"]["max_dictionary_drop"],
             config=TEXT_PROVENANCE,
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "temperature_cap"),
         threads: 1
@@ -182,7 +186,7 @@ if TEXT_CFG["data"] == "generated":
         params:
             config=TEXT_PROVENANCE,
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "fluency_figure"),
         threads: 1
@@ -213,10 +217,9 @@ if TEXT_CFG["data"] == "generated":
             device=TEXT_CFG["device"],
             cache_dir=interim(TEXT, "generation_cache"),
         wildcard_constraints:
-            task="|".join(TEXT_TASKS),
             chunk=r"\d+",
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "generate_{task}_chunk{chunk}"),
         benchmark:
@@ -236,10 +239,8 @@ if TEXT_CFG["data"] == "generated":
             data=results(TEXT, "data", "{task}.jsonl"),
         params:
             config=TEXT_PROVENANCE,
-        wildcard_constraints:
-            task="|".join(TEXT_TASKS),
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "data_{task}"),
         threads: 1
@@ -256,7 +257,7 @@ else:
             url=TEXT_CFG["tevet_berant"]["url"],
             sha256=TEXT_CFG["tevet_berant"]["sha256"],
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "fetch_tevet_berant"),
         threads: 1
@@ -273,10 +274,8 @@ else:
             task=lambda wildcards: wildcards.task,
             members=TEXT_CFG["tevet_berant"]["members"],
             config=TEXT_PROVENANCE,
-        wildcard_constraints:
-            task="|".join(TEXT_TASKS),
         conda:
-            "../../envs/text.yaml"
+            TEXT_ENV
         log:
             logs(TEXT, "data_{task}"),
         threads: 1
@@ -300,10 +299,9 @@ rule text_embed:
         cache=lambda wildcards: interim(TEXT, "embedding_cache", wildcards.model,
                                         f"{wildcards.task}.npz"),
     wildcard_constraints:
-        task="|".join(TEXT_TASKS),
         model="|".join(map(re.escape, TEXT_MODELS_USED)),
     conda:
-        "../../envs/text.yaml"
+        TEXT_ENV
     log:
         logs(TEXT, "embed_{model}_{task}"),
     benchmark:
@@ -327,10 +325,9 @@ rule text_scores:
         dc_tau=TEXT_CFG["dc_tau"],
         magnitude=config["magnitude"],
     wildcard_constraints:
-        task="|".join(TEXT_TASKS),
         model="|".join(map(re.escape, TEXT_MODELS_USED)),
     conda:
-        "../../envs/text.yaml"
+        TEXT_ENV
     log:
         logs(TEXT, "scores_{model}_{task}"),
     benchmark:
@@ -376,7 +373,7 @@ rule text_r2:
         config=TEXT_PROVENANCE,
         seed=seed_for(TEXT),
     conda:
-        "../../envs/text.yaml"
+        TEXT_ENV
     log:
         logs(TEXT, "r2"),
     benchmark:
@@ -406,7 +403,7 @@ rule text_max_temperature:
         config=TEXT_PROVENANCE,
         seed=seed_for(TEXT),
     conda:
-        "../../envs/text.yaml"
+        TEXT_ENV
     log:
         logs(TEXT, "max_temperature"),
     benchmark:
@@ -435,7 +432,7 @@ rule text_max_temperature_figure:
         measures=TEXT_CFG["measures"],
         config=TEXT_PROVENANCE,
     conda:
-        "../../envs/text.yaml"
+        TEXT_ENV
     log:
         logs(TEXT, "max_temperature_figure"),
     threads: 1
@@ -477,7 +474,7 @@ rule text_figures:
         data=TEXT_CFG["data"],
         config=TEXT_PROVENANCE,
     conda:
-        "../../envs/text.yaml"
+        TEXT_ENV
     log:
         logs(TEXT, "figures"),
     threads: 1

@@ -4,6 +4,8 @@
 # diversity_core.embed.sentences). Pins: the package's, or config["text_assets"] overrides.
 
 TEXT_ASSETS = "text_assets"
+# The software environment of every rule of this file (--sdm conda).
+TEXT_ASSETS_ENV = "../../envs/text.yaml"
 
 
 rule text_fetch_corpus:
@@ -15,7 +17,7 @@ rule text_fetch_corpus:
     wildcard_constraints:
         corpus=r"[A-Za-z0-9_.-]+",
     conda:
-        "../../envs/text.yaml"
+        TEXT_ASSETS_ENV
     log:
         logs(TEXT_ASSETS, "fetch_corpus_{corpus}"),
     threads: 1
@@ -32,7 +34,7 @@ rule text_fetch_model:
     wildcard_constraints:
         model=r"[A-Za-z0-9_.-]+",
     conda:
-        "../../envs/text.yaml"
+        TEXT_ASSETS_ENV
     log:
         logs(TEXT_ASSETS, "fetch_model_{model}"),
     threads: 1
