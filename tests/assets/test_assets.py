@@ -27,7 +27,7 @@ from diversity_core.data import text
 from diversity_core.embed import sentences
 from diversity_core.experiments.unpinned import unpinned_assets
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((REPO / "config.yaml").read_text())
 
 

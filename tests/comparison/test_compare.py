@@ -406,7 +406,7 @@ def test_diversity_core_console_script_and_dash_m(files):
 
 def test_documented_example_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
     """The worked example of docs/compare.md: its recipe, run, prints the output shown."""
-    section = (Path(__file__).resolve().parents[1] / "docs" / "compare.md").read_text()
+    section = (Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text()
     recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
     shown = section.split("```\n$ ", 1)[1].split("```", 1)[0]
     command, expected = shown.split("\n", 1)

@@ -117,7 +117,7 @@ def test_too_many_piecewise_knots_are_rejected_in_the_fit(tmp_path):
     X_ties = np.repeat(np.linspace(0, 1, 11), 3)[:, None]  # 11 distinct values only
     assert max_piecewise_knots(X_ties, n_folds=5, seed=0) == 1 + 11 // 4
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     try:
         import curvature_table
     finally:

@@ -14,7 +14,7 @@ import pytest
 
 from diversity_core.reporting import timing_runs as R
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DAY = 86_400.0
 
 

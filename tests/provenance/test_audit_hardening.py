@@ -45,7 +45,7 @@ from diversity_core.provenance.records import ROOTS, RecordError, parse_record
 SETTINGS = settings(max_examples=int(os.environ.get("HYP_N", 60)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 120  # far beyond the second each command takes; a hang fails instead of waiting
 V1, V2 = "print('version 1')\n", "print('version 2')\n"
 

@@ -100,7 +100,7 @@ def test_verify_checksum(tmp_path):
 # asked for it and the offline default; with a verified copy on disk no network is needed.
 # --------------------------------------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _scripts():

@@ -24,7 +24,7 @@ from workflow_runner import REPO, run_tiny, tiny_config
 
 pytestmark = pytest.mark.slow
 
-CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
+CLUSTER = REPO / "tests" / "support" / "slurm" / "cluster.sh"
 EXPERIMENTS = ("curvature", "graph_mode_collapse")
 # Every rule of the two experiments, as the plugin names its log folders (rule_<name>).
 RULES = {

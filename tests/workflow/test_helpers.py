@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import _helpers  # noqa: E402
 from _helpers import Input, Inputs, Output  # noqa: E402

@@ -406,7 +406,7 @@ def test_fetch_cifar10_script(http_root, tmp_path):
     """The CIFAR-10 rule script against a local server: MD5-checked download, then unpacking."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import images_fetch_cifar10
 
     root, url = http_root

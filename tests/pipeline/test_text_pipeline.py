@@ -17,7 +17,7 @@ from diversity_core.experiments.text_temperature import MEASURES
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RESOURCES = REPO / "resources"
 TASKS = ("story", "resp", "prompt")
 

@@ -18,7 +18,7 @@ import yaml
 from diversity_core.cli.main import main
 from diversity_core.embed import inception, raw, sentences
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(argv, capsys):

@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("sentence_transformers")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "device_check.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "device_check.py"
 
 
 def test_tiny_cpu_run_passes_every_check(tmp_path):

@@ -166,7 +166,7 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
 
     from diversity_core.data import text_tasks
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "scripts"))
     sys.modules.pop("text_scores", None)
     import text_scores
 
@@ -382,7 +382,7 @@ def test_figure3_legend_covers_no_data(monkeypatch, tmp_path):
     and inside the figure, on a synthetic R² table of three tasks, three models, every measure."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     try:
         import text_figures
     finally:

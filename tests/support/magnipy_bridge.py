@@ -68,7 +68,7 @@ import numpy as np
 __all__ = ["MAGNIPY_VERSION", "MagnipyError", "magnipy_python", "run_magnipy", "venv_dir"]
 
 MAGNIPY_VERSION = "1.0.0"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().with_name("magnipy_worker.py")
 CONSTRAINTS = REPO / "envs" / "constraints.txt"
 _READY_MARKER = ".diversity_core-magnipy-ok"

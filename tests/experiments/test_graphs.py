@@ -27,7 +27,7 @@ from diversity_core.experiments import graph_mode_collapse as protocol
 pytest.importorskip("torch_geometric")
 pytest.importorskip("grakel")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------------------------
