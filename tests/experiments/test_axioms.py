@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_runner import run_tiny
 
 from diversity_core import avg_sim, gm_stds, iso_score, mag_area, pairwise_distances, vendi_score
 from diversity_core.experiments import axioms as ax
@@ -83,9 +82,8 @@ def test_tables():
 
 
 @pytest.mark.slow
-def test_axioms_rule_end_to_end(tmp_path):
-    run_tiny("axioms", tmp_path)
-    out = tmp_path / "results" / "axioms"
+def test_axioms_rule_end_to_end(tiny_runs):
+    out = tiny_runs("axioms") / "results" / "axioms"
     table = pd.read_csv(out / "axioms.csv")
     assert len(table) == len(ax.MEASURES) * len(ax.AXIOMS)
     assert (out / "axioms.csv.provenance.json").is_file()

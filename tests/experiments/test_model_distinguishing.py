@@ -7,7 +7,7 @@ import filecmp
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_runner import REPO, run_snakemake, run_tiny
+from workflow_runner import REPO, run_snakemake
 
 from diversity_core import MagnitudeSpace, pairwise_distances
 from diversity_core.experiments import model_distinguishing as md
@@ -230,20 +230,11 @@ def text_assets():
 
 
 @pytest.mark.slow
-def test_pipeline_tiny_twice(tmp_path, text_assets):
-    """Snakemake runs the experiment end to end; a second run from empty results (embeddings
-    from the cache) gives byte-identical tables."""
-    outputs = []
-    resources = tmp_path / "resources"
-    for kind in ("corpora", "models"):
-        (resources / "text" / kind).mkdir(parents=True)
-        for name in (CORPORA if kind == "corpora" else MODELS):
-            (resources / "text" / kind / name).symlink_to(text_assets / kind / name,
-                                                          target_is_directory=True)
-    for run_name in ("first", "second"):
-        run_tiny("model_distinguishing", tmp_path / run_name, resources=resources)
-        outputs.append(tmp_path / run_name / "results" / "models")
-    first, second = outputs
+def test_pipeline_tiny_twice(tiny_runs, text_assets):
+    """Snakemake runs the experiment end to end (the session's tiny run, read only); a second run
+    from empty results (embeddings from the cache) gives byte-identical tables."""
+    first, second = (run / "results" / "models" for run in (
+        tiny_runs("model_distinguishing"), tiny_runs.rerun("model_distinguishing")))
     table = pd.read_csv(first / "table2.csv")
     assert list(table.columns) == ["dataset", "preprocessing", "distance", "measure",
                                    "accuracy_mean", "accuracy_std"]

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from workflow_runner import run_tiny
 
 from diversity_core.experiments.graph_mode_collapse import EXPERIMENTS, MEASURES
 
@@ -16,14 +15,12 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    resources = tmp_path_factory.mktemp("resources")
-    outs = []
-    for name in ("run1", "run2"):
-        out = tmp_path_factory.mktemp(name)
-        run_tiny("graph_mode_collapse", out, resources=resources)
-        outs.append(out / "results" / "graphs")
-    return outs, resources
+def two_runs(tiny_runs):
+    """The session's tiny run (shared: read only) and a rerun from an empty results folder, both
+    with the session's resources folder."""
+    outs = [run / "results" / "graphs" for run in (tiny_runs("graph_mode_collapse"),
+                                                  tiny_runs.rerun("graph_mode_collapse"))]
+    return outs, tiny_runs.resources
 
 
 def test_spearman_table_and_figures(two_runs):

@@ -13,8 +13,6 @@ import pandas as pd
 import pytest
 from conftest import IMAGE_DATASET as DATASET
 from conftest import IMAGE_MODEL as MODEL
-from conftest import link_image_assets
-from workflow_runner import run_tiny
 
 from diversity_core import pairwise_distances
 from diversity_core.assets import write_manifest
@@ -123,12 +121,11 @@ def test_inception_features(image_assets):
 
 
 @pytest.mark.slow
-def test_pipeline_tiny(tmp_path, image_assets):
+def test_pipeline_tiny(tiny_runs, image_assets):
     """Snakemake runs the whole experiment on a tiny configuration (1 + 10 images per class,
-    three fractions, one resample per class)."""
-    resources = link_image_assets(tmp_path / "resources")
-    run_tiny("image_mode_dropping", tmp_path, resources=resources)
-    out = tmp_path / "results" / "images"
+    three fractions, one resample per class): the session's tiny run, read only."""
+    root = tiny_runs("image_mode_dropping")
+    out = root / "results" / "images"
     table = pd.read_csv(out / "mode_dropping.csv")
     assert list(table.columns) == ["scenario", "fraction", "metric", "mean", "std"]
     assert set(table.scenario) == {"sequential", "simultaneous"}
@@ -145,4 +142,4 @@ def test_pipeline_tiny(tmp_path, image_assets):
     agreement = pd.read_csv(out / "scenario_agreement.csv")
     assert set(agreement.metric) == set(table.metric)
     assert (out / "figure5.png.provenance.json").exists()
-    assert (tmp_path / "results" / "images" / "benchmarks" / "embed_class0.tsv").exists()
+    assert (root / "results" / "images" / "benchmarks" / "embed_class0.tsv").exists()

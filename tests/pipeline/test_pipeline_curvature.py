@@ -17,11 +17,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    first = tmp_path_factory.mktemp("run1")
-    second = tmp_path_factory.mktemp("run2")
-    run_tiny("curvature", first)
-    run_tiny("curvature", second)
+def two_runs(tiny_runs):
+    """The session's tiny run (shared: read only) and a rerun from an empty folder."""
+    first = tiny_runs("curvature")
+    second = tiny_runs.rerun("curvature")
     return first / "results" / "curvature", second / "results" / "curvature"
 
 

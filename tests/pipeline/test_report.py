@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import link_image_assets
 from workflow_runner import REPO, TEST_CONFIGS, run_snakemake, tiny_config
 
 pytestmark = pytest.mark.slow
@@ -19,17 +18,33 @@ EXPERIMENTS = sorted(p.stem.removeprefix("config_") for p in TEST_CONFIGS.glob("
 CAPTIONS = REPO / "workflow" / "report"
 
 
+def _job_counts(output: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table: rule -> jobs to run (empty when nothing is to be done)."""
+    lines = output.split("Job stats:", 1)[1].splitlines() if "Job stats:" in output else []
+    counts = {}
+    for line in lines[3:]:
+        if not line.strip() or line.split()[0] == "total":
+            break
+        rule, count = line.split()
+        counts[rule] = int(count)
+    return counts
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory, image_assets):
-    """The tiny configurations of all experiments in one run (rule `all`), then the report."""
-    out = tmp_path_factory.mktemp("report")
-    resources = link_image_assets(out / "resources")
+def report(tiny_runs):
+    """The tiny configurations of all experiments in one results folder (each the session's one
+    run of it), then rule `all` over them all (one run: only results/summary.md is left to
+    make), then the report."""
+    for experiment in EXPERIMENTS:
+        out = tiny_runs(experiment)
     arguments = [
         "--configfile", *(str(tiny_config(e)) for e in EXPERIMENTS),
-        "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}",
+        "--config", f"results_dir={out / 'results'}", f"resources_dir={tiny_runs.resources}",
         f"experiments=[{','.join(EXPERIMENTS)}]", "--nolock",
     ]
-    run_snakemake("all", *arguments)
+    done = run_snakemake("all", *arguments)
+    # The experiments' own runs are those of rule `all`: the merged configuration changes none.
+    assert _job_counts(done.stdout + done.stderr) == {"all": 1, "summary": 1}, done.stderr[-4000:]
     run_snakemake("all", *arguments, "--report", str(out / "report.html"))
     return out / "results", (out / "report.html").read_text()
 

@@ -23,13 +23,10 @@ TASKS = ("story", "resp", "prompt")
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    outs = []
-    for name in ("run1", "run2"):
-        out = tmp_path_factory.mktemp(name)
-        run_tiny("text_temperature", out, resources=RESOURCES)
-        outs.append(out)
-    return outs
+def two_runs(tiny_runs):
+    """The session's tiny run (shared: read only) and a rerun from an empty results folder (this
+    module's own: a test adds a run with another batching to it)."""
+    return [tiny_runs("text_temperature"), tiny_runs.rerun("text_temperature")]
 
 
 def test_data_tables_and_figures(two_runs):
@@ -124,7 +121,7 @@ def _generated(text: Path, task: str, n_chunks: int) -> int:
                for k in range(n_chunks))
 
 
-def test_another_batching_is_served_from_the_cache(two_runs, tmp_path):
+def test_another_batching_is_served_from_the_cache(two_runs, tmp_path, tiny_runs):
     """decTest sets are cached per prompt: three chunks of batches of two sample nothing, and the
     data files are those of the first run."""
     text = two_runs[1] / "results" / "text"
@@ -135,7 +132,7 @@ def test_another_batching_is_served_from_the_cache(two_runs, tmp_path):
         section["generation"]["dectest"]["batch_sets"] = 2
 
     run_tiny("text_temperature", two_runs[1], "--configfile",
-             str(_overlay(tmp_path, "rebatched", rebatch)), resources=RESOURCES)
+             str(_overlay(tmp_path, "rebatched", rebatch)), resources=tiny_runs.resources)
     for task in TASKS:
         assert _generated(text, task, 3) == 0
         assert (text / "data" / f"{task}.jsonl").read_bytes() == before[task]
