@@ -17,7 +17,7 @@ IMAGE_MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
 
 @pytest.fixture(scope="session")
 def magnipy():
-    """The bridge to the reference library magnipy 1.0.0 (tests/magnipy_bridge.py).
+    """The bridge to the reference library magnipy 1.0.0 (tests/support/magnipy_bridge.py).
 
     Yields the ``magnipy_bridge`` module with its interpreter resolved (``MAGNIPY_PYTHON`` or a
     cached venv created on first use). Skips only if ``DIVERSITY_CORE_SKIP_MAGNIPY=1``; any other

@@ -1,8 +1,8 @@
 """Comparing many sets (issue 21): ``diversity_core.compare`` and ``python -m diversity_core
 compare``, against the package's single-set functions and the text experiment's protocol.
 
-The agreement with magnipy's ``Diversipy`` is in tests/test_compare_magnipy.py (slow: it starts
-magnipy's own venv)."""
+The agreement with magnipy's ``Diversipy`` is in tests/comparison/test_compare_magnipy.py
+(slow: it starts magnipy's own venv)."""
 
 import io
 import json

@@ -1,5 +1,5 @@
 """``diversity_core.compare`` against magnipy 1.0.0's ``Diversipy`` (the authors' reference-free
-protocol), in magnipy's own venv through tests/magnipy_bridge.py; one batch for the module.
+protocol), in magnipy's own venv through tests/support/magnipy_bridge.py; one batch for the module.
 
 The data: four seeded clouds of 30 to 120 points in 5 dimensions with different spreads (so their
 convergence scales differ and the median matters), under the Euclidean and the cosine distance.

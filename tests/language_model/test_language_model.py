@@ -2,7 +2,7 @@
 sampling, the per-prompt cache.
 
 The sampler is exercised on a tiny randomly initialised Llama network built here (a test
-fixture: no model is shipped); the real SmolLM2 runs in tests/test_text_pipeline.py.
+fixture: no model is shipped); the real SmolLM2 runs in tests/pipeline/test_text_pipeline.py.
 """
 
 import json

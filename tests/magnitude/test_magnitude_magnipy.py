@@ -1,7 +1,7 @@
 """Agreement of diversity_core.magnitude with the authors' reference library magnipy 1.0.0.
 
-magnipy runs in its own virtualenv (tests/magnipy_bridge.py); all of this module's magnipy work is
-sent in ONE batch (the ``reference`` fixture), because starting magnipy's interpreter imports torch.
+magnipy runs in its own virtualenv (tests/support/magnipy_bridge.py); all of this module's magnipy
+work is sent in ONE batch (the ``reference`` fixture): starting magnipy's interpreter imports torch.
 
 What is compared, on seeded random point clouds (n = 20, 100, 300; d = 5) under the euclidean,
 cosine and cityblock distances — data on which both libraries are well defined (distinct points,

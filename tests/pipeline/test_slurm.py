@@ -1,6 +1,6 @@
 """The workflow on a real SLURM cluster through its profile (workflow/profiles/slurm).
 
-tests/slurm/cluster.sh starts a one-node cluster on 127.0.0.1 (munged, slurmctld, slurmd; no
+tests/support/slurm/cluster.sh starts a one-node cluster on 127.0.0.1 (munged, slurmctld, slurmd; no
 cgroups). The tiny configurations of two experiments run through it with
 ``--workflow-profile workflow/profiles/slurm`` (the snakemake-executor-plugin-slurm submits every
 job with sbatch); the same configurations run locally; the tables must be the same bytes.

@@ -1,8 +1,8 @@
 """Bridge to the authors' reference library ``magnipy`` 1.0.0, which lives in its own virtualenv.
 
 magnipy 1.0.0 pins ``scipy==1.13.0`` and imports ``scipy.integrate.trapz`` (removed in SciPy 1.14),
-so it cannot be installed next to our package. The agreement tests (tests/test_magnitude_magnipy.py)
-and the benchmark (benchmarks/bench_magnitude.py) therefore run magnipy in a separate interpreter:
+so it cannot be installed next to our package. The agreement tests (tests/magnitude/
+test_magnitude_magnipy.py) and the benchmark (benchmarks/bench_magnitude.py) run it apart:
 
 * :func:`magnipy_python` returns the path of a python that can ``import magnipy``: the one named by
   the environment variable ``MAGNIPY_PYTHON`` if set, otherwise a virtualenv at
@@ -12,7 +12,7 @@ and the benchmark (benchmarks/bench_magnitude.py) therefore run magnipy in a sep
   ``MAGNIPY_PIP_ARGS`` adds further pip arguments, e.g. an index for the torch CPU wheel, and
   ``MAGNIPY_BASE_PYTHON`` picks the interpreter the venv is made from: magnipy's pinned
   scipy==1.13.0 has wheels for Python 3.9-3.12 only; default: the running interpreter).
-* :func:`run_magnipy` sends a batch of jobs to ``tests/magnipy_worker.py`` running in that python:
+* :func:`run_magnipy` sends a batch of jobs to ``tests/support/magnipy_worker.py`` in that python:
   arrays go through a temporary ``.npz`` file, everything else through JSON, and the results come
   back as NumPy arrays and Python scalars. One call = one subprocess (importing magnipy imports
   torch, which costs seconds), so batch all jobs of a test module into one request.

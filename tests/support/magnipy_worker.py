@@ -1,6 +1,6 @@
-"""Worker run by tests/magnipy_bridge.py INSIDE magnipy's own virtualenv (never in ours).
+"""Worker run by tests/support/magnipy_bridge.py INSIDE magnipy's own virtualenv (never in ours).
 
-Usage: ``<magnipy python> tests/magnipy_worker.py <request stem> <result stem>``; the request and
+Usage: ``<magnipy python> tests/support/magnipy_worker.py <request> <result>`` (stems): request and
 result are ``<stem>.json`` + ``<stem>.npz`` pairs written by :func:`magnipy_bridge.encode`. The job
 format is documented in magnipy_bridge's module docstring. Everything computed here uses
 magnipy's own public objects (``Magnipy``, ``Diversipy``) with their default settings unless the

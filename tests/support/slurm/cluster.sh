@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on 127.0.0.1, for testing the workflow's SLURM profile for real.
 #
-#   tests/slurm/cluster.sh start DIR    write DIR/slurm.conf, start munged, slurmctld and slurmd,
+#   tests/support/slurm/cluster.sh start DIR    write DIR/slurm.conf, start munged, slurmctld and slurmd,
 #                                       wait until the node takes jobs; prints the variables a
 #                                       client needs (also in DIR/env.sh: `source DIR/env.sh`)
-#   tests/slurm/cluster.sh stop DIR     stop the three daemons started for DIR
+#   tests/support/slurm/cluster.sh stop DIR     stop the three daemons started for DIR
 #
 # Everything (configuration, keys, sockets, state, logs) lives in DIR; nothing under /etc, /run or
 # /var is touched, so the system's own munge/slurm (if any) keep running. No cgroups are needed:
@@ -75,7 +75,7 @@ munged --force --socket="$dir/munge.socket" --key-file="$dir/munge.key" \
     --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munged.seed"
 
 cat > "$dir/slurm.conf" <<EOF
-# One-node test cluster written by tests/slurm/cluster.sh
+# One-node test cluster written by tests/support/slurm/cluster.sh
 ClusterName=testcluster
 SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$ctld_port
