@@ -1,0 +1,41 @@
+"""Running the Snakemake workflow from tests: the repository is the working directory (as for a
+user), results and resources go to a temporary folder given on the command line."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# One tiny configuration per experiment, overlaid on config.yaml (snakemake-workflows' .test/).
+TEST_CONFIGS = REPO / ".test"
+
+
+def tiny_config(experiment: str) -> Path:
+    """The tiny configuration of ``experiment`` (its Snakemake target name)."""
+    return TEST_CONFIGS / f"config_{experiment}.yaml"
+
+
+def run_snakemake(*args: str, cwd: Path = REPO, check: bool = True, env: dict | None = None):
+    """Snakemake on 2 cores; ``env``: variables added to this process's environment."""
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **env} if env else None)
+    if check and done.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-4000:]}\n"
+            f"{done.stderr[-6000:]}"
+        )
+    return done
+
+
+def run_tiny(experiment: str, out: Path, *extra: str, resources: Path | None = None,
+             check: bool = True):
+    """Run ``experiment`` on its tiny configuration with results (and, unless ``resources`` is
+    given, resources) under ``out``."""
+    resources = resources if resources is not None else out / "resources"
+    return run_snakemake(
+        experiment, "--configfile", str(tiny_config(experiment)),
+        "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}",
+        "--nolock", *extra, check=check,
+    )
