@@ -2,7 +2,7 @@
 
 Issue 21's target: 20 sets × 1,000 points × 384 dimensions (the size of sentence embeddings) in at
 most 30 s on 2 cores. Run from the repository root with our venv's python (magnipy runs in its
-own venv through tests/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse one)::
+own venv through tests/support/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse one)::
 
     nice -n 10 .venv/bin/python benchmarks/bench_compare.py            # 20 x 1000 x 384
     nice -n 10 .venv/bin/python benchmarks/bench_compare.py --sets 5 --points 300 --skip-magnipy

@@ -1,7 +1,7 @@
 """Speed and accuracy of diversity_core's magnitude engine, against the reference library magnipy.
 
 Run with our venv's python from the repository root (magnipy runs in its own venv through
-tests/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse an existing one)::
+tests/support/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse an existing one)::
 
     nice -n 10 .venv/bin/python benchmarks/bench_magnitude.py                 # sections 1 and 2
     nice -n 10 .venv/bin/python benchmarks/bench_magnitude.py --large 50000   # and section 3

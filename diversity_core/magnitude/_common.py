@@ -18,7 +18,8 @@ from scipy.sparse.csgraph import connected_components
 from threadpoolctl import ThreadpoolController
 
 # The package's defaults, each written once: every signature uses these names (re-exported by
-# api), and the pipeline's configuration schema must agree with them (tests/test_settings.py).
+# api), and the pipeline's configuration schema must agree with them
+# (tests/magnitude/test_settings.py).
 DEFAULT_TARGET = 0.95  # convergence scale: Mag(t_conv) = 0.95 n (paper, Definition 3.5)
 DEFAULT_T_CONV_RTOL = 1e-9  # relative tolerance of the convergence-scale search
 DEFAULT_INTEGRATION = "chebyshev"

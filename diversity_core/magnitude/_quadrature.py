@@ -266,7 +266,7 @@ class ScaleGrid:
     defaults (82 scales per cloud) agreed with :func:`diversity_core.mag_area` (rtol 1e-11) to
     1e-9 at limits from 0.7 to 1280, where :meth:`relative_error_estimate`, the bound each run
     checks, gave at most 5e-7 (13 nodes per panel: true errors 2e-8, estimates 2e-6);
-    ``tests/test_curvature.py`` checks 1e-6.
+    ``tests/data/test_curvature.py`` checks 1e-6.
 
     Attributes
     ----------

@@ -2,8 +2,8 @@
 
 Each function takes embeddings ``X`` of shape (n_points, n_features) and returns a float. They are
 the published measures, checked against the reference implementations (``vendi-score`` 0.0.3,
-``IsoScore`` 2.0.1) in ``tests/test_baselines.py``; where a reference implementation is wrong,
-the docstring says what we do differently.
+``IsoScore`` 2.0.1) in ``tests/measures/test_baselines.py``; where a reference implementation is
+wrong, the docstring says what we do differently.
 
 Higher means more diverse for every measure except :func:`avg_sim`, a *similarity*: the diversity
 score of Tevet & Berant (2021) is ``-avg_sim(X)``.

@@ -34,7 +34,7 @@ when complete: never half a crate. ``DIR`` must be new or an empty folder; a non
 is a ``ValueError`` (one line), checked by :func:`check_destination` before the audit starts.
 
 Built with the ``rocrate`` library (pinned in ``envs/requirements.txt``); validated in
-``tests/test_audit.py`` against the Workflow Run Crate profile of ``roc-validator``.
+``tests/provenance/test_audit.py`` against the Workflow Run Crate profile of ``roc-validator``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The dress rehearsal of the paper configurations: every experiment's paper data and models
-fetched from a local mirror that lays them out as the real servers do (tests/paper_mirror.py,
-served on 127.0.0.1), through the configuration a user would write (addresses and checksums in
+fetched from a local mirror that lays them out as the real servers do
+(tests/support/paper_mirror.py, served on 127.0.0.1), through the configuration a user would
+write (addresses and checksums in
 a configuration file of their own, HF_ENDPOINT for the Hugging Face hub), end to end with
 Snakemake on tiny overlays (.test/paper_*.yaml), producing every table and figure.
 

@@ -4,7 +4,7 @@ pinned digests from .pins.json manifests, the command line, and the RO-Crate exp
 against the Workflow Run Crate profiles with what roc-validator ships.
 
 The end-to-end case (a hand-edited interim/t_cut.json of the tiny curvature run, with its mtime
-put back) is in tests/test_pipeline_curvature.py."""
+put back) is in tests/pipeline/test_pipeline_curvature.py."""
 
 import hashlib
 import json

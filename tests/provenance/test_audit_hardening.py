@@ -662,7 +662,7 @@ def test_the_audit_reads_any_record_beside_a_file_without_raising(tmp_path_facto
 
 def test_a_record_with_a_script_outside_every_root_is_still_read(tmp_path):
     """Records written by a script outside the workflow's folders (root null, absolute path:
-    tests/test_audit.py's own) stay valid; only the script may be named so."""
+    tests/provenance/test_audit.py's own) stay valid; only the script may be named so."""
     record = json.loads(json.dumps(_BASE))
     record["script"] = {"root": None, "path": "/opt/elsewhere/job.py", "sha256": "1" * 64}
     assert parse_record(json.dumps(record), "x")["script"]["root"] is None

@@ -1,6 +1,6 @@
 """A local mirror of what the paper configurations download, laid out as the real servers lay it
 out, built from code (tiny, synthetic: no real data), served on 127.0.0.1 for the dress
-rehearsal (tests/test_paper_rehearsal.py).
+rehearsal (tests/pipeline/test_paper_rehearsal.py).
 
 The layouts follow public evidence (REFERENCE.md §5; docs/*.md, "The paper's configuration"):
 

@@ -20,8 +20,8 @@ import _contract  # noqa: E402
 
 sys.path.pop(0)
 
-# Configurations that between them define every rule (tests/test_contract.py checks that none
-# is left out: every script in scripts/ is some rule's).
+# Configurations that between them define every rule (tests/workflow/test_contract.py checks that
+# none is left out: every script in scripts/ is some rule's).
 CONFIGURATIONS = {"default": [], "paper text": [REPO / "configs" / "paper_text_temperature.yaml"]}
 
 
