@@ -46,7 +46,8 @@ MANIFEST = ".pins.json"
 RECORD_SUFFIX = ".provenance.json"
 # Snakemake marks a finished directory output with this file, after the job wrote its record.
 SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+# A SHA-256 as records and manifests write it: 64 lowercase hexadecimal digits.
+HEX64 = re.compile(r"[0-9a-f]{64}")
 _BLOCK = 1 << 20
 # Threads that hash files side by side (hashlib releases the GIL on large blocks): beyond a few,
 # the disk, not the CPU, is the limit; 32 keeps a typo (--workers 10000) from spawning thousands.
@@ -131,22 +132,29 @@ def read_blocks(path, *, stop: threading.Event | None = None,
     :func:`open_regular`), ``ValueError`` if the file is larger than ``limit`` bytes or grew
     while it was read, :class:`Stopped` once ``stop`` is set."""
     with open_regular(path) as (stream, size):
-        if limit is not None and size > limit:
-            raise ValueError(f"{path} is {size:,} bytes, more than the {limit:,} it may hold")
-        left = size
-        while left > 0:
-            if stop is not None and stop.is_set():
-                raise Stopped(str(path))
-            block = stream.read(min(_BLOCK, left))
-            if not block:  # truncated while read: the bytes hashed are all there is
-                return
-            left -= len(block)
-            yield block
-        # One byte past the size it had: a file still being written (or a /proc file, whose
-        # size says 0) would make the digest that of a moment, not of the file.
-        if stream.read(1):
-            raise ValueError(f"{path} grew while it was read ({size:,} bytes at opening): "
-                             "it is still being written")
+        yield from stream_blocks(stream, size, path, stop=stop, limit=limit)
+
+
+def stream_blocks(stream, size: int, path, *, stop: threading.Event | None = None,
+                  limit: int | None = None) -> Iterator[bytes]:
+    """The blocks of an opened regular file (:func:`read_blocks`, which opens it; the crate
+    opens through :func:`.paths.open_inside`), up to ``size``, the size it had when opened."""
+    if limit is not None and size > limit:
+        raise ValueError(f"{path} is {size:,} bytes, more than the {limit:,} it may hold")
+    left = size
+    while left > 0:
+        if stop is not None and stop.is_set():
+            raise Stopped(str(path))
+        block = stream.read(min(_BLOCK, left))
+        if not block:  # truncated while read: the bytes hashed are all there is
+            return
+        left -= len(block)
+        yield block
+    # One byte past the size it had: a file still being written (or a /proc file, whose
+    # size says 0) would make the digest that of a moment, not of the file.
+    if stream.read(1):
+        raise ValueError(f"{path} grew while it was read ({size:,} bytes at opening): "
+                         "it is still being written")
 
 
 def read_bounded(path, limit: int) -> bytes:
@@ -179,11 +187,15 @@ def walk_bounded(top, *, limit: int, refusal: str,
 
 def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
     """``(files, set_aside)`` of ``folder``: the relative POSIX paths of its regular files
-    (recursive, sorted; a link to a regular file counts as one, as before), without manifests,
-    provenance records and Snakemake's marker; and ``{relative path: what it is}`` of what the
-    walk did not read: FIFOs, devices, sockets, dangling links and links to them, links to
-    folders (not followed: ``find -type f`` does not follow them either). Raises ``ValueError``
-    past :data:`MAX_FOLDER_ENTRIES` entries."""
+    (recursive, sorted; a link to a regular file inside the folder counts as one, as before),
+    without manifests, provenance records and Snakemake's marker; and ``{relative path: what it
+    is}`` of what the walk did not read: FIFOs, devices, sockets, dangling links and links to
+    them, links to folders (not followed: ``find -type f`` does not follow them either), links
+    to a file outside the folder (issue 41: a folder's digest vouches only for its own bytes),
+    names that are not valid UTF-8 or hold a control character. Raises ``ValueError`` past
+    :data:`MAX_FOLDER_ENTRIES` entries."""
+    from .paths import leaves, name_problem
+
     folder = Path(folder)
     out, aside = [], {}
     for parent, dirs, files in walk_bounded(
@@ -200,7 +212,13 @@ def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
                 continue
             relative = (here / name).relative_to(folder).as_posix()
             kind = file_kind(here / name)
-            if kind == "a regular file":
+            problem = name_problem(relative)
+            if problem:
+                aside[relative] = f"its name {problem}"
+            elif kind == "a regular file" and os.path.islink(here / name) \
+                    and leaves(folder, relative):
+                aside[relative] = f"a link leaving the folder ({leaves(folder, relative)})"
+            elif kind == "a regular file":
                 out.append(relative)
             else:
                 aside[relative] = kind
@@ -348,15 +366,25 @@ def read_manifest(path) -> dict:
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, dict):
         raise ManifestError(f"{path}: a manifest needs a 'files' mapping.")
+    for field in ("asset", "config_key", "source"):
+        if data.get(field) is not None and not isinstance(data[field], str):
+            raise ManifestError(f"{path}: field {field} is {type(data[field]).__name__}, not a "
+                                "string.")
+    from .paths import name_problem, printable
+
     for name, entry in files.items():
         pure = PurePosixPath(name)
         if pure.is_absolute() or ".." in pure.parts or not name:
-            raise ManifestError(f"{path}: file name {name!r} leaves the asset's folder.")
+            raise ManifestError(f"{path}: file name {printable(name[:200])!r} leaves the "
+                                "asset's folder.")
+        if name_problem(name):
+            raise ManifestError(f"{path}: file name {printable(name[:200])!r} "
+                                f"{name_problem(name)}.")
         if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-                and _HEX64.fullmatch(entry["sha256"].lower())
+                and HEX64.fullmatch(entry["sha256"].lower())
                 and isinstance(entry.get("pinned"), bool)):
-            raise ManifestError(f"{path}: entry {name!r} needs a 64-hex 'sha256' and a boolean "
-                                "'pinned'.")
+            raise ManifestError(f"{path}: entry {printable(name[:200])!r} needs a 64-hex "
+                                "'sha256' and a boolean 'pinned'.")
     return data
 
 

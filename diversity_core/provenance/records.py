@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from .._validation import json_depth
 from ..atomic import atomic_write
 from .digests import (
-    _HEX64,
+    HEX64,
     MAX_JSON_BYTES,
     RECORD_SUFFIX,
     Hasher,
@@ -48,6 +48,7 @@ from .digests import (
     pinned_entry,
     read_bounded,
 )
+from .paths import name_problem
 
 FORMAT = 2
 ROOTS = ("results", "resources", "workdir")
@@ -287,9 +288,20 @@ def check_record(record, name: str) -> None:
     _check_text(record, name)
     if not (record.get("rule") is None or isinstance(record.get("rule"), str)):
         raise bad("rule", f"is {_shown(record['rule'])}, not a string")
-    for field in ("params", "config", "wildcards", "extra"):
+    for field in ("params", "config", "wildcards", "extra", "packages"):
         if field in record and not isinstance(record[field], dict):
             raise bad(field, f"is a JSON {_json_type(record[field])}, not an object")
+    for field in ("artifact", "python", "exponential"):
+        if record.get(field) is not None and not isinstance(record[field], str):
+            raise bad(field, f"is {_shown(record[field])}, not a string")
+    artifact = record.get("artifact")
+    if isinstance(artifact, str):
+        problem = name_problem(artifact)
+        if problem or "/" in artifact:
+            raise bad("artifact", f"{_shown(artifact)} {problem or 'is not a file name'}")
+    for package, version in (record.get("packages") or {}).items():
+        if version is not None and not isinstance(version, str):
+            raise bad(f"packages[{_shown(package)}]", f"is {_shown(version)}, not a version")
     git = record.get("git")
     if git is not None:
         if not isinstance(git, dict):
@@ -297,6 +309,9 @@ def check_record(record, name: str) -> None:
         commit = git.get("commit")
         if commit is not None and not (isinstance(commit, str) and _COMMIT.fullmatch(commit)):
             raise bad("git.commit", f"is {_shown(commit)}, not a hexadecimal commit")
+        dirty = git.get("dirty")
+        if dirty is not None and not isinstance(dirty, bool):
+            raise bad("git.dirty", f"is {_shown(dirty)}, not true, false or null")
     script = record.get("script")
     if not isinstance(script, dict):
         raise bad("script", f"is {_shown(script)}, not an entry {{root, path, sha256}}")
@@ -325,8 +340,13 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
     path = entry.get("path")
     if not isinstance(path, str) or not path:
         raise bad(f"{field}.path", f"is {_shown(path)}, not a path")
+    # Not a name the pipeline writes (a newline would forge a report line; a path past
+    # PATH_MAX cannot name a file and would fail every stat): one finding, never an error.
+    problem = name_problem(path)
+    if problem:
+        raise bad(f"{field}.path", f"{_shown(path)} {problem}")
     if root is None and absolute_ok and PurePosixPath(path).is_absolute() \
-            and ".." not in PurePosixPath(path).parts and "\x00" not in path:
+            and ".." not in PurePosixPath(path).parts:
         pass
     elif root not in ROOTS:
         raise bad(f"{field}.root", f"is {_shown(root)}: not one of {', '.join(ROOTS)} (a path "
@@ -336,7 +356,7 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
         if problem:
             raise bad(f"{field}.path", f"{path!r} {problem} its root {root}")
     digest = entry.get("sha256")
-    if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
+    if not (isinstance(digest, str) and HEX64.fullmatch(digest)):
         raise bad(f"{field}.sha256", f"is {_shown(digest)}, not 64 lowercase hexadecimal "
                   "digits")
     size = entry.get("size")
@@ -349,15 +369,18 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
         if not isinstance(files, dict):
             raise bad(f"{field}.files", f"is {_shown(files)}, not an object path -> sha256")
         for member, member_digest in files.items():
-            problem = _outside(member)
+            problem = _outside(member) or name_problem(member)
             if problem or member in (".", ""):
                 raise bad(f"{field}.files", f"names {member!r}, which "
                           f"{problem or 'is not a file name inside'} its folder")
-            if not (isinstance(member_digest, str) and _HEX64.fullmatch(member_digest)):
+            if not (isinstance(member_digest, str) and HEX64.fullmatch(member_digest)):
                 raise bad(f"{field}.files[{member!r}]", f"is {_shown(member_digest)}, not 64 "
                           "lowercase hexadecimal digits")
     if "pinned" in entry and not isinstance(entry["pinned"], bool):
         raise bad(f"{field}.pinned", f"is {_shown(entry['pinned'])}, not true or false")
+    for text_field in ("manifest", "asset", "config_key", "source"):
+        if entry.get(text_field) is not None and not isinstance(entry[text_field], str):
+            raise bad(f"{field}.{text_field}", f"is {_shown(entry[text_field])}, not a string")
 
 
 def _outside(path: str) -> str | None:
