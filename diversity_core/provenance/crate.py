@@ -243,7 +243,9 @@ class _Builder:
         try:
             digest, size = self.copy(source, crate_path)
         except LeavesRoot as err:
-            return None, f"it leaves its folder through a link ({err.link})"
+            where = next((f"{name}/" for name, folder in self.roots.named().items()
+                          if folder == Path(source[0])), "its folder")
+            return None, f"it leaves {where} through a link ({err.link})"
         except NotRegularFile as err:
             return None, f"it is {err.kind}, not a regular file"
         except FileExistsError:

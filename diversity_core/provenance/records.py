@@ -354,7 +354,7 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
     else:
         problem = _outside(path)
         if problem:
-            raise bad(f"{field}.path", f"{path!r} {problem} its root {root}")
+            raise bad(f"{field}.path", f"{_shown(path)} {problem} its root {root}")
     digest = entry.get("sha256")
     if not (isinstance(digest, str) and HEX64.fullmatch(digest)):
         raise bad(f"{field}.sha256", f"is {_shown(digest)}, not 64 lowercase hexadecimal "
@@ -369,12 +369,13 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
         if not isinstance(files, dict):
             raise bad(f"{field}.files", f"is {_shown(files)}, not an object path -> sha256")
         for member, member_digest in files.items():
-            problem = _outside(member) or name_problem(member)
-            if problem or member in (".", ""):
-                raise bad(f"{field}.files", f"names {member!r}, which "
-                          f"{problem or 'is not a file name inside'} its folder")
+            outside, problem = _outside(member), name_problem(member)
+            if outside or problem or member in (".", ""):
+                raise bad(f"{field}.files", f"names {_shown(member)}, which " + (
+                    f"{outside} its folder" if outside else problem
+                    or "is not a file name inside its folder"))
             if not (isinstance(member_digest, str) and HEX64.fullmatch(member_digest)):
-                raise bad(f"{field}.files[{member!r}]", f"is {_shown(member_digest)}, not 64 "
+                raise bad(f"{field}.files[{_shown(member)}]", f"is {_shown(member_digest)}, not 64 "
                           "lowercase hexadecimal digits")
     if "pinned" in entry and not isinstance(entry["pinned"], bool):
         raise bad(f"{field}.pinned", f"is {_shown(entry['pinned'])}, not true or false")

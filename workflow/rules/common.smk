@@ -138,7 +138,7 @@ def _allowed(node):
         if low and high and low[0][0] == ">=" and high[0][0] == "<=":
             words.append(f"{kind} from {_number(low[0][1])} to {_number(high[0][1])}")
         else:
-            words.append(" and ".join([kind] + [f"{op} {_number(v)}" for op, v in low + high]))
+            words.append(f"{kind} " + " and ".join(f"{op} {_number(v)}" for op, v in low + high))
     if "string" in types:
         words.append("text" + (f" matching {node['pattern']}" if "pattern" in node else ""))
     if "boolean" in types:
@@ -236,6 +236,8 @@ def folder_problems(config):
         elif not os.access(existing, os.W_OK | os.X_OK):
             problems.append(f"{shown}: {existing} cannot be written; allowed: {allowed}")
     results, resources = real["results_dir"], real["resources_dir"]
+    if problems:
+        return problems  # each folder said once: whether they overlap can wait
     if results == resources:
         problems.append(f"results_dir and resources_dir are the same folder ({results}); "
                         f"allowed: {allowed}")
