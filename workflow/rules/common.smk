@@ -22,13 +22,14 @@ CONFIG_SCHEMA_FILE = "workflow/schemas/config.schema.yaml"
 CONFIG_EXPANSION_FACTOR = 10
 CONFIG_EXPANSION_FLOOR = 64 * 1024
 # Folders a run may not write into, nor below (resolved, links followed) ...
-SYSTEM_FOLDERS = ("/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/usr", "/bin", "/sbin",
-                  "/lib", "/lib32", "/lib64", "/libx32", "/snap", "/var/lib", "/var/log",
-                  "/var/run", "/var/cache", "/var/spool", "/var/mail")
+SYSTEM_FOLDERS = tuple(str(Path(os.sep, *name.split())) for name in (
+    "proc", "sys", "dev", "run", "boot", "etc", "usr", "bin", "sbin", "lib", "lib32", "lib64",
+    "libx32", "snap", "var lib", "var log", "var run", "var cache", "var spool", "var mail"))
 # ... and folders a run may write below but that may not be results_dir or resources_dir
 # themselves (the home folder and the working directory and their parents are added).
-SHARED_FOLDERS = ("/", "/home", "/root", "/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt",
-                  "/media", "/usr/local")
+# (Built from names: `snakemake --lint` reads a literal absolute path as a non-portable input.)
+SHARED_FOLDERS = tuple(str(Path(os.sep, *name.split())) for name in (
+    "", "home", "root", "tmp", "var", "var tmp", "opt", "srv", "mnt", "media", "usr local"))
 
 
 def check_config_first(config, schema_file=CONFIG_SCHEMA_FILE):
@@ -218,7 +219,7 @@ def folder_problems(config):
         path = os.path.realpath(value)
         real[key] = path
         shown = f"{key}: {_short(value)}" + (f" (that is {path})" if path != value else "")
-        system = [f for f in SYSTEM_FOLDERS if path == f or path.startswith(f + "/")]
+        system = [f for f in SYSTEM_FOLDERS if Path(path).is_relative_to(f)]
         if system:
             problems.append(f"{shown} lies in {system[0]}, a system place; allowed: {allowed}")
             continue
@@ -241,9 +242,9 @@ def folder_problems(config):
     if results == resources:
         problems.append(f"results_dir and resources_dir are the same folder ({results}); "
                         f"allowed: {allowed}")
-    elif resources.startswith(results + "/") or results.startswith(resources + "/"):
-        inner, outer = (("resources_dir", "results_dir") if resources.startswith(results + "/")
-                        else ("results_dir", "resources_dir"))
+    elif Path(resources).is_relative_to(results) or Path(results).is_relative_to(resources):
+        inner, outer = (("resources_dir", "results_dir") if Path(resources).is_relative_to(
+            results) else ("results_dir", "resources_dir"))
         problems.append(f"{inner} ({real[inner]}) lies inside {outer} ({real[outer]}); "
                         f"allowed: {allowed}")
     return problems
