@@ -113,6 +113,20 @@ def test_a_file_or_record_linked_out_of_results_is_a_finding_even_with_its_diges
     assert report.files[("results", "exp/table.csv")].status == "ok"
 
 
+def test_an_asset_linked_out_of_resources_is_a_finding(run, tmp_path):
+    """The same for resources/: the pinned corpus folder moved outside and linked back, its
+    bytes (and so its pinned digests) unchanged."""
+    corpus = run / "resources" / "corpus"
+    corpus.rename(tmp_path / "corpus")
+    os.symlink(tmp_path / "corpus", corpus)
+    report = audit(run / "results", run / "resources", run)
+    asset = report.files[("resources", "corpus")]
+    assert asset.status == "changed" and "leaves resources/ through a link (corpus ->" in \
+        asset.reasons[0]
+    consumer = report.files[("results", "exp/interim/a.json")]
+    assert consumer.status == "stale" and any("leaves resources/" in r for r in consumer.reasons)
+
+
 def test_open_inside_refuses_every_way_out_and_reads_the_ways_in(tmp_path):
     root, outside = tmp_path / "root", tmp_path / "outside"
     (root / "sub").mkdir(parents=True)

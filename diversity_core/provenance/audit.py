@@ -629,6 +629,10 @@ class _Auditor:
         """An asset under resources/: against its manifest's pins and its fetch's record."""
         report = self.report(key)
         path = self.roots.path(*key)
+        if self.leaving(key):
+            report.add("changed", f"leaves resources/ through a link ({self.leaving(key)}"
+                       f"{_kind(path)}): not read")
+            return
         checked = False
         try:
             manifest_path = find_manifest(path, self.roots.resources)
