@@ -325,10 +325,10 @@ def check_record(record, name: str) -> None:
             raise bad(group, f"is {_shown(named)}, not an object of named lists of entries")
         for label, group_entries in named.items():
             if not isinstance(group_entries, list):
-                raise bad(f"{group}.{label}", f"is {_shown(group_entries)}, not a list of "
+                raise bad(f"{group}.{_key(label)}", f"is {_shown(group_entries)}, not a list of "
                           "entries")
             for i, entry in enumerate(group_entries):
-                _check_entry(entry, f"{group}.{label}[{i}]", bad)
+                _check_entry(entry, f"{group}.{_key(label)}[{i}]", bad)
 
 
 def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
@@ -406,7 +406,7 @@ def _check_text(record: dict, name: str) -> None:
             enumerate(value) if isinstance(value, list) else ())
         for key, item in items:
             field = f"{where}[{key}]" if isinstance(key, int) else (
-                f"{where}.{ascii(key)[1:-1]}" if where else ascii(key)[1:-1])
+                f"{where}.{_key(key)}" if where else _key(key))
             for text in (key, item):
                 if isinstance(text, str):
                     try:
@@ -417,6 +417,12 @@ def _check_text(record: dict, name: str) -> None:
                                           ) from None
             if isinstance(item, (dict, list)):
                 todo.append((item, field))
+
+
+def _key(key: str) -> str:
+    """A field name for a message: printable and short, whatever the record holds."""
+    text = ascii(key)[1:-1]
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _json_type(value) -> str:
