@@ -346,13 +346,17 @@ def _walk(results: Path) -> tuple[list[str], list[str], list[str], dict[str, str
             results, limit=MAX_TREE_ENTRIES, onerror=unlistable,
             refusal="not a results folder the pipeline wrote; not audited."):
         here = Path(parent)
-        for name in list(dirs) + list(names):
-            relative = (here / name).relative_to(results).as_posix()
-            problem = name_problem(relative)
+        prefix = here.relative_to(results).as_posix()
+        prefix = "" if prefix == "." else prefix + "/"
+        refused = set()
+        for name in (*dirs, *names):
+            problem = name_problem(prefix + name)
             if problem and not _skipped(name):
-                bad[relative] = problem
-        dirs[:] = [d for d in dirs if (here / d).relative_to(results).as_posix() not in bad]
-        names = [n for n in names if (here / n).relative_to(results).as_posix() not in bad]
+                bad[prefix + name] = problem
+                refused.add(name)
+        if refused:
+            dirs[:] = [d for d in dirs if d not in refused]
+            names = [n for n in names if n not in refused]
         for name in sorted(dirs):
             if not _skipped(name) and os.path.islink(here / name):
                 relative = (here / name).relative_to(results).as_posix()
@@ -367,8 +371,7 @@ def _walk(results: Path) -> tuple[list[str], list[str], list[str], dict[str, str
                 files.append((here / name).relative_to(results).as_posix())
                 dirs.remove(name)
         for name in names:
-            relative = (here / name).relative_to(results).as_posix()
-            (records if name.endswith(RECORD_SUFFIX) else files).append(relative)
+            (records if name.endswith(RECORD_SUFFIX) else files).append(prefix + name)
     return sorted(files), sorted(records), notes, dict(sorted(bad.items()))
 
 
@@ -382,6 +385,7 @@ class _Auditor:
         self.code_changed: dict[tuple, tuple] = {}
         self.notes: list[str] = []
         self._leaving: dict[tuple, str | None] = {}
+        self._real_roots: dict[str, str] = {}
 
     def leaving(self, key, suffix: str = "") -> str | None:
         """``"<link> -> <target>"`` when the file of ``key`` (with ``suffix``: its record)
@@ -391,7 +395,10 @@ class _Auditor:
             return None
         cache = (root, path + suffix)
         if cache not in self._leaving:
-            self._leaving[cache] = leaves(self.roots.named()[root], path + suffix)
+            if root not in self._real_roots:
+                self._real_roots[root] = os.path.realpath(self.roots.named()[root])
+            self._leaving[cache] = leaves(self.roots.named()[root], path + suffix,
+                                          self._real_roots[root])
         return self._leaving[cache]
 
     # -- records ------------------------------------------------------------------------------

@@ -63,15 +63,16 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def leaves(root, relative: str) -> str | None:
+def leaves(root, relative: str, real_root: str | None = None) -> str | None:
     """None when ``root/relative`` stays inside ``root`` once every link on the way is
-    followed (``root`` itself may be a link); else ``"<the first link leaving> -> <its
-    target>"``. Only ``lstat``, ``readlink`` and ``realpath`` are called: nothing is opened."""
-    root = Path(root)
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(root / relative)
+    followed (``root`` itself may be a link; ``real_root``: its ``realpath``, when the caller
+    knows it); else ``"<the first link leaving> -> <its target>"``. Only ``lstat``,
+    ``readlink`` and ``realpath`` are called: nothing is opened."""
+    real_root = real_root or os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root, relative))
     if _inside(real, real_root):
         return None
+    root = Path(root)
     current = root
     for part in PurePosixPath(relative).parts:
         current = current / part

@@ -398,25 +398,32 @@ def _outside(path: str) -> str | None:
 
 def _check_text(record: dict, name: str) -> None:
     """Every string of the record encodable as UTF-8: a lone surrogate (``"\\ud800"``) would
-    fail later, in a path or in the report's output. Iterative: no recursion on deep input."""
-    todo = [(record, "")]
+    fail later, in a path or in the report's output. Iterative: no recursion on deep input;
+    the field's name is spelt out only for the message (a record holds thousands of strings)."""
+    todo = [(record, ())]
     while todo:
         value, where = todo.pop()
         items = value.items() if isinstance(value, dict) else (
             enumerate(value) if isinstance(value, list) else ())
         for key, item in items:
-            field = f"{where}[{key}]" if isinstance(key, int) else (
-                f"{where}.{_key(key)}" if where else _key(key))
             for text in (key, item):
                 if isinstance(text, str):
                     try:
                         text.encode("utf-8")
                     except UnicodeEncodeError:
-                        raise RecordError(f"its record {name}: field {field} holds a lone "
-                                          f"surrogate ({ascii(text)[:60]}), not valid text"
-                                          ) from None
+                        raise RecordError(f"its record {name}: field {_field(where + (key,))} "
+                                          f"holds a lone surrogate ({ascii(text)[:60]}), not "
+                                          "valid text") from None
             if isinstance(item, (dict, list)):
-                todo.append((item, field))
+                todo.append((item, where + (key,)))
+
+
+def _field(path: tuple) -> str:
+    """``inputs.a[0].path`` of the keys and indices ``("inputs", "a", 0, "path")``."""
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (f".{_key(key)}" if out else _key(key))
+    return out
 
 
 def _key(key: str) -> str:
