@@ -43,7 +43,7 @@ def check_config_first(config, schema_file=CONFIG_SCHEMA_FILE):
        what is slow is walking it, which starts here;
     2. the schema (types, ranges, patterns, unknown keys), then Snakemake's `validate`, which
        fills the defaults (and now passes);
-    3. the folders (check_folders) and the pins of text_assets (check_pins).
+    3. the folders (folder_problems) and the pins of text_assets (pin_problems).
     """
     _refuse(_expansion_problems(config))
     coerce_config_types(config, schema_file)
