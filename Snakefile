@@ -5,7 +5,7 @@
 #
 # Rules live in workflow/rules/<topic>.smk; rule scripts in scripts/; the metrics in diversity_core/.
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -17,14 +17,12 @@ configfile: "config.yaml"
 report: "workflow/report/workflow.rst"
 
 
-# Typed command-line overrides and the schema (types, ranges, defaults) first; the constraints
-# between keys (registered by each rule file) and, with strict_assets, the pins of every asset
-# once the rules are read: a bad configuration fails before any job runs, naming its key.
+# The configuration checked whole first, inside common.smk before any value is used (its size
+# once expanded, typed command-line overrides, the schema's types, ranges and defaults, the
+# folders, the pins); the constraints between keys (registered by each rule file) and, with
+# strict_assets, the pins of every asset once the rules are read: a bad configuration fails
+# before any job runs, one line per problem naming its key.
 include: "workflow/rules/common.smk"
-
-
-coerce_config_types(config)
-validate(config, CONFIG_SCHEMA_FILE)
 
 
 include: "workflow/rules/text_assets.smk"

@@ -70,7 +70,8 @@ def run(args) -> int:
 
     try:
         if args.ro_crate:
-            check_destination(args.ro_crate)  # before the audit: a wrong DIR costs nothing
+            # before the audit: a wrong DIR (inside the audited folder too) costs nothing
+            check_destination(args.ro_crate, args.results_dir)
         report = audit(args.results_dir, args.resources, args.workdir,
                        require_chain=args.require_chain, workers=args.workers)
         if args.ro_crate:

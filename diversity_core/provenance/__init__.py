@@ -7,7 +7,9 @@
   before they are hashed;
 * :mod:`.audit`: ``python -m diversity_core audit``: every file against its record, every input
   against the digest its consumer recorded, each final result's chain back to the assets;
-* :mod:`.crate`: the records as a Workflow Run RO-Crate (``audit --ro-crate DIR``).
+* :mod:`.crate`: the records as a Workflow Run RO-Crate (``audit --ro-crate DIR``);
+* :mod:`.paths`: names the pipeline writes, links that leave a root, and reads that cannot be
+  redirected out of it (the audit's and the crate's).
 
 ``docs/auditing.md`` walks through a real example.
 """

@@ -32,6 +32,13 @@ and they end with the audit on Ctrl-C. A folder that holds no provenance record 
 (``/``, a home folder) is refused before it is walked (``ValueError``). A record that is not
 the writer's format, or names a path outside its root, makes its file ``unrecorded`` with the
 reason (:func:`.records.read_record`).
+
+No blind spots (issue 41): a file, input or record that leaves its root through a link (a
+folder's or its own) is a finding and is never read; a name that is not valid UTF-8 or holds a
+control character is a finding, printed escaped (:func:`.paths.printable`: the text report is
+one line per item, whatever a name holds); and every output a record lists, not only the file it
+lies beside, must be on disk with its recorded size and digest (an output under ``interim/``
+that is not on disk is *not on disk*, as an input, since a fresh clone lacks interim/).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from .digests import (
     read_manifest,
     walk_bounded,
 )
+from .paths import leaves, name_problem, printable
 from .records import RecordError, Roots, read_record, record_path
 
 STATUSES = ("ok", "changed", "missing", "stale", "unrecorded")
@@ -148,7 +156,8 @@ class AuditReport:
             "counts": self.counts(),
             "findings": len(self.findings),
             "hashed": {"files": self.hashed_files, "bytes": self.hashed_bytes},
-            "files": [{"path": shown(key), "root": f.root, "relative_path": f.path,
+            "files": [{"path": shown(key), "root": f.root,
+                       "relative_path": printable(f.path),
                        "status": f.status, "reasons": f.reasons, "rule": f.rule}
                       for key, f in sorted(self.files.items(), key=_order)],
             "chains": [{"result": shown(key),
@@ -222,11 +231,14 @@ class AuditReport:
         lines.append("")
         lines.append(f"{findings} finding(s)." if findings else "no findings: every file on disk "
                      "matches its record and every recorded input on disk matches its digest.")
-        return "\n".join(lines)
+        # One line per item whatever a name or a reason holds: a newline or an escape sequence
+        # in a file's name is shown escaped, never as a line of its own.
+        return "\n".join(printable(line) for line in lines)
 
 
 def _display(roots: Roots, key) -> str:
     root, path = key
+    path = printable(path)
     if root is None:
         return path
     base = _shown(roots.named()[root])
@@ -237,8 +249,8 @@ def _shown(path: Path) -> str:
     try:
         relative = os.path.relpath(path)
     except ValueError:
-        return str(path)
-    return str(path) if relative.startswith("..") else relative
+        return printable(str(path))
+    return printable(str(path) if relative.startswith("..") else relative)
 
 
 def _order(item):
@@ -279,8 +291,8 @@ def audit(results_dir, resources_dir=None, workdir=".", *, require_chain: bool =
     resources_dir = Path(resources_dir) if resources_dir is not None else (
         results_dir.absolute().parent / "resources")
     roots = Roots.of(results_dir, resources_dir, workdir)
-    files, record_files, notes = _walk(roots.results)
-    report = _Auditor(roots, require_chain, workers).run(files, record_files)
+    files, record_files, notes, bad_names = _walk(roots.results)
+    report = _Auditor(roots, require_chain, workers).run(files, record_files, bad_names)
     report.notes[:0] = notes
     return report
 
@@ -315,14 +327,16 @@ def _holds_records(results: Path) -> tuple[bool, int]:
     return False, seen
 
 
-def _walk(results: Path) -> tuple[list[str], list[str], list[str]]:
-    """(files, records, notes) of the results tree: relative POSIX paths, sorted; rule logs,
+def _walk(results: Path) -> tuple[list[str], list[str], list[str], dict[str, str]]:
+    """(files, records, notes, bad names) of the results tree: relative POSIX paths, sorted;
+    bad names ``{path: why}`` (not valid UTF-8, a control character: not read, not walked
+    into, each a finding); rule logs,
     run times and memo caches left out. A folder with a record beside it (a rule's folder
     output) is one file of the tree, checked as a whole against its record, not walked file by
     file. A link to a folder is not followed (a note); a folder that cannot be listed, or more
     than :data:`MAX_TREE_ENTRIES` entries, is a ``ValueError``: the audit would miss what lies
     there."""
-    files, records, notes = [], [], []
+    files, records, notes, bad = [], [], [], {}
 
     def unlistable(err: OSError):
         raise ValueError(f"cannot list {err.filename} ({err.strerror or err}): the audit "
@@ -332,11 +346,23 @@ def _walk(results: Path) -> tuple[list[str], list[str], list[str]]:
             results, limit=MAX_TREE_ENTRIES, onerror=unlistable,
             refusal="not a results folder the pipeline wrote; not audited."):
         here = Path(parent)
+        prefix = here.relative_to(results).as_posix()
+        prefix = "" if prefix == "." else prefix + "/"
+        refused = set()
+        for name in (*dirs, *names):
+            problem = name_problem(prefix + name)
+            if problem and not _skipped(name):
+                bad[prefix + name] = problem
+                refused.add(name)
+        if refused:
+            dirs[:] = [d for d in dirs if d not in refused]
+            names = [n for n in names if n not in refused]
         for name in sorted(dirs):
             if not _skipped(name) and os.path.islink(here / name):
                 relative = (here / name).relative_to(results).as_posix()
                 notes.append(f"{_shown(here / name)}: a link to a folder "
-                             f"({os.readlink(here / name)}), not followed: what it holds is "
+                             f"({printable(os.readlink(here / name))}), not followed: what it "
+                             "holds is "
                              f"not audited (results/{relative} is not where the pipeline "
                              "writes a folder of its own).")
         dirs[:] = sorted(d for d in dirs if not _skipped(d) and not os.path.islink(here / d))
@@ -345,9 +371,8 @@ def _walk(results: Path) -> tuple[list[str], list[str], list[str]]:
                 files.append((here / name).relative_to(results).as_posix())
                 dirs.remove(name)
         for name in names:
-            relative = (here / name).relative_to(results).as_posix()
-            (records if name.endswith(RECORD_SUFFIX) else files).append(relative)
-    return sorted(files), sorted(records), notes
+            (records if name.endswith(RECORD_SUFFIX) else files).append(prefix + name)
+    return sorted(files), sorted(records), notes, dict(sorted(bad.items()))
 
 
 class _Auditor:
@@ -359,6 +384,22 @@ class _Auditor:
         self.not_on_disk: dict[tuple, list[tuple]] = {}
         self.code_changed: dict[tuple, tuple] = {}
         self.notes: list[str] = []
+        self._leaving: dict[tuple, str | None] = {}
+        self._real_roots: dict[str, str] = {}
+
+    def leaving(self, key, suffix: str = "") -> str | None:
+        """``"<link> -> <target>"`` when the file of ``key`` (with ``suffix``: its record)
+        leaves its root through a link; None when it stays inside (or has no root)."""
+        root, path = key
+        if root is None:
+            return None
+        cache = (root, path + suffix)
+        if cache not in self._leaving:
+            if root not in self._real_roots:
+                self._real_roots[root] = os.path.realpath(self.roots.named()[root])
+            self._leaving[cache] = leaves(self.roots.named()[root], path + suffix,
+                                          self._real_roots[root])
+        return self._leaving[cache]
 
     # -- records ------------------------------------------------------------------------------
     def record(self, key) -> dict | str | None:
@@ -369,6 +410,10 @@ class _Auditor:
             path = record_path(self.roots.path(*key))
             if not os.path.lexists(path):
                 self.records[key] = None
+            elif self.leaving(key, RECORD_SUFFIX):
+                self.records[key] = (f"its record {path.name} leaves {key[0]}/ through a link "
+                                     f"({self.leaving(key, RECORD_SUFFIX)}{_kind(path)}): "
+                                     "not read")
             else:
                 try:
                     self.records[key] = read_record(path)
@@ -384,13 +429,23 @@ class _Auditor:
     # -- digests ------------------------------------------------------------------------------
     def digest(self, key) -> str | None:
         """The digest of a file or folder now; None when it is not there. Raises
-        :class:`Unreadable` when it is there but its bytes cannot be read: not a regular file
-        (nothing opened), no permission, growing, too large a folder."""
+        :class:`Unreadable` when it is there but its bytes cannot be read: it leaves its root
+        through a link (not read), not a regular file (nothing opened), no permission,
+        growing, too large a folder."""
+        measured = self.measure(key)
+        return None if measured is None else measured[0]
+
+    def measure(self, key) -> tuple[str, int] | None:
+        """(digest, size in bytes) of a file or folder now (:meth:`digest`)."""
         path = self.roots.path(*key)
+        link = self.leaving(key)
+        if link is not None:
+            raise Unreadable(f"leaves {key[0]}/ through a link ({link}{_kind(path)}): not read")
         try:
             if path.is_dir():
-                return self.hasher.folder(path)[0]
-            return self.hasher.file(path)[0]
+                digest, size, _ = self.hasher.folder(path)
+                return digest, size
+            return self.hasher.file(path)
         except FileNotFoundError:
             if os.path.lexists(path):
                 raise Unreadable("is a dangling link, not a regular file: not read") from None
@@ -403,7 +458,11 @@ class _Auditor:
             raise Unreadable(f"cannot be checked ({err})") from None
 
     # -- the audit ----------------------------------------------------------------------------
-    def run(self, files: list[str], record_files: list[str]) -> AuditReport:
+    def run(self, files: list[str], record_files: list[str],
+            bad_names: dict[str, str] | None = None) -> AuditReport:
+        for path, problem in (bad_names or {}).items():
+            self.report(("results", path)).add(
+                "unrecorded", f"its name {problem}: not a name the pipeline writes; not read")
         results = [("results", path) for path in files]
         artifacts = [("results", path[: -len(RECORD_SUFFIX)]) for path in record_files]
         # Every record reachable from the results tree, then every file they name: hashed once,
@@ -416,7 +475,9 @@ class _Auditor:
             if isinstance(record, dict):
                 for entry in _entries(record, "inputs"):
                     named.add((entry.get("root"), entry.get("path")))
-        self.hasher.prefetch([self.roots.path(*key) for key in named], workers=self.workers)
+        self.hasher.prefetch([self.roots.path(*key) for key in named
+                              if key[0] is not None and not self.leaving(key)],
+                             workers=self.workers)
 
         for key in results:
             self.check_file(key)
@@ -430,6 +491,7 @@ class _Auditor:
         for key in artifacts:
             if isinstance(self.record(key), dict):
                 self.check_inputs(key)
+                self.check_outputs(key)
         # Files outside the results tree that a chain reaches: assets and their records.
         for chain in chains.values():
             for key in chain.members:
@@ -492,7 +554,7 @@ class _Auditor:
                        f"{key[1]}")
             return
         try:
-            now = self.digest(key)
+            now, size = self.measure(key) or (None, None)
         except Unreadable as err:
             report.add("changed", f"its bytes cannot be checked against its record (rule "
                        f"{record.get('rule')}): it {err.why}")
@@ -501,6 +563,10 @@ class _Auditor:
             report.add("changed", f"its bytes differ from its record (rule {record.get('rule')}"
                        f"): sha256 {_short(own[0].get('sha256'))} recorded, {_short(now)} now"
                        + _folder_difference(own[0], self.roots.path(*key), self.hasher))
+        elif own[0].get("size") is not None and size != own[0]["size"]:
+            report.add("changed", f"its size differs from its record (rule "
+                       f"{record.get('rule')}): {own[0]['size']:,} bytes recorded, {size:,} "
+                       "now (the digest matches: the record was edited)")
 
     def check_inputs(self, key) -> None:
         """The inputs a file's record names, against the digests it holds."""
@@ -522,10 +588,58 @@ class _Auditor:
                     "stale", f"input {self._display(source)} changed after it was made: "
                     f"sha256 {_short(entry.get('sha256'))} recorded, {_short(now)} now")
 
+    def check_outputs(self, key) -> None:
+        """Every other output the record beside ``key`` lists (the rule's other outputs): on
+        disk with the size and digest it records, unless the output's own record holds the
+        same claim (then its own check says it). An output not on disk is missing; under
+        ``interim/`` (a fresh clone has none), or outside the results folder, it is *not on
+        disk*, as an input is."""
+        record = self.record(key)
+        rule = record.get("rule")
+        name = f"{Path(key[1]).name}{RECORD_SUFFIX}"
+        for label, group in record["outputs"].items():
+            for i, entry in enumerate(group):
+                other = (entry["root"], entry["path"])
+                if other == key:
+                    continue
+                field = f"outputs.{label}[{i}]"
+                own = self.record(other)
+                if isinstance(own, dict) and any(
+                        (e["root"], e["path"]) == other and e["sha256"] == entry["sha256"]
+                        and e.get("size") == entry.get("size")
+                        for e in _entries(own, "outputs")):
+                    continue  # its own record says the same: checked as a file of its own
+                path = self.roots.path(*other)
+                if not os.path.lexists(path):
+                    if other[0] != "results" or "interim" in Path(other[1]).parts:
+                        self.not_on_disk.setdefault(other, []).append(key)
+                    else:
+                        self.report(other).rule = self.report(other).rule or rule
+                        self.report(other).add("missing", f"{name} (rule {rule}) lists it as "
+                                               f"output ({field}); it is not on disk")
+                    continue
+                try:
+                    now, size = self.measure(other) or (None, None)
+                except Unreadable as err:
+                    self.report(other).add("changed", f"{name} (rule {rule}) lists it as output"
+                                           f" ({field}); its bytes cannot be checked: it "
+                                           f"{err.why}")
+                    continue
+                if now != entry["sha256"] or (entry.get("size") is not None
+                                              and size != entry["size"]):
+                    self.report(other).add(
+                        "changed", f"its bytes differ from what {name} (rule {rule}) records "
+                        f"for it ({field}): sha256 {_short(entry['sha256'])}, "
+                        f"{entry.get('size')} bytes recorded; {_short(now)}, {size} bytes now")
+
     def check_asset(self, key) -> None:
         """An asset under resources/: against its manifest's pins and its fetch's record."""
         report = self.report(key)
         path = self.roots.path(*key)
+        if self.leaving(key):
+            report.add("changed", f"leaves resources/ through a link ({self.leaving(key)}"
+                       f"{_kind(path)}): not read")
+            return
         checked = False
         try:
             manifest_path = find_manifest(path, self.roots.resources)
@@ -625,6 +739,13 @@ def _folder_difference(entry: dict, path: Path, hasher: Hasher) -> str:
              for label, names in (("changed:", changed), ("gone:", gone), ("new:", new))
              if names]
     return " (" + "; ".join(parts) + ")" if parts else ""
+
+
+def _kind(path) -> str:
+    """``", a link to a FIFO, not a regular file"`` (what a link leads to), or ``""`` for a
+    regular file or a folder."""
+    kind = file_kind(path)
+    return "" if kind in ("a regular file", "a folder") else f", {kind}, not a regular file"
 
 
 def _short(digest) -> str:

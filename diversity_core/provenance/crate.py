@@ -33,8 +33,23 @@ when complete: never half a crate. ``DIR`` must be new or an empty folder; a non
 (a previous crate included: remove it first), a file, a link or a place that cannot be written
 is a ``ValueError`` (one line), checked by :func:`check_destination` before the audit starts.
 
-Built with the ``rocrate`` library (pinned in ``envs/requirements.txt``); validated in
-``tests/provenance/test_audit.py`` against the Workflow Run Crate profile of ``roc-validator``.
+Only what the records vouch for, from inside its root (issue 41): every file is copied in one
+read that hashes what it copies (the crate's digest is that of the bytes it holds, with no
+second read that a link could redirect), opened through :func:`.paths.open_inside`, so a file
+or folder that leaves its root through a link is never copied (it is described, with the
+reason; the audit reports it). A script outside the workflow's folders (root null) is
+described, never copied. Names that are not valid UTF-8 or hold a control character are left
+out (the audit reports them). ``DIR`` may not lie inside the audited results folder (the next
+audit would find the crate's copies unrecorded).
+
+Built with the ``rocrate`` library (pinned in ``envs/requirements.txt``) for the entities and
+the metadata file; validated in ``tests/provenance/test_audit.py`` against the Workflow Run Crate
+profile of ``roc-validator``. In linear time (issue 41; ``benchmarks/bench_crate.py``): rocrate's
+``get``/``dereference`` scans every entity for subcrates on each identifier it does not hold,
+so the builder keeps its own index of the jobs it added instead of asking the crate, and never
+looks up an identifier rocrate lacks. The copies are written with exclusive creation into the
+private staging folder (``mkdtemp``, 0700, renamed whole at the end), which needs no per-file
+temporary name.
 """
 
 from __future__ import annotations
@@ -48,20 +63,20 @@ import shutil
 import subprocess
 import tempfile
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomic import atomic_write
 from .digests import (
     MAX_JSON_BYTES,
     RECORD_SUFFIX,
     NotRegularFile,
     file_kind,
-    file_sha256,
-    read_blocks,
     scan_folder,
+    stream_blocks,
     tree_sha256,
 )
+from .paths import LeavesRoot, leaves, name_problem, open_inside, printable
 from .records import RecordError, read_record, record_path
 
 PROFILES = {
@@ -89,11 +104,19 @@ class CrateResult:
     notes: list[str] = field(default_factory=list)
 
 
-def check_destination(dest) -> Path:
+def check_destination(dest, results=None) -> Path:
     """``dest`` as a :class:`Path` if a crate may be written there: not there yet, or an empty
-    folder, in a place that can be written. Raises ``ValueError`` naming the problem; called
-    before the audit, so that a wrong ``--ro-crate`` costs nothing."""
+    folder, in a place that can be written, outside the audited ``results`` folder (when
+    given). Raises ``ValueError`` naming the problem; called before the audit, so that a wrong
+    ``--ro-crate`` costs nothing."""
     dest = Path(dest)
+    if results is not None:
+        real_results = os.path.realpath(results)
+        real_dest = os.path.realpath(dest)
+        if real_dest == real_results or real_dest.startswith(real_results.rstrip(os.sep) + os.sep):
+            raise ValueError(f"--ro-crate {printable(str(dest))} lies inside the audited folder "
+                             f"{printable(str(results))}: the next audit would find the crate's "
+                             "copies unrecorded; give a folder outside it.")
     if dest.is_symlink():
         raise ValueError(f"--ro-crate {dest} is a symbolic link (to {os.readlink(dest)}); "
                          "give a new folder.")
@@ -122,7 +145,7 @@ def check_destination(dest) -> Path:
 def write_crate(report, dest) -> CrateResult:
     """Write the crate of the run that ``report`` (an :class:`~.audit.AuditReport`) audited into
     folder ``dest`` (see the module): built in a temporary folder beside it, then renamed."""
-    dest = check_destination(dest)
+    dest = check_destination(dest, report.roots.results)
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp",
                                         dir=dest.absolute().parent))
@@ -169,32 +192,64 @@ class _Builder:
         self.entities: dict[tuple, object] = {}
         self.scripts: dict[tuple, object] = {}
         self.current_scripts: dict[tuple, object] = {}
+        # The jobs added: asking rocrate (crate.get) for an identifier it does not hold scans
+        # every entity for subcrates, which made the crate quadratic in its files.
+        self.actions: set[str] = set()
+        self.folders: set[Path] = set()  # made in staging
 
     # -- copying ------------------------------------------------------------------------------
-    def copy(self, source: Path, crate_path: str) -> tuple[str, int]:
-        """Copy the regular file ``source`` to ``crate_path`` in the crate; return (sha256,
-        size in bytes) of the bytes written, hashed as they were copied. Raises
-        :class:`NotRegularFile` / ``OSError`` / ``ValueError`` (nothing left behind)."""
+    def copy(self, source: tuple, crate_path: str) -> tuple[str, int]:
+        """Copy the regular file ``source`` (``(root folder, relative path)``: opened without
+        following a link out of the root, :func:`.paths.open_inside`) to ``crate_path`` in the
+        crate; return (sha256, size in bytes) of the bytes written, hashed as they were copied
+        (one read). Raises :class:`.paths.LeavesRoot`, :class:`NotRegularFile`, ``OSError`` or
+        ``ValueError``; a partial copy is removed."""
         digest, size = hashlib.sha256(), 0
-        with atomic_write(self.staging / crate_path, "wb", what="crate file") as out:
-            for block in read_blocks(source):
-                digest.update(block)
-                out.write(block)
-                size += len(block)
+        root, relative = source
+        with open_inside(root, relative) as (stream, at_opening):
+            with self._new_file(crate_path) as out:
+                for block in stream_blocks(stream, at_opening, Path(root) / relative):
+                    digest.update(block)
+                    out.write(block)
+                    size += len(block)
         return digest.hexdigest(), size
 
     def write_bytes(self, data: bytes, crate_path: str) -> tuple[str, int]:
-        with atomic_write(self.staging / crate_path, "wb", what="crate file") as out:
+        with self._new_file(crate_path) as out:
             out.write(data)
         return hashlib.sha256(data).hexdigest(), len(data)
 
-    def add_copy(self, source: Path, crate_path: str, properties: dict) -> tuple:
-        """(``File`` entity, None) for a copy of ``source`` carrying the digest and size of the
-        copy; (None, why not) when it cannot be copied."""
+    @contextmanager
+    def _new_file(self, crate_path: str):
+        """A new file of the crate, created exclusively (never through a link) in the private
+        staging folder; removed if the write fails."""
+        path = self.staging / crate_path
+        if path.parent not in self.folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.folders.add(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                yield out
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+
+    def add_copy(self, source: tuple, crate_path: str, properties: dict) -> tuple:
+        """(``File`` entity, None) for a copy of ``source`` (``(root folder, relative
+        path)``) carrying the digest and size of the copy; (None, why not) when it cannot be
+        copied."""
         try:
             digest, size = self.copy(source, crate_path)
+        except LeavesRoot as err:
+            where = next((f"{name}/" for name, folder in self.roots.named().items()
+                          if folder == Path(source[0])), "its folder")
+            return None, f"it leaves {where} through a link ({err.link})"
         except NotRegularFile as err:
             return None, f"it is {err.kind}, not a regular file"
+        except FileExistsError:
+            return None, "another entry of the crate has its name"
         except (OSError, ValueError) as err:
             return None, f"it cannot be read ({getattr(err, 'strerror', None) or err})"
         properties.update(sha256=digest, contentSize=str(size))
@@ -227,10 +282,15 @@ class _Builder:
             properties["encodingFormat"] = _media_type(path)
         made, why = None, ("an asset under resources/, fetched and checked by its pins"
                            if root == "resources" else "not on disk when the crate was written")
-        if root == "results" and source.is_dir():
+        link = (leaves(self.roots.results, path) if root == "results" and source.is_dir()
+                else None)  # a file's copy checks it as it opens (open_inside)
+        if link is not None:
+            why = f"it leaves results/ through a link ({link})"
+        elif root == "results" and source.is_dir():
             made, why = self.folder(source, crate_path, properties, notes, recorded)
         elif root == "results" and os.path.lexists(source):
-            made, not_copied = self.add_copy(source, crate_path, properties)
+            made, not_copied = self.add_copy((self.roots.results, path), crate_path,
+                                             properties)
             if made is None:
                 why = not_copied
             elif properties["sha256"] != recorded:
@@ -256,8 +316,10 @@ class _Builder:
         except (OSError, ValueError) as err:
             return None, f"it cannot be walked ({err})"
         parts, digests, total = [], {}, 0
+        base = source.relative_to(self.roots.results).as_posix()
         for name in names:
-            member, why = self.add_copy(source / name, f"{crate_path}/{name}",
+            member, why = self.add_copy((self.roots.results, f"{base}/{name}"),
+                                        f"{crate_path}/{name}",
                                         {"encodingFormat": _media_type(name)})
             if member is None:
                 aside[name] = why.removeprefix("it ")
@@ -290,7 +352,7 @@ class _Builder:
                       "programmingLanguage": self.python}
         shown = _script_path(root, path)
         try:  # hashed first, copied only where a job names it
-            now = file_sha256(self.roots.path(root, path))
+            now = _sha256_inside(self.roots.named()[root], path) if root is not None else None
         except (OSError, ValueError):
             now = None
         made = self.current_script(root, path) if now == recorded else None
@@ -340,7 +402,7 @@ class _Builder:
             properties = {"@type": ["File", "SoftwareApplication", "SoftwareSourceCode"],
                           "name": posixpath.basename(path), "encodingFormat": "text/x-python",
                           "programmingLanguage": self.python}
-            made, _ = self.add_copy(self.roots.path(root, path), shown, properties)
+            made, _ = self.add_copy((self.roots.named()[root], path), shown, properties)
             self.current_scripts[(root, path)] = made
         return self.current_scripts[(root, path)]
 
@@ -382,7 +444,7 @@ class _Builder:
         properties = {"@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow"],
                       "name": "diversity_core reference pipeline"}
         try:
-            properties["sha256"], size = self.copy(snakefile, "Snakefile")
+            properties["sha256"], size = self.copy((roots.workdir, "Snakefile"), "Snakefile")
             properties["contentSize"] = str(size)
             source = self.staging / "Snakefile"
         except (OSError, ValueError) as err:
@@ -395,8 +457,8 @@ class _Builder:
                                           properties=properties)
         final_results, assets = [], []
         for key in sorted(self.report.files, key=lambda k: (k[0] or "", k[1])):
-            if key[0] != "results":
-                continue
+            if key[0] != "results" or name_problem(key[1]):
+                continue  # a name that is not the pipeline's: a finding of the audit
             record = self.record(key)
             if record is None:
                 continue
@@ -408,7 +470,8 @@ class _Builder:
             made = [self.entity(k, e) for k, e in outputs]
             used = [self.entity(k, e) for k, e in inputs]
             action_id = "#job-" + "-".join(sorted(k[1] for k, _ in outputs)).replace("/", "_")
-            if crate.get(action_id) is None:
+            if action_id not in self.actions:
+                self.actions.add(action_id)
                 crate.add_action(self.script(record), identifier=action_id, object=used,
                                  result=made, properties={
                                      "name": f"rule {record.get('rule')}",
@@ -461,13 +524,22 @@ class _Builder:
             crate_path = posixpath.normpath(f"results/{key[1]}{RECORD_SUFFIX}")
             properties = {"encodingFormat": "application/json",
                           "description": "diversity_core provenance record"}
-            made, why = self.add_copy(record_path(self.roots.path(*key)), crate_path,
-                                      properties)
+            made, why = self.add_copy((self.roots.results, f"{key[1]}{RECORD_SUFFIX}"),
+                                      crate_path, properties)
             if made is None:
                 self.notes.append(f"{_shown_path(self.roots, key)}{RECORD_SUFFIX}: not copied "
                                   f"({why})")
             self.entities[crate_key] = made
         return self.entities[crate_key]
+
+
+def _sha256_inside(root, relative: str) -> str:
+    """SHA-256 of the regular file ``root/relative``, read without leaving ``root``."""
+    digest = hashlib.sha256()
+    with open_inside(root, relative) as (stream, size):
+        for block in stream_blocks(stream, size, Path(root) / relative):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _media_type(path: str) -> str:

@@ -42,10 +42,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
+from .paths import NotRegularFile, file_kind, leaves, mode_kind, name_problem, printable
+
 MANIFEST = ".pins.json"
 RECORD_SUFFIX = ".provenance.json"
 # Snakemake marks a finished directory output with this file, after the job wrote its record.
 SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
+# A SHA-256 as records and manifests write it: 64 lowercase hexadecimal digits.
 HEX64 = re.compile(r"[0-9a-f]{64}")
 _BLOCK = 1 << 20
 # Threads that hash files side by side (hashlib releases the GIL on large blocks): beyond a few,
@@ -59,39 +62,10 @@ MAX_FOLDER_ENTRIES = 200_000
 MAX_JSON_BYTES = 64 << 20
 
 
-class NotRegularFile(ValueError):
-    """A path that is there but is not a regular file (a FIFO, a device, a socket, a folder, a
-    dangling link): never opened. ``kind`` says what it is."""
-
-    def __init__(self, path, kind: str):
-        super().__init__(f"{path} is {kind}, not a regular file: not read")
-        self.path, self.kind = path, kind
-
-
 class Stopped(Exception):
     """Hashing was stopped from outside (:meth:`Hasher.stop`: the audit ends)."""
 
 
-def file_kind(path) -> str:
-    """What ``path`` is, in words: ``"a regular file"``, ``"a folder"``, ``"a FIFO"``,
-    ``"a character device"``, ``"a block device"``, ``"a socket"``, ``"a dangling link"`` or
-    ``"not there"``; a symbolic link is described by its target (``"a link to a FIFO"``). Only
-    ``stat`` is called: nothing is opened."""
-    try:
-        link = stat_.S_ISLNK(os.lstat(path).st_mode)
-    except (OSError, ValueError):
-        return "not there"
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return "a dangling link" if link else "not there"
-    kind = _KINDS.get(stat_.S_IFMT(mode), "a special file")
-    return f"a link to {kind}" if link and kind not in ("a regular file", "a folder") else kind
-
-
-_KINDS = {stat_.S_IFREG: "a regular file", stat_.S_IFDIR: "a folder", stat_.S_IFIFO: "a FIFO",
-          stat_.S_IFCHR: "a character device", stat_.S_IFBLK: "a block device",
-          stat_.S_IFSOCK: "a socket"}
 
 
 @contextmanager
@@ -113,8 +87,7 @@ def open_regular(path) -> Iterator[tuple]:
     try:
         status = os.fstat(fd)
         if not stat_.S_ISREG(status.st_mode):
-            raise NotRegularFile(path, _KINDS.get(stat_.S_IFMT(status.st_mode),
-                                                  "a special file"))
+            raise NotRegularFile(path, mode_kind(status.st_mode))
         os.set_blocking(fd, True)
         stream = os.fdopen(fd, "rb", buffering=0)
     except BaseException:
@@ -131,22 +104,29 @@ def read_blocks(path, *, stop: threading.Event | None = None,
     :func:`open_regular`), ``ValueError`` if the file is larger than ``limit`` bytes or grew
     while it was read, :class:`Stopped` once ``stop`` is set."""
     with open_regular(path) as (stream, size):
-        if limit is not None and size > limit:
-            raise ValueError(f"{path} is {size:,} bytes, more than the {limit:,} it may hold")
-        left = size
-        while left > 0:
-            if stop is not None and stop.is_set():
-                raise Stopped(str(path))
-            block = stream.read(min(_BLOCK, left))
-            if not block:  # truncated while read: the bytes hashed are all there is
-                return
-            left -= len(block)
-            yield block
-        # One byte past the size it had: a file still being written (or a /proc file, whose
-        # size says 0) would make the digest that of a moment, not of the file.
-        if stream.read(1):
-            raise ValueError(f"{path} grew while it was read ({size:,} bytes at opening): "
-                             "it is still being written")
+        yield from stream_blocks(stream, size, path, stop=stop, limit=limit)
+
+
+def stream_blocks(stream, size: int, path, *, stop: threading.Event | None = None,
+                  limit: int | None = None) -> Iterator[bytes]:
+    """The blocks of an opened regular file (:func:`read_blocks`, which opens it; the crate
+    opens through :func:`.paths.open_inside`), up to ``size``, the size it had when opened."""
+    if limit is not None and size > limit:
+        raise ValueError(f"{path} is {size:,} bytes, more than the {limit:,} it may hold")
+    left = size
+    while left > 0:
+        if stop is not None and stop.is_set():
+            raise Stopped(str(path))
+        block = stream.read(min(_BLOCK, left))
+        if not block:  # truncated while read: the bytes hashed are all there is
+            return
+        left -= len(block)
+        yield block
+    # One byte past the size it had: a file still being written (or a /proc file, whose
+    # size says 0) would make the digest that of a moment, not of the file.
+    if stream.read(1):
+        raise ValueError(f"{path} grew while it was read ({size:,} bytes at opening): "
+                         "it is still being written")
 
 
 def read_bounded(path, limit: int) -> bytes:
@@ -179,11 +159,14 @@ def walk_bounded(top, *, limit: int, refusal: str,
 
 def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
     """``(files, set_aside)`` of ``folder``: the relative POSIX paths of its regular files
-    (recursive, sorted; a link to a regular file counts as one, as before), without manifests,
-    provenance records and Snakemake's marker; and ``{relative path: what it is}`` of what the
-    walk did not read: FIFOs, devices, sockets, dangling links and links to them, links to
-    folders (not followed: ``find -type f`` does not follow them either). Raises ``ValueError``
-    past :data:`MAX_FOLDER_ENTRIES` entries."""
+    (recursive, sorted; a link to a regular file inside the folder counts as one, as before),
+    without manifests, provenance records and Snakemake's marker; and ``{relative path: what it
+    is}`` of what the walk did not read: FIFOs, devices, sockets, dangling links and links to
+    them, links to folders (not followed: ``find -type f`` does not follow them either), links
+    to a file outside the folder (issue 41: a folder's digest vouches only for its own bytes),
+    names that are not valid UTF-8 or hold a control character. Raises ``ValueError`` past
+    :data:`MAX_FOLDER_ENTRIES` entries."""
+
     folder = Path(folder)
     out, aside = [], {}
     for parent, dirs, files in walk_bounded(
@@ -200,7 +183,13 @@ def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
                 continue
             relative = (here / name).relative_to(folder).as_posix()
             kind = file_kind(here / name)
-            if kind == "a regular file":
+            problem = name_problem(relative)
+            if problem:
+                aside[relative] = f"its name {problem}"
+            elif kind == "a regular file" and os.path.islink(here / name) \
+                    and leaves(folder, relative):
+                aside[relative] = f"a link leaving the folder ({leaves(folder, relative)})"
+            elif kind == "a regular file":
                 out.append(relative)
             else:
                 aside[relative] = kind
@@ -348,15 +337,24 @@ def read_manifest(path) -> dict:
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, dict):
         raise ManifestError(f"{path}: a manifest needs a 'files' mapping.")
+    for field in ("asset", "config_key", "source"):
+        if data.get(field) is not None and not isinstance(data[field], str):
+            raise ManifestError(f"{path}: field {field} is {type(data[field]).__name__}, not a "
+                                "string.")
+
     for name, entry in files.items():
         pure = PurePosixPath(name)
         if pure.is_absolute() or ".." in pure.parts or not name:
-            raise ManifestError(f"{path}: file name {name!r} leaves the asset's folder.")
+            raise ManifestError(f"{path}: file name {printable(name[:200])!r} leaves the "
+                                "asset's folder.")
+        if name_problem(name):
+            raise ManifestError(f"{path}: file name {printable(name[:200])!r} "
+                                f"{name_problem(name)}.")
         if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
                 and HEX64.fullmatch(entry["sha256"].lower())
                 and isinstance(entry.get("pinned"), bool)):
-            raise ManifestError(f"{path}: entry {name!r} needs a 64-hex 'sha256' and a boolean "
-                                "'pinned'.")
+            raise ManifestError(f"{path}: entry {printable(name[:200])!r} needs a 64-hex "
+                                "'sha256' and a boolean 'pinned'.")
     return data
 
 

@@ -1,7 +1,7 @@
 """Provenance records: what made each file, with the digest of everything it was made from.
 
-Every output of every rule gets ``<output>.provenance.json`` (written by the rule scripts'
-job runner, ``scripts/_job.py: run``, after the rule's script succeeded), holding
+Every output of every rule gets ``<output>.provenance.json`` (written by the rule-script helper,
+``scripts/_helpers.py: run``, after the rule's script succeeded), holding
 
 * ``format`` (2: records with digests), ``artifact`` (the file's name), ``rule`` and ``script``
   (its path and SHA-256), ``wildcards``, ``params`` (every rule parameter, as the script got it),
@@ -48,6 +48,7 @@ from .digests import (
     pinned_entry,
     read_bounded,
 )
+from .paths import name_problem
 
 FORMAT = 2
 ROOTS = ("results", "resources", "workdir")
@@ -287,9 +288,20 @@ def check_record(record, name: str) -> None:
     _check_text(record, name)
     if not (record.get("rule") is None or isinstance(record.get("rule"), str)):
         raise bad("rule", f"is {_shown(record['rule'])}, not a string")
-    for field in ("params", "config", "wildcards", "extra"):
+    for field in ("params", "config", "wildcards", "extra", "packages"):
         if field in record and not isinstance(record[field], dict):
             raise bad(field, f"is a JSON {_json_type(record[field])}, not an object")
+    for field in ("artifact", "python", "exponential"):
+        if record.get(field) is not None and not isinstance(record[field], str):
+            raise bad(field, f"is {_shown(record[field])}, not a string")
+    artifact = record.get("artifact")
+    if isinstance(artifact, str):
+        problem = name_problem(artifact)
+        if problem or "/" in artifact:
+            raise bad("artifact", f"{_shown(artifact)} {problem or 'is not a file name'}")
+    for package, version in (record.get("packages") or {}).items():
+        if version is not None and not isinstance(version, str):
+            raise bad(f"packages[{_shown(package)}]", f"is {_shown(version)}, not a version")
     git = record.get("git")
     if git is not None:
         if not isinstance(git, dict):
@@ -297,6 +309,9 @@ def check_record(record, name: str) -> None:
         commit = git.get("commit")
         if commit is not None and not (isinstance(commit, str) and _COMMIT.fullmatch(commit)):
             raise bad("git.commit", f"is {_shown(commit)}, not a hexadecimal commit")
+        dirty = git.get("dirty")
+        if dirty is not None and not isinstance(dirty, bool):
+            raise bad("git.dirty", f"is {_shown(dirty)}, not true, false or null")
     script = record.get("script")
     if not isinstance(script, dict):
         raise bad("script", f"is {_shown(script)}, not an entry {{root, path, sha256}}")
@@ -310,10 +325,10 @@ def check_record(record, name: str) -> None:
             raise bad(group, f"is {_shown(named)}, not an object of named lists of entries")
         for label, group_entries in named.items():
             if not isinstance(group_entries, list):
-                raise bad(f"{group}.{label}", f"is {_shown(group_entries)}, not a list of "
+                raise bad(f"{group}.{_key(label)}", f"is {_shown(group_entries)}, not a list of "
                           "entries")
             for i, entry in enumerate(group_entries):
-                _check_entry(entry, f"{group}.{label}[{i}]", bad)
+                _check_entry(entry, f"{group}.{_key(label)}[{i}]", bad)
 
 
 def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
@@ -325,8 +340,13 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
     path = entry.get("path")
     if not isinstance(path, str) or not path:
         raise bad(f"{field}.path", f"is {_shown(path)}, not a path")
+    # Not a name the pipeline writes (a newline would forge a report line; a path past
+    # PATH_MAX cannot name a file and would fail every stat): one finding, never an error.
+    problem = name_problem(path)
+    if problem:
+        raise bad(f"{field}.path", f"{_shown(path)} {problem}")
     if root is None and absolute_ok and PurePosixPath(path).is_absolute() \
-            and ".." not in PurePosixPath(path).parts and "\x00" not in path:
+            and ".." not in PurePosixPath(path).parts:
         pass
     elif root not in ROOTS:
         raise bad(f"{field}.root", f"is {_shown(root)}: not one of {', '.join(ROOTS)} (a path "
@@ -334,7 +354,7 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
     else:
         problem = _outside(path)
         if problem:
-            raise bad(f"{field}.path", f"{path!r} {problem} its root {root}")
+            raise bad(f"{field}.path", f"{_shown(path)} {problem} its root {root}")
     digest = entry.get("sha256")
     if not (isinstance(digest, str) and HEX64.fullmatch(digest)):
         raise bad(f"{field}.sha256", f"is {_shown(digest)}, not 64 lowercase hexadecimal "
@@ -349,15 +369,19 @@ def _check_entry(entry, field: str, bad, absolute_ok: bool = False) -> None:
         if not isinstance(files, dict):
             raise bad(f"{field}.files", f"is {_shown(files)}, not an object path -> sha256")
         for member, member_digest in files.items():
-            problem = _outside(member)
-            if problem or member in (".", ""):
-                raise bad(f"{field}.files", f"names {member!r}, which "
-                          f"{problem or 'is not a file name inside'} its folder")
+            outside, problem = _outside(member), name_problem(member)
+            if outside or problem or member in (".", ""):
+                raise bad(f"{field}.files", f"names {_shown(member)}, which " + (
+                    f"{outside} its folder" if outside else problem
+                    or "is not a file name inside its folder"))
             if not (isinstance(member_digest, str) and HEX64.fullmatch(member_digest)):
-                raise bad(f"{field}.files[{member!r}]", f"is {_shown(member_digest)}, not 64 "
+                raise bad(f"{field}.files[{_shown(member)}]", f"is {_shown(member_digest)}, not 64 "
                           "lowercase hexadecimal digits")
     if "pinned" in entry and not isinstance(entry["pinned"], bool):
         raise bad(f"{field}.pinned", f"is {_shown(entry['pinned'])}, not true or false")
+    for text_field in ("manifest", "asset", "config_key", "source"):
+        if entry.get(text_field) is not None and not isinstance(entry[text_field], str):
+            raise bad(f"{field}.{text_field}", f"is {_shown(entry[text_field])}, not a string")
 
 
 def _outside(path: str) -> str | None:
@@ -374,25 +398,38 @@ def _outside(path: str) -> str | None:
 
 def _check_text(record: dict, name: str) -> None:
     """Every string of the record encodable as UTF-8: a lone surrogate (``"\\ud800"``) would
-    fail later, in a path or in the report's output. Iterative: no recursion on deep input."""
-    todo = [(record, "")]
+    fail later, in a path or in the report's output. Iterative: no recursion on deep input;
+    the field's name is spelt out only for the message (a record holds thousands of strings)."""
+    todo = [(record, ())]
     while todo:
         value, where = todo.pop()
         items = value.items() if isinstance(value, dict) else (
             enumerate(value) if isinstance(value, list) else ())
         for key, item in items:
-            field = f"{where}[{key}]" if isinstance(key, int) else (
-                f"{where}.{ascii(key)[1:-1]}" if where else ascii(key)[1:-1])
             for text in (key, item):
                 if isinstance(text, str):
                     try:
                         text.encode("utf-8")
                     except UnicodeEncodeError:
-                        raise RecordError(f"its record {name}: field {field} holds a lone "
-                                          f"surrogate ({ascii(text)[:60]}), not valid text"
-                                          ) from None
+                        raise RecordError(f"its record {name}: field {_field(where + (key,))} "
+                                          f"holds a lone surrogate ({ascii(text)[:60]}), not "
+                                          "valid text") from None
             if isinstance(item, (dict, list)):
-                todo.append((item, field))
+                todo.append((item, where + (key,)))
+
+
+def _field(path: tuple) -> str:
+    """``inputs.a[0].path`` of the keys and indices ``("inputs", "a", 0, "path")``."""
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (f".{_key(key)}" if out else _key(key))
+    return out
+
+
+def _key(key: str) -> str:
+    """A field name for a message: printable and short, whatever the record holds."""
+    text = ascii(key)[1:-1]
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _json_type(value) -> str:

