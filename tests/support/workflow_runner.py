@@ -17,8 +17,11 @@ def tiny_config(experiment: str) -> Path:
 
 
 def run_snakemake(*args: str, cwd: Path = REPO, check: bool = True, env: dict | None = None):
-    """Snakemake on 2 cores; ``env``: variables added to this process's environment."""
-    command = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    """Snakemake on 2 cores; ``env``: variables added to this process's environment. Without
+    Snakemake's lock of the working folder: the test processes (pytest-xdist's workers) run
+    Snakemake side by side on their own result folders, and the fetches into the shared
+    resources/ hold the package's own folder locks."""
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", "--nolock", *args]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, **env} if env else None)
     if check and done.returncode != 0:
@@ -37,5 +40,5 @@ def run_tiny(experiment: str, out: Path, *extra: str, resources: Path | None = N
     return run_snakemake(
         experiment, "--configfile", str(tiny_config(experiment)),
         "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}",
-        "--nolock", *extra, check=check,
+        *extra, check=check,
     )
