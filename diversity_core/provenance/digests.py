@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from .paths import NotRegularFile, file_kind, leaves, mode_kind, name_problem, printable
+from .paths import NotRegularFile, file_kind, leaves, name_problem, printable, regular_stream
 
 MANIFEST = ".pins.json"
 RECORD_SUFFIX = ".provenance.json"
@@ -84,17 +84,8 @@ def open_regular(path) -> Iterator[tuple]:
     if not stat_.S_ISREG(mode):
         raise NotRegularFile(path, file_kind(path))
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        status = os.fstat(fd)
-        if not stat_.S_ISREG(status.st_mode):
-            raise NotRegularFile(path, mode_kind(status.st_mode))
-        os.set_blocking(fd, True)
-        stream = os.fdopen(fd, "rb", buffering=0)
-    except BaseException:
-        os.close(fd)
-        raise
-    with stream:
-        yield stream, status.st_size
+    with regular_stream(fd, path) as opened:
+        yield opened
 
 
 def read_blocks(path, *, stop: threading.Event | None = None,

@@ -59,6 +59,24 @@ def mode_kind(mode: int) -> str:
     return _KINDS.get(stat_.S_IFMT(mode), "a special file")
 
 
+@contextmanager
+def regular_stream(fd: int, path, *, kind: str | None = None):
+    """``(stream, size)`` of the file opened (non-blocking) as ``fd``, checked by ``fstat`` to be
+    a regular file (else :class:`NotRegularFile`, named ``kind`` or by its mode) and switched to
+    blocking reads; ``fd`` is closed on every way out."""
+    try:
+        status = os.fstat(fd)
+        if not stat_.S_ISREG(status.st_mode):
+            raise NotRegularFile(path, kind or mode_kind(status.st_mode))
+        os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with stream:
+        yield stream, status.st_size
+
+
 # Linux's limits (PATH_MAX, NAME_MAX), in bytes: a recorded path beyond them cannot name a file.
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -159,14 +177,5 @@ def open_inside(root, relative: str):
                           dir_fd=fd)
     finally:
         os.close(fd)
-    try:
-        status = os.fstat(file_fd)
-        if not stat_.S_ISREG(status.st_mode):
-            raise NotRegularFile(Path(root) / relative, "not a regular file")
-        os.set_blocking(file_fd, True)
-        stream = os.fdopen(file_fd, "rb", buffering=0)
-    except BaseException:
-        os.close(file_fd)
-        raise
-    with stream:
-        yield stream, status.st_size
+    with regular_stream(file_fd, Path(root) / relative, kind="not a regular file") as opened:
+        yield opened
