@@ -11,7 +11,7 @@ run side by side; scripts/models_tables.py gathers them.
 import numpy as np
 import pandas as pd
 from _contract import Input, Output
-from _job import log, run
+from _job import run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import model_distinguishing as md
@@ -22,31 +22,10 @@ def main(scores: Input, accuracy: Output, confusion: Output, k: int, ks: list, c
     """Write ``accuracy`` (one row per measure and k of KS and K: mean and population sd of the
     fold accuracies, unrounded) and ``confusion`` (MagDiff's counts at K neighbours, summed over
     the folds), from CV_REPEATS repeats of CV_FOLDS-fold stratified cross-validation."""
-    k_main = k
-    ks = sorted({*ks, k_main})
     with np.load(scores) as stored:
         summary = {key: stored[key] for key in stored.files}
-    block = {"dataset": str(summary["collection"]),
-             "preprocessing": str(summary["preprocessing"]), "distance": str(summary["metric"])}
-    models, labels = summary["models"].tolist(), summary["labels"]
-    rows, confusion_rows = [], []
-    for measure in md.MEASURES:
-        D = md.measure_distances(summary, measure)
-        cv = md.knn_cross_validation(
-            D, labels, ks=ks, n_splits=cv_folds, n_repeats=cv_repeats, seed=seed,
-            confusion_k=k_main if measure == "magdiff" else None)
-        for k, fold_accuracy in cv["accuracy"].items():
-            rows.append({**block, "measure": md.MEASURE_LABELS[measure], "k": k,
-                         "accuracy_mean": fold_accuracy.mean(),
-                         "accuracy_std": fold_accuracy.std()})
-        if measure == "magdiff":
-            for i, true in enumerate(models):
-                for j, predicted in enumerate(models):
-                    confusion_rows.append({**block, "true_model": true,
-                                           "predicted_model": predicted,
-                                           "count": int(cv["confusion"][i, j])})
-        log.info("%s / %s / %s / %s: accuracy at k=%d %.3f", *block.values(), measure, k_main,
-                 cv["accuracy"][k_main].mean())
+    rows, confusion_rows = md.classify_block(summary, ks=ks, k=k, n_splits=cv_folds,
+                                             n_repeats=cv_repeats, seed=seed)
     # Full precision (repr round-trips): the tables round once, when gathered.
     with atomic_path(accuracy) as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)

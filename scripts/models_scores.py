@@ -17,33 +17,26 @@ from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 def main(embeddings: Inputs, scores: Output, collection: str, preprocessing: str, distance: str,
-         models: list, subsample_size: int, n_subsamples: int, pca_dim: int, dcscore_tau: float,
-         magnitude: dict, seed: int):
+         models: list, subsample_size: int, n_subsamples: int, pca_dim: int, pca_rank: str,
+         dcscore_tau: float, magnitude: dict, seed: int):
     """Write ``scores`` (.npz): ts, functions, t_conv, t_cut, one array per scalar measure,
     labels (model index of each set), models, subsets (document indices of each set),
-    preprocessing, metric (the distance of magnitude)."""
+    dimensions (of each model after preprocessing), preprocessing, metric (the distance of
+    magnitude)."""
     settings = MagnitudeSettings.from_config(magnitude)
-    if len(embeddings) != len(models):
-        raise ValueError(f"{len(embeddings)} embedding files for {len(models)} models.")
-    spaces, labels, subsets = [], [], []
-    for label, (model, path) in enumerate(zip(models, embeddings, strict=True)):
-        X = md.preprocess(np.load(path), preprocessing, pca_dim=pca_dim,
-                          rng=md.preprocessing_rng(seed, collection, model))
-        rng = md.subsample_rng(seed, collection, model)
-        sets = md.subsample_indices(len(X), subsample_size, n_subsamples, rng)
-        spaces.extend(X[s] for s in sets)
-        labels.extend([label] * len(sets))
-        subsets.append(sets)
-        log.info("%s / %s / %s: %d documents in %d dimensions", collection, preprocessing, model,
-                 len(X), X.shape[1])
-    summary = md.summarise_sets(spaces, settings, metric=distance, dcscore_tau=dcscore_tau,
-                                progress=True)
+    block = md.block_sets([np.load(path) for path in embeddings], models, collection=collection,
+                          preprocessing=preprocessing, pca_dim=pca_dim, pca_rank=pca_rank,
+                          subsample_size=subsample_size, n_subsamples=n_subsamples, seed=seed)
+    for model, dimension in zip(models, block["dimensions"], strict=True):
+        log.info("%s / %s / %s: %d dimensions", collection, preprocessing, model, dimension)
+    summary = md.summarise_sets(block["spaces"], settings, metric=distance,
+                                dcscore_tau=dcscore_tau, progress=True)
     log.info("%s / %s, %s distance: t_cut = %.4g (median convergence scale of %d sets, range "
-             "%.4g to %.4g)", collection, preprocessing, distance, summary["t_cut"], len(spaces),
-             summary["t_conv"].min(), summary["t_conv"].max())
+             "%.4g to %.4g)", collection, preprocessing, distance, summary["t_cut"],
+             len(block["spaces"]), summary["t_conv"].min(), summary["t_conv"].max())
     with atomic_write(scores, "wb") as out:
-        np.savez(out, labels=np.array(labels), models=np.array(models),
-                 subsets=np.concatenate(subsets), collection=np.array(collection),
+        np.savez(out, labels=block["labels"], models=np.array(models), subsets=block["subsets"],
+                 dimensions=block["dimensions"], collection=np.array(collection),
                  preprocessing=np.array(preprocessing), metric=np.array(distance), **summary)
 
 

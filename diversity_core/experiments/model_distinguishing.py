@@ -48,8 +48,12 @@ __all__ = [
     "knn_cross_validation",
     "magdiff_matrix",
     "magdiff_pairwise",
+    "numerical_rank",
+    "PCA_RANKS",
     "measure_distances",
     "approximate_diameter",
+    "block_sets",
+    "classify_block",
     "choose_documents",
     "first_documents",
     "preprocess",
@@ -70,6 +74,9 @@ _BATCH_SETS = 64
 
 # How an embedding space enters the comparison (models.variants[].preprocessing; preprocess).
 PREPROCESSINGS = ("raw", "pca", "pca_uncentred", "presto")
+# How many components a projection keeps (models.pca_rank; preprocess): those the embeddings
+# span numerically (the default), or min(pca_dim, d) as the paper's PCA (round-off included).
+PCA_RANKS = ("numerical", "full")
 
 # Single-number measures, in table order; MagDiff is the one distance between functions. Names
 # and labels are the registry's (diversity_core.measures); the labels are those of the paper's
@@ -147,7 +154,7 @@ def choose_documents(documents: Sequence[str], choice: str, n_documents: int, *,
 
 
 def preprocess(X, preprocessing: str, *, pca_dim: int | None = None,
-               rng: np.random.Generator | None = None) -> np.ndarray:
+               rng: np.random.Generator | None = None, pca_rank: str = "numerical") -> np.ndarray:
     """An embedding space as it enters the comparison (one of :data:`PREPROCESSINGS`).
 
     * ``raw``: unchanged.
@@ -166,7 +173,13 @@ def preprocess(X, preprocessing: str, *, pca_dim: int | None = None,
 
     A model with fewer than ``pca_dim`` dimensions keeps all of its own (rotated): dimensions
     cannot be invented, and zero-padding to ``pca_dim`` would change no distance but make GMStds
-    zero and IsoScore meaningless.
+    zero and IsoScore meaningless. For the same reason, with ``pca_rank="numerical"`` (the
+    default) the projections keep only the components the embeddings span numerically
+    (:func:`numerical_rank`, ``numpy.linalg.matrix_rank``'s rule in the precision of ``X``):
+    along a direction of no variance (a model with a dead output dimension) a projected
+    coordinate is round-off of the rotation, about 1e-18, whose logarithm GMStds would average
+    in and which differs from machine to machine. ``pca_rank="full"`` keeps ``min(pca_dim, d)``
+    components as the paper's PCA does, round-off directions included.
 
     Parameters
     ----------
@@ -177,23 +190,32 @@ def preprocess(X, preprocessing: str, *, pca_dim: int | None = None,
     -------
     X : (n, d') float64
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X)
+    # The round-off unit of the embeddings as stored (float32 for every model here): a
+    # component below its bound is not a property of the model (numerical_rank).
+    eps = float(np.finfo(X.dtype if np.issubdtype(X.dtype, np.floating) else np.float64).eps)
+    X = X.astype(np.float64, copy=False)
     if preprocessing not in PREPROCESSINGS:
         raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSINGS)}; "
                          f"got {preprocessing!r}.")
+    if pca_rank not in PCA_RANKS:
+        raise ValueError(f"pca_rank must be one of {', '.join(PCA_RANKS)}; got {pca_rank!r}.")
     if preprocessing == "raw":
         return X
     n_components = min(int(pca_dim), X.shape[1], X.shape[0])
+    spanned = eps if pca_rank == "numerical" else None
     if preprocessing == "presto":
         if rng is None:
             raise ValueError("the presto preprocessing needs rng (the diameter search's start).")
-        return _centred_pca(X / approximate_diameter(X, rng=rng), n_components)
+        return _centred_pca(X / approximate_diameter(X, rng=rng), n_components, spanned)
     if preprocessing == "pca":
-        Z = _centred_pca(X, n_components)
+        Z = _centred_pca(X, n_components, spanned)
     else:
         # NumPy's SVD, not scikit-learn's TruncatedSVD: that one cannot keep all d components
         # (ARPACK needs k < d) and draws a random start vector; this is exact and seedless.
-        _, _, Vt = np.linalg.svd(X, full_matrices=False)
+        _, S, Vt = np.linalg.svd(X, full_matrices=False)
+        if spanned is not None:
+            n_components = min(n_components, numerical_rank(S, X.shape, spanned))
         Z = X @ Vt[:n_components].T
     norms = np.linalg.norm(Z, axis=1, keepdims=True)
     if np.any(norms == 0):
@@ -202,10 +224,36 @@ def preprocess(X, preprocessing: str, *, pca_dim: int | None = None,
     return Z / norms
 
 
-def _centred_pca(X, n_components: int) -> np.ndarray:
+def _centred_pca(X, n_components: int, eps: float | None) -> np.ndarray:
+    """The first ``n_components`` principal coordinates of ``X``; with ``eps``, only those of
+    the components above :func:`numerical_rank`'s bound (the kept columns are computed exactly
+    as without it)."""
     from sklearn.decomposition import PCA
 
-    return PCA(n_components=n_components, svd_solver="full").fit_transform(X)
+    pca = PCA(n_components=n_components, svd_solver="full")
+    Z = pca.fit_transform(X)
+    if eps is None:
+        return Z
+    return Z[:, :numerical_rank(pca.singular_values_, X.shape, eps)]
+
+
+def numerical_rank(singular_values, shape: tuple[int, int], eps: float) -> int:
+    """How many singular values lie above the round-off bound ``σ_max · max(shape) · eps``:
+    ``numpy.linalg.matrix_rank``'s rule (with ``eps`` the unit round-off of the data's
+    precision), applied to the singular values a projection has already computed.
+
+    Parameters
+    ----------
+    singular_values : the singular values of an (n, d) matrix (in any order; those a truncated
+        decomposition kept suffice if they include the largest)
+    shape : (n, d), the matrix's shape
+    eps : the unit round-off of the precision the matrix was computed in (float32's 1.19e-7
+        for embeddings stored as float32)
+    """
+    S = np.asarray(singular_values, dtype=np.float64)
+    if S.size == 0 or S.max() == 0:
+        return 0
+    return int(np.count_nonzero(S > S.max() * max(shape) * eps))
 
 
 def approximate_diameter(X, *, rng: np.random.Generator, n_iterations: int = 1000) -> float:
@@ -262,6 +310,37 @@ def subsample_indices(n_documents: int, size: int, n_subsamples: int,
         raise ValueError(f"subsample_size must lie in [2, {n_documents}]; got {size}.")
     return np.stack([np.sort(rng.choice(n_documents, size, replace=False))
                      for _ in range(n_subsamples)])
+
+
+def block_sets(embeddings: Sequence[np.ndarray], models: Sequence[str], *, collection: str,
+               preprocessing: str, pca_dim: int, pca_rank: str, subsample_size: int,
+               n_subsamples: int, seed: int) -> dict:
+    """The subsampled sets of one (collection, preprocessing) block, for every model at once.
+
+    Each model's embeddings of the collection are preprocessed (:func:`preprocess`) and
+    ``n_subsamples`` sets of ``subsample_size`` documents drawn from them
+    (:func:`subsample_indices` with :func:`subsample_rng`: the same documents in every block).
+
+    Returns
+    -------
+    dict with ``spaces`` (list of n_models * n_subsamples arrays), ``labels`` (model index of
+    each set), ``subsets`` (document indices of each set, (n_sets, subsample_size)) and
+    ``dimensions`` (the preprocessed dimension of each model).
+    """
+    if len(embeddings) != len(models):
+        raise ValueError(f"{len(embeddings)} embedding arrays for {len(models)} models.")
+    spaces, labels, subsets, dimensions = [], [], [], []
+    for label, (model, E) in enumerate(zip(models, embeddings, strict=True)):
+        X = preprocess(E, preprocessing, pca_dim=pca_dim, pca_rank=pca_rank,
+                       rng=preprocessing_rng(seed, collection, model))
+        sets = subsample_indices(len(X), subsample_size, n_subsamples,
+                                 subsample_rng(seed, collection, model))
+        spaces.extend(X[s] for s in sets)
+        labels.extend([label] * len(sets))
+        subsets.append(sets)
+        dimensions.append(X.shape[1])
+    return {"spaces": spaces, "labels": np.array(labels), "subsets": np.concatenate(subsets),
+            "dimensions": np.array(dimensions)}
 
 
 def scalar_scores(X, *, dcscore_tau: float = 1.0) -> dict[str, float]:
@@ -419,6 +498,42 @@ def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repea
     if confusion_k is not None:
         out["confusion"] = confusion
     return out
+
+
+def classify_block(summary: Mapping[str, np.ndarray], *, ks: Sequence[int], k: int,
+                   n_splits: int, n_repeats: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """The k-NN accuracies of every measure of one block (:func:`summarise_sets`' output with
+    its ``labels``, ``models``, ``collection``, ``preprocessing`` and ``metric``), on the same
+    folds for every measure and k, and MagDiff's confusion counts at ``k`` neighbours.
+
+    Returns
+    -------
+    accuracy : one row per measure and k (``ks`` and ``k``): the block's keys, ``measure`` (the
+        paper's label), ``k``, ``accuracy_mean`` and ``accuracy_std`` (population sd) over the
+        ``n_splits * n_repeats`` folds, unrounded
+    confusion : one row per (true, predicted) model: the block's keys and ``count``
+    """
+    ks = sorted({*ks, k})
+    block = {"dataset": str(summary["collection"]),
+             "preprocessing": str(summary["preprocessing"]), "distance": str(summary["metric"])}
+    models, labels = [str(m) for m in summary["models"]], np.asarray(summary["labels"])
+    rows, confusion_rows = [], []
+    for measure in MEASURES:
+        cv = knn_cross_validation(
+            measure_distances(summary, measure), labels, ks=ks, n_splits=n_splits,
+            n_repeats=n_repeats, seed=seed, confusion_k=k if measure == "magdiff" else None)
+        for k_i, fold_accuracy in cv["accuracy"].items():
+            rows.append({**block, "measure": MEASURE_LABELS[measure], "k": k_i,
+                         "accuracy_mean": fold_accuracy.mean(),
+                         "accuracy_std": fold_accuracy.std()})
+        if measure == "magdiff":
+            confusion_rows.extend(
+                {**block, "true_model": true, "predicted_model": predicted,
+                 "count": int(cv["confusion"][i, j])}
+                for i, true in enumerate(models) for j, predicted in enumerate(models))
+        log.info("%s / %s / %s / %s: accuracy at k=%d %.3f", *block.values(), measure, k,
+                 cv["accuracy"][k].mean())
+    return rows, confusion_rows
 
 
 def scalar_distance(values) -> np.ndarray:

@@ -250,9 +250,20 @@ def test_pipeline_tiny_twice(tiny_runs, text_assets):
     # above the chance level of 1/3 even on these tiny sets.
     magdiff = table[table.measure == "MagDiff"].accuracy_mean
     assert magdiff.mean() > 0.5
-    for name in ("table2.csv", "table_s5.csv", "confusion_magdiff.csv"):
+    for name in ("table2.csv", "table_s5.csv", "confusion_magdiff.csv", "stability.csv",
+                 "table2.md"):
         assert filecmp.cmp(first / name, second / name, shallow=False), name
         assert (first / f"{name}.provenance.json").exists()
+    # The stability check: one row per cell of Table S.5, in its order, the value as printed
+    # there, two perturbed runs (config.yaml's), a spread that covers them.
+    stability = pd.read_csv(first / "stability.csv")
+    assert stability[["dataset", "preprocessing", "distance", "measure", "k"]].equals(
+        s5[["dataset", "preprocessing", "distance", "measure", "k"]])
+    assert np.array_equal(stability.accuracy_mean, s5.accuracy_mean)
+    assert (stability.perturbations == 2).all() and (stability.spread >= 0).all()
+    assert (stability.perturbed_max - stability.perturbed_min <= stability.spread + 1e-4).all()
+    markdown = (first / "table2.md").read_text().splitlines()
+    assert len(markdown) == 2 + 2 * 5 and markdown[0].count("|") == 3 + len(md.MEASURES) + 1
     assert (first / "magnitude_functions.png").stat().st_size > 10_000
     assert (first / "confusion_magdiff.png").stat().st_size > 10_000
     assert (first / "benchmarks" / "embed_jargon_glove-6B-50d-mean.tsv").exists()

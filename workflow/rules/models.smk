@@ -25,6 +25,8 @@ CONFIG_CHECKS["models"] = "diversity_core.experiments.model_distinguishing"
 EXPERIMENT_TARGETS["model_distinguishing"] = [
     results(MOD, "table2.csv"),
     results(MOD, "table_s5.csv"),
+    results(MOD, "stability.csv"),
+    results(MOD, "table2.md"),
     results(MOD, "magnitude_functions.png"),
     results(MOD, "magnitude_functions.pdf"),
     results(MOD, "confusion_magdiff.png"),
@@ -99,6 +101,7 @@ rule models_scores:
         subsample_size=MOD_CFG["subsample_size"],
         n_subsamples=MOD_CFG["n_subsamples"],
         pca_dim=MOD_CFG["pca_dim"],
+        pca_rank=MOD_CFG["pca_rank"],
         dcscore_tau=MOD_CFG["dcscore_tau"],
         magnitude=config["magnitude"],
         seed=seed_for(MOD),
@@ -178,6 +181,82 @@ rule models_tables:
     threads: 1
     script:
         "../../scripts/models_tables.py"
+
+
+# The stability check (issue 42): each block scored and classified again on embeddings moved at
+# the level of their round-off, to show which printed digits are a property of the models.
+rule models_stability:
+    input:
+        embeddings=lambda wildcards: expand(
+            interim(MOD, "embeddings", wildcards.collection, "{model}.npy"), model=MOD_MODELS
+        ),
+    output:
+        stability=interim(MOD, "stability", "{collection}_{variant}.csv"),
+    params:
+        collection=lambda wildcards: wildcards.collection,
+        preprocessing=lambda wildcards: MOD_VARIANTS[wildcards.variant]["preprocessing"],
+        distance=lambda wildcards: MOD_VARIANTS[wildcards.variant]["distance"],
+        models=MOD_MODELS,
+        subsample_size=MOD_CFG["subsample_size"],
+        n_subsamples=MOD_CFG["n_subsamples"],
+        pca_dim=MOD_CFG["pca_dim"],
+        pca_rank=MOD_CFG["pca_rank"],
+        dcscore_tau=MOD_CFG["dcscore_tau"],
+        magnitude=config["magnitude"],
+        seed=seed_for(MOD),
+        k=MOD_CFG["k"],
+        ks=MOD_CFG["ks"],
+        cv_folds=MOD_CFG["cv_folds"],
+        cv_repeats=MOD_CFG["cv_repeats"],
+        perturbations=MOD_CFG["stability"]["perturbations"],
+        relative=MOD_CFG["stability"]["relative"],
+    wildcard_constraints:
+        variant="|".join(MOD_VARIANTS),
+    conda:
+        MOD_ENV
+    log:
+        logs(MOD, "stability_{collection}_{variant}"),
+    benchmark:
+        bench(MOD, "stability_{collection}_{variant}")
+    threads: 1
+    script:
+        "../../scripts/models_stability.py"
+
+
+rule models_stability_table:
+    input:
+        accuracy=expand(
+            interim(MOD, "accuracy", "{collection}_{variant}.csv"),
+            collection=MOD_COLLECTIONS,
+            variant=list(MOD_VARIANTS),
+        ),
+        stability=expand(
+            interim(MOD, "stability", "{collection}_{variant}.csv"),
+            collection=MOD_COLLECTIONS,
+            variant=list(MOD_VARIANTS),
+        ),
+        table2=results(MOD, "table2.csv"),
+    output:
+        stability_table=report(
+            results(MOD, "stability.csv"),
+            caption="../report/models_stability.rst",
+            category="Model distinguishing",
+        ),
+        table2_markdown=report(
+            results(MOD, "table2.md"),
+            caption="../report/models_stability.rst",
+            category="Model distinguishing",
+        ),
+    params:
+        k=MOD_CFG["k"],
+        config=MOD_PROVENANCE,
+    conda:
+        MOD_ENV
+    log:
+        logs(MOD, "stability_table"),
+    threads: 1
+    script:
+        "../../scripts/models_stability_table.py"
 
 
 rule models_figures:

@@ -1,0 +1,133 @@
+"""Which digits of the model experiment's tables are a property of the models (issue 42).
+
+The same text embedded on two machines, or with another thread count or batch order, gives
+embeddings that differ in their last bits (float32 kernels sum in other orders). A cell of
+Table 2 or S.5 whose printed digits move under such a change reads round-off, not the models.
+The check: every model's embeddings are moved at the level of their round-off
+(:func:`perturb`), the block is scored and classified again exactly as the pipeline does
+(same documents, subsamples, grid rule and folds), several times with independent draws, and
+each cell's spread over the unperturbed and the perturbed runs is recorded
+(:func:`spread_table`): ``results/models/stability.csv``, and a mark in ``table2.md``
+(:func:`table2_markdown`).
+
+The spread is what the draws showed, not a bound: a cell that did not move in a few draws can
+still move on another machine, rarely.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "BLOCK",
+    "perturb",
+    "perturbation_rng",
+    "spread_table",
+    "table2_markdown",
+]
+
+# A cell of the tables: its block (collection, preprocessing, distance of magnitude), measure, k.
+BLOCK = ["dataset", "preprocessing", "distance"]
+_CELL = [*BLOCK, "measure", "k"]
+
+
+def perturb(X, relative: float, rng: np.random.Generator) -> np.ndarray:
+    """``X`` with every value moved by a Gaussian fraction of itself,
+    ``x · (1 + relative · g)``, ``g ~ N(0, 1)`` drawn per value.
+
+    Relative to each value, as a float32 result differs between machines in its last bits
+    relative to itself: a model's dead output dimension (values near 1e-33 on every text)
+    stays dead, as it does on every machine, where a perturbation relative to the vector's
+    length would give it a spread it never has. Returned in ``X``'s precision (float32
+    embeddings stay float32, so the projections' rank rule sees the same round-off unit).
+    """
+    X = np.asarray(X)
+    if not np.issubdtype(X.dtype, np.floating):
+        raise ValueError(f"embeddings must be floating point; got {X.dtype}.")
+    if not relative >= 0:
+        raise ValueError(f"relative must be >= 0; got {relative}.")
+    moved = X.astype(np.float64) * (1.0 + relative * rng.standard_normal(X.shape))
+    return moved.astype(X.dtype)
+
+
+def perturbation_rng(seed: int, collection: str, model: str,
+                     perturbation: int) -> np.random.Generator:
+    """The generator of one perturbation of one (collection, model)'s embeddings: every block of
+    a collection sees the same perturbed embeddings in draw ``perturbation``."""
+    return np.random.default_rng([int(seed), zlib.crc32(collection.encode()),
+                                  zlib.crc32(model.encode()), 2, int(perturbation)])
+
+
+def spread_table(reference: pd.DataFrame, perturbed: pd.DataFrame, *,
+                 decimals: int = 4) -> pd.DataFrame:
+    """Each cell's accuracy as computed, and how far it moved when the embeddings were perturbed.
+
+    Parameters
+    ----------
+    reference : the blocks' accuracies (``models_classify``' rows: ``dataset``,
+        ``preprocessing``, ``distance``, ``measure``, ``k``, ``accuracy_mean``), unrounded
+    perturbed : the same rows from each perturbed run, with a ``perturbation`` column
+    decimals : the tables' rounding
+
+    Returns
+    -------
+    One row per cell, in ``reference``'s order: ``accuracy_mean`` (rounded as the tables),
+    ``perturbed_min`` and ``perturbed_max`` (rounded), ``spread`` (the largest minus the
+    smallest of the unperturbed and perturbed accuracies, unrounded), ``perturbations`` (how
+    many runs) and ``moves`` (whether the printed value differs in some run: the cell reads
+    round-off at the tables' precision).
+    """
+    missing = [c for c in [*_CELL, "accuracy_mean"] if c not in reference.columns]
+    if missing or "perturbation" not in perturbed.columns:
+        raise ValueError(f"need the columns {_CELL + ['accuracy_mean']} (and perturbation in the "
+                         f"perturbed rows); missing {missing or ['perturbation']}.")
+    runs = perturbed.groupby(_CELL, sort=False)["accuracy_mean"].agg(["min", "max", "count"])
+    table = reference[[*_CELL, "accuracy_mean"]].merge(
+        runs.reset_index(), on=_CELL, how="left", validate="one_to_one")
+    if table["count"].isna().any():
+        absent = table.loc[table["count"].isna(), _CELL].head(3).to_dict("records")
+        raise ValueError(f"cells without a perturbed run, e.g. {absent}.")
+    low = np.minimum(table["accuracy_mean"], table["min"])
+    high = np.maximum(table["accuracy_mean"], table["max"])
+    return pd.DataFrame({
+        **{c: table[c] for c in _CELL},
+        "accuracy_mean": table["accuracy_mean"].round(decimals),
+        "perturbed_min": table["min"].round(decimals),
+        "perturbed_max": table["max"].round(decimals),
+        "spread": high - low,
+        "perturbations": table["count"].astype(int),
+        "moves": (low.round(decimals) != high.round(decimals)),
+    })
+
+
+def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
+                    measures: list[str]) -> str:
+    """Table 2 as Markdown: one row per block, one column per measure, ``mean ± sd``; the best
+    of each row in bold; a cell whose printed value moved under perturbation marked with ``†``
+    and its spread.
+
+    Parameters
+    ----------
+    table2 : ``table2.csv`` (rounded)
+    stability : :func:`spread_table`'s rows (every k; those of ``k`` are read)
+    measures : the measure labels, in column order
+    """
+    cells = stability[stability["k"] == k].set_index([*BLOCK, "measure"])
+    lines = ["| collection | preprocessing | distance | " + " | ".join(measures) + " |",
+             "|---" * (3 + len(measures)) + "|"]
+    for block, rows in table2.groupby(BLOCK, sort=False):
+        by_measure = rows.set_index("measure")
+        best = by_measure["accuracy_mean"].max()
+        out = []
+        for measure in measures:
+            mean, sd = by_measure.loc[measure, ["accuracy_mean", "accuracy_std"]]
+            text = f"{mean:.4f}"
+            text = f"**{text}**" if mean == best else text
+            cell = cells.loc[(*block, measure)]
+            mark = f" † {cell['spread']:.4f}" if cell["moves"] else ""
+            out.append(f"{text} ± {sd:.4f}{mark}")
+        lines.append("| " + " | ".join([*block, *out]) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,34 @@
+"""Each Table 2 / S.5 cell's spread under the stability check's perturbations
+(results/models/stability.csv), and Table 2 as Markdown with the cells that read round-off marked
+(results/models/table2.md)."""
+
+import pandas as pd
+from _contract import Input, Inputs, Output
+from _job import run
+
+from diversity_core.atomic import atomic_path
+from diversity_core.experiments import model_distinguishing as md
+from diversity_core.experiments import model_stability as ms
+
+
+def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Output,
+         table2_markdown: Output, k: int):
+    """Write ``stability_table`` (one row per cell of Table S.5: the value, the perturbed
+    runs' range, the spread and whether the printed value moves) and ``table2_markdown``."""
+    # round_trip: compare the accuracies exactly as computed (see models_tables).
+    reference = pd.concat([pd.read_csv(path, float_precision="round_trip") for path in accuracy],
+                          ignore_index=True)
+    perturbed = pd.concat([pd.read_csv(path, float_precision="round_trip")
+                           for path in stability], ignore_index=True)
+    spreads = ms.spread_table(reference, perturbed)
+    with atomic_path(stability_table) as tmp:
+        spreads.to_csv(tmp, index=False)
+    labels = [md.MEASURE_LABELS[name] for name in md.MEASURES]
+    markdown = ms.table2_markdown(pd.read_csv(table2), spreads, k=k, measures=labels)
+    with atomic_path(table2_markdown) as tmp:
+        tmp.write_text(markdown)
+    return {"moves": "the printed (4-decimal) value differs in some perturbed run"}
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,142 @@
+"""The model experiment's robustness to the last bits of its embeddings (issue 42): the
+projections' numerical-rank rule, the perturbation, and the stability table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diversity_core.experiments import model_distinguishing as md
+from diversity_core.experiments import model_stability as ms
+from diversity_core.measures.baselines import gm_stds
+
+
+def _embeddings_with_a_dead_dimension(n=400, d=24, seed=0) -> np.ndarray:
+    """float32 unit-ish embeddings whose first output dimension is dead: about 1e-33 on every
+    text (as a trained model's output can be)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.linspace(1.0, 0.2, d)
+    X[:, 0] = 1e-33 * (1 + 0.1 * rng.standard_normal(n))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X.astype(np.float32)
+
+
+def _embeddings_in_a_hyperplane(n=400, d=24, seed=0) -> np.ndarray:
+    """float32 embeddings that span d - 1 dimensions in exact arithmetic (a linear constraint
+    oblique to the axes, as a normalisation layer can leave): stored in float32, their spread
+    along the normal is float32 round-off, different on every machine."""
+    rng = np.random.default_rng(seed)
+    Y = rng.standard_normal((n, d)) * np.linspace(1.0, 0.2, d)
+    Y[:, -1] = 0.0
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    X = Y @ Q.T
+    return (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("rank", [1, 5, 12])
+def test_numerical_rank_is_matrix_rank(dtype, rank):
+    rng = np.random.default_rng(rank)
+    A = (rng.standard_normal((60, rank)) @ rng.standard_normal((rank, 12))).astype(dtype)
+    S = np.linalg.svd(A.astype(np.float64), compute_uv=False)
+    eps = float(np.finfo(dtype).eps)
+    assert md.numerical_rank(S, A.shape, eps) == np.linalg.matrix_rank(A) == rank
+    # The order does not matter, and a truncated list that holds the largest suffices.
+    assert md.numerical_rank(S[::-1], A.shape, eps) == rank
+    assert md.numerical_rank(S[:3], A.shape, eps) == min(3, rank)
+    assert md.numerical_rank(np.zeros(4), A.shape, eps) == 0
+
+
+@pytest.mark.parametrize("preprocessing", ["pca", "presto", "pca_uncentred"])
+def test_projections_keep_the_components_the_embeddings_span(preprocessing):
+    X = _embeddings_in_a_hyperplane()
+    rng = np.random.default_rng(3)
+    numerical = md.preprocess(X, preprocessing, pca_dim=64, rng=rng)
+    full = md.preprocess(X, preprocessing, pca_dim=64, rng=np.random.default_rng(3),
+                         pca_rank="full")
+    assert full.shape == (400, 24) and numerical.shape == (400, 23)
+    # The kept columns are those of the full projection (up to the rows' lengths, which lose the
+    # dropped column's ~1e-8: the last bit): the rule only drops.
+    np.testing.assert_allclose(numerical, full[:, :23], rtol=1e-13, atol=1e-15)
+    # The dropped column is the float32 round-off along the hyperplane's normal: a spread a
+    # thousand times below the smallest real one, but not zero.
+    spreads = full.std(axis=0)
+    assert 0 < spreads[23] < 1e-3 * spreads[22]
+
+
+def test_gmstds_after_pca_reads_the_models_not_the_round_off():
+    """The paper's PCA keeps a direction whose coordinates are round-off; GMStds averages its
+    logarithm in, so moving the embeddings by a millionth of each value (as another machine's
+    float32 kernels do) moves GMStds by far more than a millionth. The numerical rank drops
+    that direction, and GMStds moves by about the perturbation."""
+    X = _embeddings_in_a_hyperplane()
+    moved = ms.perturb(X, 1e-6, np.random.default_rng(9))
+    change = {}
+    for rule in md.PCA_RANKS:
+        a, b = (md.preprocess(E, "pca", pca_dim=64, pca_rank=rule) for E in (X, moved))
+        change[rule] = abs(gm_stds(a[:300]) / gm_stds(b[:300]) - 1)
+    assert change["numerical"] < 1e-4
+    assert change["full"] > 1e-3
+
+
+def test_preprocess_refuses_an_unknown_rank_rule():
+    with pytest.raises(ValueError, match="pca_rank must be one of numerical, full"):
+        md.preprocess(np.eye(3), "pca", pca_dim=2, pca_rank="exact")
+
+
+def test_perturb_moves_each_value_by_a_fraction_of_itself():
+    X = _embeddings_with_a_dead_dimension()
+    moved = ms.perturb(X, 1e-6, np.random.default_rng(0))
+    assert moved.dtype == np.float32 and moved.shape == X.shape
+    relative = np.abs(moved.astype(np.float64) / X - 1)
+    assert 1e-7 < np.median(relative) < 1e-6 and relative.max() < 1e-5
+    # The dead dimension stays dead (about 1e-33), as on every machine.
+    assert np.abs(moved[:, 0]).max() < 2e-33
+    # Independent draws per perturbation; the same draw from the same seed.
+    again = ms.perturb(X, 1e-6, np.random.default_rng(0))
+    assert np.array_equal(moved, again)
+    first, second = (ms.perturb(X, 1e-6, ms.perturbation_rng(1, "jargon", "glove", p))
+                     for p in (0, 1))
+    assert not np.array_equal(first, second)
+    with pytest.raises(ValueError, match="floating point"):
+        ms.perturb(np.ones((2, 2), dtype=int), 1e-6, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="relative must be >= 0"):
+        ms.perturb(X, -1.0, np.random.default_rng(0))
+
+
+def _rows(values, perturbation=None):
+    rows = pd.DataFrame({"dataset": "jargon", "preprocessing": "pca", "distance": "cosine",
+                         "measure": ["MagDiff", "GMStds", "VS"], "k": 5,
+                         "accuracy_mean": values, "accuracy_std": 0.01})
+    if perturbation is not None:
+        rows["perturbation"] = perturbation
+    return rows
+
+
+def test_spread_table_marks_the_cells_whose_printed_value_moves():
+    reference = _rows([0.90001, 0.84, 0.70004])
+    perturbed = pd.concat([_rows([0.90002, 0.90, 0.70004], 0),
+                           _rows([0.90001, 0.85, 0.70006], 1)])
+    table = ms.spread_table(reference, perturbed)
+    assert list(table.measure) == ["MagDiff", "GMStds", "VS"]
+    assert table.spread.tolist() == pytest.approx([1e-5, 0.06, 2e-5])
+    # 0.90001 and 0.90002 both print 0.9000; 0.70004 and 0.70006 print 0.7000 and 0.7001.
+    assert table.moves.tolist() == [False, True, True]
+    assert table.perturbed_min.tolist() == [0.9, 0.85, 0.7]
+    assert (table.perturbations == 2).all()
+    with pytest.raises(ValueError, match="without a perturbed run"):
+        ms.spread_table(reference, perturbed[perturbed.measure != "VS"])
+    with pytest.raises(ValueError, match="perturbation"):
+        ms.spread_table(reference, reference)
+
+
+def test_table2_markdown_marks_round_off_and_the_best():
+    reference = _rows([0.9, 0.84, 0.7])
+    stability = ms.spread_table(reference, _rows([0.9, 0.9, 0.7], 0))
+    table2 = reference.drop(columns="k")
+    lines = ms.table2_markdown(table2, stability, k=5,
+                               measures=["MagDiff", "GMStds", "VS"]).splitlines()
+    assert lines[0] == "| collection | preprocessing | distance | MagDiff | GMStds | VS |"
+    assert lines[2] == ("| jargon | pca | cosine | **0.9000** ± 0.0100 | 0.8400 ± 0.0100 † "
+                        "0.0600 | 0.7000 ± 0.0100 |")
