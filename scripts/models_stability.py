@@ -1,5 +1,5 @@
 """The stability check of one (collection, variant) block: every model's embeddings moved at the
-level of their round-off (diversity_core.experiments.model_stability.perturb), the block scored
+level of their round-off (diversity_core.experiments.stability.perturb), the block scored
 and classified again exactly as models_scores and models_classify do, once per perturbation.
 scripts/models_stability_table.py compares the runs with the unperturbed one.
 """
@@ -11,7 +11,7 @@ from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import model_distinguishing as md
-from diversity_core.experiments import model_stability as ms
+from diversity_core.experiments import stability as ms
 from diversity_core.magnitude.settings import MagnitudeSettings
 
 

@@ -8,7 +8,7 @@ from _job import run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import model_distinguishing as md
-from diversity_core.experiments import model_stability as ms
+from diversity_core.experiments import stability as ms
 
 
 def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Output,

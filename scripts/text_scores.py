@@ -14,13 +14,16 @@ from _job import log, run
 
 from diversity_core.atomic import atomic_path
 from diversity_core.data import text_tasks
+from diversity_core.experiments import stability
 from diversity_core.experiments import text_temperature as protocol
 from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: str,
-         measures: list, dc_tau: float, magnitude: dict):
-    """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv)."""
+         measures: list, dc_tau: float, magnitude: dict, perturbation: dict | None = None):
+    """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv).
+    PERTURBATION (the stability check, rule text_stability_scores): ``index``, ``relative``
+    and ``seed`` of one perturbed run (every embedding value moved by RELATIVE of itself)."""
     settings = MagnitudeSettings.from_config(magnitude)
     records = text_tasks.read_sets(data)
     # The distinct responses in the order text_embed.py stored them. They are matched by
@@ -32,7 +35,11 @@ def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: 
                                                                        stored["texts"]):
             raise ValueError(f"{embeddings} does not hold the responses of {data}: rerun its "
                              "embedding rule.")
-        vectors = stored["embeddings"].astype(np.float64)
+        vectors = stored["embeddings"]
+    if perturbation is not None:
+        vectors = stability.perturb(vectors, perturbation["relative"], stability.perturbation_rng(
+            perturbation["seed"], task, model_name, perturbation["index"]))
+    vectors = vectors.astype(np.float64)
     row = {text: i for i, text in enumerate(texts)}
     sets = [vectors[[row[r] for r in record["responses"]]] for record in records]
     values, t_cut = protocol.score_sets(sets, settings, measures=measures, dc_tau=dc_tau)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from diversity_core.experiments import model_distinguishing as md
-from diversity_core.experiments import model_stability as ms
+from diversity_core.experiments import stability as ms
 from diversity_core.measures.baselines import gm_stds
 
 

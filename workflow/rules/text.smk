@@ -45,6 +45,7 @@ EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "max_temperature.csv"),
     results(TEXT, "max_temperature.png"),
     results(TEXT, "max_temperature.pdf"),
+    results(TEXT, "r2_stability.csv"),
 ]
 if TEXT_DECTEST:
     EXPERIMENT_TARGETS["text_temperature"] += [
@@ -381,6 +382,70 @@ rule text_r2:
     threads: 1
     script:
         "../../scripts/text_r2.py"
+
+
+# The stability check (issue 42): the R² table computed again on embeddings moved at the level of
+# their round-off (target text_stability; results/text/r2_stability.csv).
+rule text_stability_scores:
+    """Every measure of every set of one (task, model), the embeddings perturbed (draw p)."""
+    input:
+        data=results(TEXT, "data", "{task}.jsonl"),
+        embeddings=interim(TEXT, "embeddings", "{model}", "{task}.npz"),
+    output:
+        scores=interim(TEXT, "stability", "{model}", "{task}_{perturbation}.csv"),
+    params:
+        task=lambda wildcards: wildcards.task,
+        model_name=lambda wildcards: wildcards.model,
+        measures=TEXT_CFG["measures"],
+        dc_tau=TEXT_CFG["dc_tau"],
+        magnitude=config["magnitude"],
+        perturbation=lambda wildcards: {
+            "index": int(wildcards.perturbation),
+            "relative": TEXT_CFG["stability"]["relative"],
+            "seed": seed_for(TEXT),
+        },
+    wildcard_constraints:
+        model="|".join(map(re.escape, TEXT_MODELS_USED)),
+        perturbation=r"\d+",
+    conda:
+        TEXT_ENV
+    log:
+        logs(TEXT, "stability_scores_{model}_{task}_{perturbation}"),
+    benchmark:
+        bench(TEXT, "stability_scores_{model}_{task}_{perturbation}")
+    threads: 1
+    script:
+        "../../scripts/text_scores.py"
+
+
+rule text_stability:
+    """Each R² cell's spread over the perturbed runs, against the unperturbed scores."""
+    input:
+        scores=expand(interim(TEXT, "scores", "{model}", "{task}.csv"),
+                      model=TEXT_MODELS_USED, task=TEXT_TASKS),
+        perturbed=expand(interim(TEXT, "stability", "{model}", "{task}_{perturbation}.csv"),
+                         model=TEXT_MODELS_USED, task=TEXT_TASKS,
+                         perturbation=range(TEXT_CFG["stability"]["perturbations"])),
+    output:
+        table=report(
+            results(TEXT, "r2_stability.csv"),
+            caption="../report/text_r2_stability.rst",
+            category="Text temperature",
+        ),
+    params:
+        measures=TEXT_CFG["measures"],
+        cv_folds=TEXT_CFG["cv_folds"],
+        cv_repeats=TEXT_CFG["cv_repeats"],
+        perturbations=TEXT_CFG["stability"]["perturbations"],
+        config=TEXT_PROVENANCE,
+        seed=seed_for(TEXT),
+    conda:
+        TEXT_ENV
+    log:
+        logs(TEXT, "stability"),
+    threads: 1
+    script:
+        "../../scripts/text_stability.py"
 
 
 rule text_max_temperature:

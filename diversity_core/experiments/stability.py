@@ -1,14 +1,14 @@
-"""Which digits of the model experiment's tables are a property of the models (issue 42).
+"""Which digits of an experiment's tables are a property of the data (issue 42).
 
 The same text embedded on two machines, or with another thread count or batch order, gives
-embeddings that differ in their last bits (float32 kernels sum in other orders). A cell of
-Table 2 or S.5 whose printed digits move under such a change reads round-off, not the models.
-The check: every model's embeddings are moved at the level of their round-off
-(:func:`perturb`), the block is scored and classified again exactly as the pipeline does
-(same documents, subsamples, grid rule and folds), several times with independent draws, and
-each cell's spread over the unperturbed and the perturbed runs is recorded
-(:func:`spread_table`): ``results/models/stability.csv``, and a mark in ``table2.md``
-(:func:`table2_markdown`).
+embeddings that differ in their last bits (float32 kernels sum in other orders). A cell of a
+table whose printed digits move under such a change reads round-off, not the models. The check:
+every embedding is moved at the level of its round-off (:func:`perturb`), the table computed
+again exactly as the pipeline does (same documents, subsamples, grid rule and folds), several
+times with independent draws, and each cell's spread over the unperturbed and the perturbed
+runs recorded (:func:`spread_table`). The model experiment runs it for Tables 2 and S.5
+(``results/models/stability.csv``, and a mark in ``table2.md``: :func:`table2_markdown`), the
+text experiment for its R² table (target ``text_stability``: ``results/text/r2_stability.csv``).
 
 The spread is what the draws showed, not a bound: a cell that did not move in a few draws can
 still move on another machine, rarely.
@@ -23,15 +23,17 @@ import pandas as pd
 
 __all__ = [
     "BLOCK",
+    "MODEL_CELL",
     "perturb",
     "perturbation_rng",
     "spread_table",
     "table2_markdown",
 ]
 
-# A cell of the tables: its block (collection, preprocessing, distance of magnitude), measure, k.
+# A cell of the model experiment's tables: its block (collection, preprocessing, distance of
+# magnitude), measure, k.
 BLOCK = ["dataset", "preprocessing", "distance"]
-_CELL = [*BLOCK, "measure", "k"]
+MODEL_CELL = (*BLOCK, "measure", "k")
 
 
 def perturb(X, relative: float, rng: np.random.Generator) -> np.ndarray:
@@ -55,46 +57,48 @@ def perturb(X, relative: float, rng: np.random.Generator) -> np.ndarray:
 
 def perturbation_rng(seed: int, collection: str, model: str,
                      perturbation: int) -> np.random.Generator:
-    """The generator of one perturbation of one (collection, model)'s embeddings: every block of
-    a collection sees the same perturbed embeddings in draw ``perturbation``."""
+    """The generator of one perturbation of one (collection or task, model)'s embeddings: every
+    block of a collection sees the same perturbed embeddings in draw ``perturbation``."""
     return np.random.default_rng([int(seed), zlib.crc32(collection.encode()),
                                   zlib.crc32(model.encode()), 2, int(perturbation)])
 
 
 def spread_table(reference: pd.DataFrame, perturbed: pd.DataFrame, *,
+                 cell: tuple[str, ...] = MODEL_CELL, value: str = "accuracy_mean",
                  decimals: int = 4) -> pd.DataFrame:
-    """Each cell's accuracy as computed, and how far it moved when the embeddings were perturbed.
+    """Each cell's value as computed, and how far it moved when the embeddings were perturbed.
 
     Parameters
     ----------
-    reference : the blocks' accuracies (``models_classify``' rows: ``dataset``,
-        ``preprocessing``, ``distance``, ``measure``, ``k``, ``accuracy_mean``), unrounded
+    reference : one row per cell (the columns ``cell``) with its ``value`` as computed,
+        unrounded (the model experiment: ``models_classify``' rows)
     perturbed : the same rows from each perturbed run, with a ``perturbation`` column
-    decimals : the tables' rounding
+    decimals : the table's rounding
 
     Returns
     -------
-    One row per cell, in ``reference``'s order: ``accuracy_mean`` (rounded as the tables),
+    One row per cell, in ``reference``'s order: ``value`` (rounded as the table),
     ``perturbed_min`` and ``perturbed_max`` (rounded), ``spread`` (the largest minus the
-    smallest of the unperturbed and perturbed accuracies, unrounded), ``perturbations`` (how
-    many runs) and ``moves`` (whether the printed value differs in some run: the cell reads
-    round-off at the tables' precision).
+    smallest of the unperturbed and perturbed values, unrounded), ``perturbations`` (how many
+    runs) and ``moves`` (whether the printed value differs in some run: the cell reads
+    round-off at the table's precision).
     """
-    missing = [c for c in [*_CELL, "accuracy_mean"] if c not in reference.columns]
+    cell = list(cell)
+    missing = [c for c in [*cell, value] if c not in reference.columns]
     if missing or "perturbation" not in perturbed.columns:
-        raise ValueError(f"need the columns {_CELL + ['accuracy_mean']} (and perturbation in the "
+        raise ValueError(f"need the columns {cell + [value]} (and perturbation in the "
                          f"perturbed rows); missing {missing or ['perturbation']}.")
-    runs = perturbed.groupby(_CELL, sort=False)["accuracy_mean"].agg(["min", "max", "count"])
-    table = reference[[*_CELL, "accuracy_mean"]].merge(
-        runs.reset_index(), on=_CELL, how="left", validate="one_to_one")
+    runs = perturbed.groupby(cell, sort=False)[value].agg(["min", "max", "count"])
+    table = reference[[*cell, value]].merge(runs.reset_index(), on=cell, how="left",
+                                            validate="one_to_one")
     if table["count"].isna().any():
-        absent = table.loc[table["count"].isna(), _CELL].head(3).to_dict("records")
+        absent = table.loc[table["count"].isna(), cell].head(3).to_dict("records")
         raise ValueError(f"cells without a perturbed run, e.g. {absent}.")
-    low = np.minimum(table["accuracy_mean"], table["min"])
-    high = np.maximum(table["accuracy_mean"], table["max"])
+    low = np.minimum(table[value], table["min"])
+    high = np.maximum(table[value], table["max"])
     return pd.DataFrame({
-        **{c: table[c] for c in _CELL},
-        "accuracy_mean": table["accuracy_mean"].round(decimals),
+        **{c: table[c] for c in cell},
+        value: table[value].round(decimals),
         "perturbed_min": table["min"].round(decimals),
         "perturbed_max": table["max"].round(decimals),
         "spread": high - low,
