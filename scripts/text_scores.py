@@ -20,10 +20,11 @@ from diversity_core.magnitude.settings import MagnitudeSettings
 
 
 def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: str,
-         measures: list, dc_tau: float, magnitude: dict, perturbation: dict | None = None):
+         measures: list, dc_tau: float, magnitude: dict, perturbation: dict | None):
     """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv).
-    PERTURBATION (the stability check, rule text_stability_scores): ``index``, ``relative``
-    and ``seed`` of one perturbed run (every embedding value moved by RELATIVE of itself)."""
+    PERTURBATION: None, or (the stability check, rule text_stability_scores) ``index``,
+    ``relative`` and ``seed`` of one perturbed run (every embedding value moved by RELATIVE of
+    itself)."""
     settings = MagnitudeSettings.from_config(magnitude)
     records = text_tasks.read_sets(data)
     # The distinct responses in the order text_embed.py stored them. They are matched by

@@ -183,14 +183,23 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
              embeddings=rng.normal(size=(len(texts), 8)).astype(np.float32))
     scores = tmp_path / "scores.csv"
     settings = {"measures": ["mag_area", "vendi"], "dc_tau": 1.0, "magnitude": {}}
-    text_scores.main(data, embeddings, scores, task="resp", model_name="m", **settings)
+    text_scores.main(data, embeddings, scores, task="resp", model_name="m", perturbation=None,
+                     **settings)
     table = pd.read_csv(scores)
     assert len(table) == len(records) and table["vendi"].gt(1).all()
+    # The stability check's run: the embeddings moved by 1e-6 of each value move the scores by
+    # about as much, not more, and not at all is impossible.
+    moved = tmp_path / "moved.csv"
+    text_scores.main(data, embeddings, moved, task="resp", model_name="m",
+                     perturbation={"index": 0, "relative": 1e-6, "seed": 3}, **settings)
+    for measure in ("mag_area", "vendi"):
+        change = (pd.read_csv(moved)[measure] / table[measure] - 1).abs()
+        assert 0 < change.max() < 1e-4, measure
 
     other = text_tasks.write_sets(tmp_path / "other.jsonl", records[:-1])
     with pytest.raises(ValueError, match="does not hold the responses"):
         text_scores.main(other, embeddings, tmp_path / "x.csv", task="resp", model_name="m",
-                         **settings)
+                         perturbation=None, **settings)
 
 
 def _saturating(n_prompts=6, seed=0):

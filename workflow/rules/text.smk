@@ -325,6 +325,7 @@ rule text_scores:
         measures=TEXT_CFG["measures"],
         dc_tau=TEXT_CFG["dc_tau"],
         magnitude=config["magnitude"],
+        perturbation=None,  # the embeddings as computed (text_stability_scores perturbs them)
     wildcard_constraints:
         model="|".join(map(re.escape, TEXT_MODELS_USED)),
     conda:
