@@ -4,15 +4,78 @@ from __future__ import annotations
 
 import http.server
 import os
+import resource
 import threading
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from workflow_runner import REPO, run_snakemake, run_tiny
 
 # The image experiment's assets, fetched into the repository's resources/ by the pipeline's rules.
 IMAGE_DATASET = REPO / "resources" / "fashion_mnist"
 IMAGE_MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
+
+
+# The files whose Snakemake runs take minutes, longest first: pytest-xdist hands whole files to its
+# two processes in collection order (`--no-loadscope-reorder` in pyproject.toml; by default it
+# starts the files with the most tests first, and these have few), so that the long files start
+# at once, side by side, and the many short files fill the gaps: no process is left with one
+# long file at the end. The report comes after the experiments' own files, whose tiny runs it
+# reads.
+LONGEST_FIRST = (
+    "pipeline/test_text_pipeline.py",
+    "pipeline/test_paper_rehearsal.py",
+    "pipeline/test_slurm.py",
+    "experiments/test_model_distinguishing.py",
+    "pipeline/test_images_pipeline.py",
+    "pipeline/test_pipeline_curvature.py",
+    "pipeline/test_graphs_pipeline.py",
+    "pipeline/test_report.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of :data:`LONGEST_FIRST` first, in its order; the others as collected."""
+    tests = Path(__file__).parent
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item):
+        try:
+            name = item.path.relative_to(tests).as_posix()
+        except ValueError:
+            return len(rank)
+        return rank.get(name, len(rank))
+
+    items.sort(key=key)
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU of this process and of its children that have ended (Snakemake and
+    the interpreters a test starts)."""
+    return sum(usage.ru_utime + usage.ru_stime for usage in (
+        resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+_CPU_BY_FILE: dict[str, float] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The CPU seconds of each file's tests, with their fixtures (a tiny run counts to the
+    first file that asks for it), written on DIVERSITY_CORE_TEST_CPU's file at the end
+    (one line per file and test process: CPU seconds, tab, file)."""
+    start = _cpu_seconds()
+    yield
+    _CPU_BY_FILE[item.nodeid.split("::")[0]] = (_CPU_BY_FILE.get(item.nodeid.split("::")[0], 0.0)
+                                                + _cpu_seconds() - start)
+
+
+def pytest_sessionfinish(session):
+    path = os.environ.get("DIVERSITY_CORE_TEST_CPU")
+    if path and _CPU_BY_FILE:
+        with open(path, "a", encoding="utf-8") as log:
+            log.writelines(f"{cpu:.1f}\t{name}\n" for name, cpu in _CPU_BY_FILE.items())
 
 
 @pytest.fixture(scope="session")
@@ -100,20 +163,44 @@ class TinyRuns:
     date). ``rerun(target)`` is a second run of the same configuration from an empty results
     folder (after the first, with the same resources), for the tests that compare a rerun byte
     for byte; it too runs once per session, in its own folder, and belongs to those tests (one
-    adds a run with another batching into it)."""
+    adds a run with another batching into it).
+
+    Once per session, not per test process: pytest-xdist's workers share the folder, the first
+    to ask for a run makes it under a lock while the other waits for it, and a marker file
+    says it is done."""
 
     def __init__(self, root: Path):
         self.root = root
         self.resources = root / "resources"
         self._done: set[str] = set()
         self._reruns: dict[str, Path] = {}
-        text = self.resources / "text"
-        text.mkdir(parents=True)
-        (text / "embedding_cache").mkdir()
-        for name in SHARED_TEXT_ASSETS:
-            shared = REPO / "resources" / "text" / name
-            shared.mkdir(parents=True, exist_ok=True)
-            (text / name).symlink_to(shared, target_is_directory=True)
+        root.mkdir(parents=True, exist_ok=True)
+        with self._lock("resources"):
+            text = self.resources / "text"
+            (text / "embedding_cache").mkdir(parents=True, exist_ok=True)
+            for name in SHARED_TEXT_ASSETS:
+                shared = REPO / "resources" / "text" / name
+                shared.mkdir(parents=True, exist_ok=True)
+                if not (text / name).is_symlink():
+                    (text / name).symlink_to(shared, target_is_directory=True)
+
+    def _lock(self, name: str) -> FileLock:
+        """The lock of one of the session's runs: the test processes (pytest-xdist's workers)
+        share the session folder, and the first to ask for a run makes it while the others
+        wait for it."""
+        return FileLock(self.root / f".{name}.lock")
+
+    def _once(self, name: str, run) -> None:
+        """``run()`` unless this session has already made ``name`` (in any test process): a
+        marker file, written when the run succeeded, says so."""
+        if name in self._done:
+            return
+        with self._lock(name):
+            done = self.root / f".{name}.done"
+            if not done.exists():
+                run()
+                done.touch()
+        self._done.add(name)
 
     def _prepare(self, experiment: str) -> None:
         if experiment == "image_mode_dropping" and not (self.resources / "inception").exists():
@@ -123,22 +210,26 @@ class TinyRuns:
                                                       target_is_directory=True)
 
     def __call__(self, experiment: str) -> Path:
-        if experiment not in self._done:
+        def run():
             self._prepare(experiment)
             run_tiny(experiment, self.root, resources=self.resources)
-            self._done.add(experiment)
+
+        self._once(experiment, run)
         return self.root
 
     def rerun(self, experiment: str) -> Path:
-        if experiment not in self._reruns:
-            self(experiment)
-            out = self.root / "reruns" / experiment
-            run_tiny(experiment, out, resources=self.resources)
-            self._reruns[experiment] = out
-        return self._reruns[experiment]
+        self(experiment)
+        out = self.root / "reruns" / experiment
+        self._once(f"rerun-{experiment}",
+                   lambda: run_tiny(experiment, out, resources=self.resources))
+        return out
 
 
 @pytest.fixture(scope="session")
 def tiny_runs(tmp_path_factory) -> TinyRuns:
-    """The tiny experiments, each run once per session (see :class:`TinyRuns`)."""
+    """The tiny experiments, each run once per session (see :class:`TinyRuns`): in the folder
+    that pytest-xdist's workers share (their own temporary folders lie in it), so that a run one
+    worker made serves the other too."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return TinyRuns(tmp_path_factory.getbasetemp().parent / "tiny")
     return TinyRuns(tmp_path_factory.mktemp("tiny"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_runner import run_tiny
+from workflow_runner import run_snakemake, run_tiny
 
 from diversity_core.data import text_tasks
 from diversity_core.experiments.text_temperature import MEASURES
@@ -121,6 +121,16 @@ def _generated(text: Path, task: str, n_chunks: int) -> int:
                for k in range(n_chunks))
 
 
+def _data_only(out: Path, overlay: Path, resources: Path) -> None:
+    """The text experiment up to its data files (results/text/data/<task>.jsonl), with the tiny
+    configuration and ``overlay``: the sampling, without the embeddings, scores and figures
+    that the tests of this run do not read."""
+    text = out / "results" / "text"
+    run_snakemake(*(str(text / "data" / f"{task}.jsonl") for task in TASKS), "--configfile",
+                  str(REPO / ".test" / "config_text_temperature.yaml"), str(overlay),
+                  "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}")
+
+
 def test_another_batching_is_served_from_the_cache(two_runs, tmp_path, tiny_runs):
     """decTest sets are cached per prompt: three chunks of batches of two sample nothing, and the
     data files are those of the first run."""
@@ -131,20 +141,20 @@ def test_another_batching_is_served_from_the_cache(two_runs, tmp_path, tiny_runs
         section["generation"]["n_chunks"] = 3
         section["generation"]["dectest"]["batch_sets"] = 2
 
-    run_tiny("text_temperature", two_runs[1], "--configfile",
-             str(_overlay(tmp_path, "rebatched", rebatch)), resources=tiny_runs.resources)
+    _data_only(two_runs[1], _overlay(tmp_path, "rebatched", rebatch), tiny_runs.resources)
     for task in TASKS:
         assert _generated(text, task, 3) == 0
         assert (text / "data" / f"{task}.jsonl").read_bytes() == before[task]
 
 
 def test_grid_design_and_its_enlarged_run(tmp_path):
-    """text.design grid: every prompt at every temperature (3 x 3 sets), no pilot; an enlarged
-    grid samples only the new temperature's sets."""
+    """text.design grid: every prompt at every temperature (3 x 3 sets, in one chunk), no pilot;
+    an enlarged grid samples only the new temperature's sets (its run stops at the data files)."""
     out = tmp_path / "grid"
 
     def grid(section):
         section["design"] = "grid"
+        section["generation"]["n_chunks"] = 1
 
     run_tiny("text_temperature", out, "--configfile", str(_overlay(tmp_path, "grid", grid)),
              resources=RESOURCES)
@@ -161,10 +171,9 @@ def test_grid_design_and_its_enlarged_run(tmp_path):
         grid(section)
         section["generation"]["grid"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
 
-    run_tiny("text_temperature", out, "--configfile",
-             str(_overlay(tmp_path, "enlarged", enlarged)), resources=RESOURCES)
+    _data_only(out, _overlay(tmp_path, "enlarged", enlarged), RESOURCES)
     for task in TASKS:
-        assert _generated(text, task, 2) == 3  # one set per prompt: the new temperature's
+        assert _generated(text, task, 1) == 3  # one set per prompt: the new temperature's
         after = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
         assert len(after) == 12
         assert [s for s in after if s["temperature"] != 1.2] == before[task]
@@ -173,8 +182,6 @@ def test_grid_design_and_its_enlarged_run(tmp_path):
 def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
     """configs/paper_text_temperature.yaml (network) is one switch away: it validates and plans
     the download of Tevet & Berant's release and the hub models."""
-    from workflow_runner import run_snakemake
-
     done = run_snakemake("-n", "text_temperature", "--configfile",
                          str(REPO / "configs" / "paper_text_temperature.yaml"), "--config",
                          f"results_dir={tmp_path / 'results'}",
