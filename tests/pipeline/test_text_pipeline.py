@@ -7,6 +7,7 @@ the grid design, whose enlarged run samples only the new sets."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -62,6 +63,13 @@ def test_data_tables_and_figures(two_runs):
     assert len(r2) == len(TASKS) * len(MEASURES)
     assert set(r2["model"]) == {"paraphrase-MiniLM-L3-v2-onnx"}
     assert r2["r2_mean"].notna().all() and (r2["r2_mean"] <= 1).all()
+    # The stability check: every cell of r2_scores.csv, its printed value, one perturbed run (the
+    # tiny configuration's), a spread that covers it.
+    stable = pd.read_csv(out / "r2_stability.csv")
+    assert stable[["task", "model", "measure"]].equals(r2[["task", "model", "measure"]])
+    assert np.allclose(stable["r2_mean"], r2["r2_mean"], atol=1e-12)
+    assert (stable["perturbations"] == 1).all() and (stable["spread"] >= 0).all()
+    assert (stable["perturbed_max"] - stable["perturbed_min"] <= stable["spread"] + 1e-4).all()
     ranking = pd.read_csv(out / "ranking.csv")
     assert set(ranking["scope"]) == {"paper", "all"}
     for _, part in ranking.groupby("scope"):
