@@ -166,7 +166,7 @@ def unit_rows(X: np.ndarray, *, name: str = "X", what: str = "the cosine kernel"
     (exact), so that its squared norm can neither overflow (rows of 1e200) nor underflow (rows of
     1e-300). Scaling a row by a power of two scales its squares, their sum and the square root
     exactly, so the result is bitwise ``X / np.linalg.norm(X, axis=1, keepdims=True)`` wherever
-    that does not overflow or underflow (tests/test_validation.py checks it).
+    that does not overflow or underflow (tests/measures/test_extreme_input.py checks it).
     """
     amax = np.abs(X).max(axis=1)
     zero = amax == 0
