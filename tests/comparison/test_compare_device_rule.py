@@ -44,7 +44,7 @@ def test_a_set_beyond_the_batch_goes_on_the_device_dense_when_it_fits(small, mon
         return spaces[-1]
 
     monkeypatch.setattr(protocol, "magnitude_space", spy)
-    on = dc.compare({"x": X, "y": Y}, metric="euclidean", measures=["magarea", "magdiff"],
+    on = dc.compare({"x": X, "y": Y}, metric="euclidean", measures=["magarea"],
                     settings=MagnitudeSettings(device="torch:cpu"), progress=False)
     assert [type(s).__name__ for s in spaces] == ["TorchMagnitudeSpace"]  # y: the batch
     D = dc.pairwise_distances(X, "euclidean")  # the NumPy engine, dense and exact
