@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._memory import MemoryNeedError
+from ..device import Device, parse_device
 from ..magnitude import available_memory, magnitude_memory, space_path
 
 __all__ = ["check_memory", "large_path", "required_memory"]
@@ -27,7 +28,8 @@ def large_path(n_points: int, metric: str) -> bool:
 
 
 def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
-                    reference: str | None = None, magnitude: bool = True) -> tuple[int, str]:
+                    reference: str | None = None, magnitude: bool = True,
+                    device: Device | str = "cpu") -> tuple[int, str]:
     """Peak memory of :func:`~diversity_core.compare` (and of ``score``) on sets of these
     sizes, in bytes, and the set that needs the most.
 
@@ -38,8 +40,11 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
     which work in blocks or on the d × d covariance), and with a ``reference`` PRDC's and MMD's
     distances between a set and the reference, ``8 (n + n_ref)²``. ``magnitude=False`` (no
     magnitude measure asked for): only the baselines' copy of the points and the distances
-    against the reference.
+    against the reference. On a torch ``device`` (the engine's torch path) a set beyond 10,000
+    points is prepared on the device from its points (its memory is the device's, checked by
+    :func:`~diversity_core.magnitude.device_path`): the host holds its points only.
     """
+    on_device = parse_device(device).engine == "torch"
     held, peak, worst = 0, 0, None
     n_ref = sizes[reference] if reference is not None else 0
     for name, n in sizes.items():
@@ -48,6 +53,8 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
             continue
         if not magnitude:
             need = 16 * n * n_features
+        elif large_path(n, metric) and on_device:
+            need = 32 * n * n_features + 64 * 8 * n
         elif large_path(n, metric):
             need = magnitude_memory(n, n_features) + 16 * n * n_features
         else:
@@ -62,12 +69,12 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
 
 def check_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
                  reference: str | None = None, memory_limit: int | None = None,
-                 magnitude: bool = True) -> int:
+                 magnitude: bool = True, device: Device | str = "cpu") -> int:
     """Raise :class:`~diversity_core.MemoryNeedError` (one line: the figure, the largest set;
     ``need`` and ``limit`` as numbers) if :func:`required_memory` exceeds ``memory_limit``
     (default: the memory available now); else return the bytes needed."""
     need, worst = required_memory(sizes, n_features, metric=metric, reference=reference,
-                                  magnitude=magnitude)
+                                  magnitude=magnitude, device=device)
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if need > limit:
         have = "are available" if memory_limit is None else "allowed"

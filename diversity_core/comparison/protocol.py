@@ -64,7 +64,15 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from .._validation import check_embeddings, named_reason
-from ..magnitude import DIFF_NORMALISATIONS, allowed_threads, magnitude_space
+from ..device import free_memory
+from ..magnitude import (
+    DIFF_NORMALISATIONS,
+    allowed_threads,
+    device_path,
+    magnitude_space,
+    torch_large_memory,
+    torch_magnitude_memory,
+)
 
 # The progress bar and the warnings kept as a set's notes are the protocol's own.
 from ..magnitude.sets import (
@@ -302,6 +310,25 @@ def _single_threaded_blas():
 # --------------------------------------------------------------------------------------------
 
 
+def _device_paths(names, arrays, metric: str, device) -> dict[str, str]:
+    """On a torch device, the sets prepared there from their points, each ``"dense"`` or
+    ``"large"`` (:func:`~diversity_core.magnitude.device_path`): those beyond the batch's
+    sizes (10,000 points) and those the device does not hold dense. The device holds them
+    together (the largest decided first, each against what the others leave); the others go
+    through the batch, which checks its own memory. Refused in one line
+    (:class:`~diversity_core.MemoryNeedError`) before anything is computed."""
+    free = free_memory(device)
+    left, chosen = free, {}
+    for name, X in sorted(zip(names, arrays, strict=True), key=lambda item: -item[1].shape[0]):
+        n, d = X.shape
+        where = device_path(n, d, device, metric=metric,
+                            memory_limit=None if left == free else left)
+        if where == "large" or large_path(n, metric):
+            chosen[name] = where
+            left -= torch_magnitude_memory(n, d) if where == "dense" else torch_large_memory(n, d)
+    return chosen
+
+
 def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             reference_name: str = "reference", metric: str = "cosine", k: int = 5,
             tau: float = 1.0, settings: MagnitudeSettings | None = None,
@@ -383,11 +410,15 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     notes: dict[str, list[str]] = {name: [] for name in all_names}
     warned: dict[str, dict[str, list[str]]] = {name: {} for name in all_names}
 
-    # Before anything is computed: does it fit in memory?
+    # Before anything is computed: does it fit in memory (the host's; on a torch device also
+    # the device's, which decides where each set goes: device_path)?
+    device = settings.device
     check_memory({name: X.shape[0] for name, X in zip(all_names, arrays, strict=True)},
                  arrays[0].shape[1], metric=metric,
                  reference=all_names[ref_index] if reference is not None else None,
-                 memory_limit=memory_limit, magnitude=magnitude)
+                 memory_limit=memory_limit, magnitude=magnitude, device=device)
+    on_device = _device_paths(all_names, arrays, metric, device) \
+        if magnitude and device.engine == "torch" else {}
     # Magnitude: distances (or, for a large set, the engine's large-n path), then every set on
     # one integration limit. The large-n path threads its own products (each thread's BLAS on
     # one thread): it is given the threads BLAS may use here, counted before BLAS is limited to
@@ -400,7 +431,11 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                 distances.append(None)
                 continue
             try:
-                if large_path(X.shape[0], metric):
+                if name in on_device:  # beyond the batch's sizes, or beyond the device's
+                    # dense memory: the set is prepared on the device from its points
+                    distances.append(magnitude_space(X, metric, path=on_device[name],
+                                                     device=device))
+                elif large_path(X.shape[0], metric):
                     distances.append(magnitude_space(X, metric, path="large",
                                                      threads=large_threads))
                 else:

@@ -57,6 +57,8 @@ The package's modules, from the top down (none imports one above it: no import c
 * :mod:`~diversity_core.magnitude.api`: the public functions below (and the defaults,
   re-exported from ``_common``); ``sets``: the reference-free protocol for many sets; ``_torch``
   (and ``_torch_batch``): the torch (GPU) path, a space class with the same interface;
+  ``_torch_large``: the large-n path on a torch device, and the memory rule choosing between
+  the two (``device_path``);
 * ``_batch``: many spaces at once (validation, grouping by size, the searches and integrals
   advanced together); ``_batch_solve``: its stacked and looped solvers at one scale;
   ``_lapack``: LAPACK on packed triangles without the GIL;
@@ -104,6 +106,7 @@ from ._torch_batch import (
     torch_mag_areas,
     torch_magnitude_functions,
 )
+from ._torch_large import TorchLargeMagnitudeSpace, device_path, torch_large_memory
 from .api import DEFAULT_INTEGRATION as DEFAULT_INTEGRATION
 from .api import DEFAULT_INTEGRATION_RTOL as DEFAULT_INTEGRATION_RTOL
 from .api import DEFAULT_N_TS as DEFAULT_N_TS
@@ -183,4 +186,8 @@ __all__ = [
     "torch_magnitude_memory",
     "torch_batch_memory",
     "check_torch_memory",
+    # the device's memory decides; the large-n path on a torch device (issue 44)
+    "device_path",
+    "TorchLargeMagnitudeSpace",
+    "torch_large_memory",
 ]

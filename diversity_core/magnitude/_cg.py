@@ -32,8 +32,9 @@ class CGResult(NamedTuple):
 def conjugate_gradients(product, x, r, *, stop: float, budget: int, energy_tol: float = 0.0,
                         give_up_goal: float | None = None) -> CGResult:
     """Conjugate gradients for ``A x = b`` from ``x`` with residual ``r = b − A x`` (copied, not
-    changed), in their dtype, until ``‖r‖² <= stop``, or, with ``energy_tol > 0``, until the
-    error of the variational estimate ``2 bᵀx − xᵀAx`` is estimated below it.
+    changed), in their dtype (NumPy arrays, or torch tensors on their device), until
+    ``‖r‖² <= stop``, or, with ``energy_tol > 0``, until the error of the variational estimate
+    ``2 bᵀx − xᵀAx`` is estimated below it.
 
     ``product(p, q)``: ``A p``, into ``q`` if it likes (its return value is used). Python-float
     step sizes are applied to float32 vectors in float32 (NumPy's rules for scalars), so the
@@ -50,10 +51,7 @@ def conjugate_gradients(product, x, r, *, stop: float, budget: int, energy_tol: 
     ("stalled") when the residual has not shrunk below its start, and, without an energy
     tolerance, when the rate so far says the budget will not reach the goal.
     """
-    x = x.copy()
-    r = r.copy()
-    p = r.copy()
-    q = np.empty_like(r)
+    x, r, p, q = _copy(x), _copy(r), _copy(r), _copy(r)  # q: overwritten by the product
     rr = float(r @ r)
     start = math.sqrt(rr)
     decrements = collections.deque(maxlen=_CG_DELAY)
@@ -84,6 +82,11 @@ def conjugate_gradients(product, x, r, *, stop: float, budget: int, energy_tol: 
         p += r
         rr = rr_next
     return CGResult(x, r, budget, math.inf, "budget")
+
+
+def _copy(v):
+    """A copy of a NumPy array or (the large-n path on a torch device) a torch tensor."""
+    return v.copy() if isinstance(v, np.ndarray) else v.clone()
 
 
 def _symmetric_product(A, x, out=None):

@@ -35,6 +35,7 @@ whose distance is below 1e-12 of the largest one.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -107,7 +108,11 @@ class LargeMagnitudeSpace(_Operations):
     records : list of dict
         One per evaluated scale: ``t``, ``mag``, ``solver_error`` (estimated ``rᵀ Z⁻¹ r``),
         ``distance_error`` (first-order bound from ``distance_rtol``), ``refinements``,
-        ``iterations`` (float32 CG products) and ``relative_residual``.
+        ``iterations`` (float32 CG products), ``relative_residual`` and ``phase`` (what asked
+        for the scale: ``convergence_scale``, ``mag_area`` or ``other``).
+    evaluations : dict
+        How many scales each phase solved (:attr:`records` counted by ``phase``): the cost of a
+        convergence scale and a MagArea in evaluations of ``Mag(t)``.
     area_error : dict or None
         Of the last :meth:`mag_area`: ``quadrature`` (estimated, absolute), ``evaluation``
         (``t_cut`` times the largest per-scale error), ``relative`` (their sum over the area).
@@ -159,6 +164,7 @@ class LargeMagnitudeSpace(_Operations):
         self._solver_errors: dict[float, float] = {0.0: 0.0}
         self._errors: dict[float, float] = {0.0: 0.0}
         self.records: list[dict] = []
+        self._phase = "other"  # what the next evaluations are for (records' ``phase``)
         self.area_error = None
         self.fallbacks: list[dict] = []
 
@@ -171,11 +177,9 @@ class LargeMagnitudeSpace(_Operations):
         sq = np.einsum("ij,ij->i", Y, Y)
         # Upper bound of the largest distance (to collect candidate duplicates in one pass).
         bound = 2.0 if self.metric == "cosine" else 2.0 * math.sqrt(float(sq.max()))
-        starts = list(range(0, n, _PANEL_ROWS))
+        starts = list(range(0, n, self._panel_rows()))
         nn = np.full(n, np.inf)
-        results = self._map(lambda p: _distance_panel(Y, sq, p, self.metric,
-                                                      getattr(self, "_roundoff", 0.0),
-                                                      2 * DUPLICATE_RTOL * bound), starts)
+        results = self._distance_panels(Y, sq, starts, 2 * DUPLICATE_RTOL * bound)
         self._panels = [r[0] for r in results]
         D_max = 0.0
         candidates = []
@@ -198,6 +202,16 @@ class LargeMagnitudeSpace(_Operations):
         else:
             gram = 4 * (n_features + 2) * eps * 2 * float(sq.max()) / d_min**2
         self.distance_rtol = 2.0**-24 + gram
+
+    def _panel_rows(self) -> int:
+        """Rows of the distance matrix per stored panel."""
+        return _PANEL_ROWS
+
+    def _distance_panels(self, Y, sq, starts, near_tol: float) -> list:
+        """``_distance_panel`` of every panel start (on the space's threads)."""
+        return self._map(lambda p: _distance_panel(Y, sq, p, self.metric,
+                                                   getattr(self, "_roundoff", 0.0), near_tol),
+                         starts)
 
     def _map(self, fn, items):
         """``fn`` over ``items`` on the space's threads (BLAS on one thread each)."""
@@ -269,6 +283,12 @@ class LargeMagnitudeSpace(_Operations):
         WV = np.sum([part[1] for part in parts], axis=0)
         return [Zx] + [WV[:, k] for k in range(len(columns))]
 
+    def _correction(self, t: float, b: np.ndarray, energy_tol: float):
+        """The float32 CG solve of ``Z_t d = b`` inside a refinement step (:func:`_cg32`):
+        ``(d, iterations, estimate)``, ``d`` a float32 NumPy vector."""
+        return _cg32(lambda v, _: self._product32(t, v), b.astype(np.float32), _INNER_RTOL,
+                     _MAX_INNER_ITERATIONS, energy_tol=energy_tol)
+
     # -- one scale ----------------------------------------------------------------------------
     def _solve(self, t: float, *, derivative: bool = False, atol: float = 0.0):
         """Weighting at scale t by float32 CG inside float64 refinement, to an absolute error of
@@ -292,9 +312,7 @@ class LargeMagnitudeSpace(_Operations):
             size = previous_r
             # The correction solves Z d = r / ‖r‖: its energy, times ‖r‖², is what the step
             # adds to the estimate, so the inner CG may stop once what it leaves is below atol.
-            d, used, left = _cg32(lambda v, _: self._product32(t, v),
-                                  (r / size).astype(np.float32), _INNER_RTOL,
-                                  _MAX_INNER_ITERATIONS, energy_tol=atol / size**2)
+            d, used, left = self._correction(t, r / size, atol / size**2)
             iterations += used
             x_new = x + size * d.astype(np.float64)
             Zx, *extra_new = self._product64(t, x_new, derivative=derivative, absolute=True)
@@ -325,7 +343,7 @@ class LargeMagnitudeSpace(_Operations):
         record = {"t": float(t), "mag": value, "solver_error": float(error),
                   "distance_error": distance_error, "refinements": steps,
                   "iterations": iterations,
-                  "relative_residual": previous_r / math.sqrt(n)}
+                  "relative_residual": previous_r / math.sqrt(n), "phase": self._phase}
         self.records.append(record)
         if error > atol:
             warnings.warn(
@@ -333,6 +351,28 @@ class LargeMagnitudeSpace(_Operations):
                 f"{atol:.3g} after {steps} refinement steps (Z_t too ill-conditioned for float32 "
                 "CG at this scale); the value is a lower bound.", MagnitudeWarning, stacklevel=3)
         return value, dmag, x
+
+    @property
+    def evaluations(self) -> dict:
+        """Scales solved so far, by phase (``convergence_scale``, ``mag_area``, ``other``)."""
+        counts = {"convergence_scale": 0, "mag_area": 0, "other": 0}
+        for record in self.records:
+            counts[record["phase"]] += 1
+        return counts
+
+    @contextlib.contextmanager
+    def _phase_of(self, phase: str):
+        previous, self._phase = self._phase, phase
+        try:
+            yield
+        finally:
+            self._phase = previous
+
+    def convergence_scale(self, target: float | None = None, **options) -> float:
+        """See :func:`~diversity_core.magnitude.convergence_scale` (its evaluations are
+        counted in :attr:`evaluations` as ``convergence_scale``)."""
+        with self._phase_of("convergence_scale"):
+            return super().convergence_scale(target, **options)
 
     def magnitude(self, t: float, *, atol: float = 0.0) -> float:
         """Mag(t) at one scale t >= 0, to ``max(solver_rtol · n_unique, atol)`` (estimated;
@@ -360,7 +400,10 @@ class LargeMagnitudeSpace(_Operations):
         largest scale comes first), scales are solved to ``rtol · Mag(t_cut) / 16`` (a mean
         height of Mag(t_cut) / 2 or more, as on [0, t_conv], leaves half of rtol to the
         quadrature); the budget below checks what that gave."""
-        t_cut = float(t_cut)
+        with self._phase_of("mag_area"):
+            return self._integrate_counted(float(t_cut), method=method, rtol=rtol, n_ts=n_ts)
+
+    def _integrate_counted(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         atol = 0.0
         if t_cut > 0 and method != "trapezoid":
             atol = rtol * abs(self.magnitude(t_cut)) / 16

@@ -11,6 +11,7 @@ from .._memory import (  # what magnitude_space and compare measure against
     available_memory,
 )
 from .._validation import check_embeddings, check_scales
+from ..device import Device, parse_device
 from . import _batch
 from ._common import (  # the package's defaults, written once there
     DEFAULT_INTEGRATION,
@@ -21,10 +22,11 @@ from ._common import (  # the package's defaults, written once there
     DEFAULT_TARGET,
 )
 from ._large import LargeMagnitudeSpace, large_memory
-from ._search import find_convergence_scale
 from ._similarity import pair_memory
 from ._solver import FLOAT32_CG_FROM
 from ._space import MagnitudeSpace, as_space
+from ._torch import TorchMagnitudeSpace
+from ._torch_large import TorchLargeMagnitudeSpace, device_path
 
 __all__ = [
     "magnitude_function",
@@ -118,7 +120,8 @@ def convergence_scale(
     """
     if not 0.0 < target < 1.0:  # before D is prepared
         raise ValueError(f"target must lie in (0, 1); got {target}.")
-    return find_convergence_scale(as_space(D), target, rtol=rtol, max_iter=max_iter)
+    # The space's own method (the large-n path counts its evaluations by phase there).
+    return as_space(D).convergence_scale(target, rtol=rtol, max_iter=max_iter)
 
 
 def mag_area(
@@ -358,7 +361,7 @@ def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> i
 
 
 def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
-                    memory_limit: int | None = None, **options):
+                    memory_limit: int | None = None, device: Device | str = "cpu", **options):
     """A prepared space of points: :class:`MagnitudeSpace` (dense, exact) or
     :class:`~diversity_core.magnitude.LargeMagnitudeSpace` (large n), refused beforehand if it
     would not fit in memory.
@@ -370,8 +373,16 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     path : {"auto", "dense", "large"} (see :func:`magnitude_memory`)
     memory_limit : int, optional
         Bytes the computation may use; default: the memory available now (``MemAvailable``).
+    device : Device or str
+        Where the engine runs (a :class:`~diversity_core.device.Device` or its name). On the
+        NumPy engine (``cpu``, ``auto``) the paths above, on the host. On a torch device the
+        device's memory decides (:func:`device_path`): the dense float64 space on the device
+        (``TorchMagnitudeSpace.from_points``) whenever it fits there, whatever its size, else
+        the large-n path on the device (:class:`TorchLargeMagnitudeSpace`), else a one-line
+        :class:`MemoryNeedError`; ``memory_limit`` is then the device's, and ``path``
+        (``dense``, ``large``) may force either.
     options : passed to the space (``solver_rtol`` and ``threads`` of the large-n path;
-        ``precision`` and ``solver`` of the dense one)
+        ``precision`` and ``solver`` of the dense one; on a torch device ``solver_rtol`` only)
 
     Raises
     ------
@@ -383,6 +394,9 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     if X.ndim != 2:
         check_embeddings(X)  # raises, naming the problem
     n, d = X.shape
+    device = parse_device(device)
+    if device.engine == "torch":
+        return _device_space(X, metric, path, memory_limit, device, options)
     path = space_path(n, path)
     need = magnitude_memory(n, d, path=path)
     limit = available_memory() if memory_limit is None else int(memory_limit)
@@ -396,6 +410,20 @@ def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",
     from ..measures.distances import pairwise_distances
 
     return MagnitudeSpace(pairwise_distances(X, metric), **options)
+
+
+def _device_space(X, metric: str, path: str, memory_limit, device: Device, options: dict):
+    """:func:`magnitude_space` on a torch device: the memory rule of :func:`device_path`."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}; got {path!r}.")
+    n, d = X.shape
+    if path == "auto":
+        path = device_path(n, d, device, memory_limit=memory_limit, metric=metric)
+    if path == "dense":
+        return TorchMagnitudeSpace.from_points(X, metric, device=device,
+                                               memory_limit=memory_limit)
+    rtol = {"solver_rtol": options["solver_rtol"]} if "solver_rtol" in options else {}
+    return TorchLargeMagnitudeSpace(X, metric, device=device, memory_limit=memory_limit, **rtol)
 
 
 def space_path(n_points: int, path: str = "auto") -> str:

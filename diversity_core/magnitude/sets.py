@@ -43,6 +43,7 @@ from ._common import MemberWarning, summarise_fallbacks
 from ._large import LargeMagnitudeSpace
 from ._quadrature import check_integration
 from ._space import MagnitudeSpace
+from ._torch import TorchMagnitudeSpace
 from ._torch_batch import batch_on_device
 from .api import (
     DEFAULT_INTEGRATION,
@@ -444,7 +445,7 @@ class _State:
             D = spaces[i]
             if D is None or self.area_failures[i] is not None:
                 continue
-            if isinstance(D, (MagnitudeSpace, LargeMagnitudeSpace)):
+            if isinstance(D, (MagnitudeSpace, LargeMagnitudeSpace, TorchMagnitudeSpace)):
                 members[i] = D
             else:
                 with record_warnings(self.caught[i]):
@@ -500,6 +501,9 @@ class _State:
         spaces are gone; on a torch device every pass's records are kept per set, and
         summarised anew)."""
         for i, space in members.items():
+            if isinstance(space, TorchMagnitudeSpace):  # a set put on the device whole
+                self.fallbacks[i] = _fallback_records(space.fallbacks, t_cut)
+                continue
             if not isinstance(space, MagnitudeSpace):
                 continue
             if self.on_torch:

@@ -70,8 +70,10 @@ class MagnitudeSettings:
         a GPU for the networks only); ``cuda``/``cuda:N`` the torch path on that GPU, dense
         float64, agreeing with the NumPy engine to the accuracy its solvers are asked for,
         1e-10 or better (docs/gpu.md); ``torch:cpu`` the torch path on the CPU (to check it
-        without a GPU). Large prepared spaces
-        (:class:`~diversity_core.magnitude.LargeMagnitudeSpace`) stay on the CPU.
+        without a GPU). Prepared spaces are used where they were made (a
+        :class:`~diversity_core.magnitude.LargeMagnitudeSpace` on the host); ``compare`` and
+        ``score`` put each set where the device's memory says
+        (:func:`~diversity_core.magnitude.device_path`).
     """
 
     target: float = DEFAULT_TARGET
