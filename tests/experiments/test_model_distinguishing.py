@@ -78,7 +78,10 @@ def test_preprocess():
     Z = md.preprocess(X, "pca", pca_dim=8)
     assert Z.shape == (40, 8)
     np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0)
-    assert md.preprocess(X, "pca", pca_dim=384).shape == (40, 40)  # rank-limited, never padded
+    # Rank-limited, never padded: 40 centred points span 39 dimensions; the paper's PCA keeps
+    # a 40th component of round-off.
+    assert md.preprocess(X, "pca", pca_dim=384).shape == (40, 39)
+    assert md.preprocess(X, "pca", pca_dim=384, pca_rank="full").shape == (40, 40)
     assert md.preprocess(X[:, :5], "pca", pca_dim=384).shape == (40, 5)
     with pytest.raises(ValueError, match="preprocessing must be one of"):
         md.preprocess(X, "umap")
