@@ -131,7 +131,7 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
             text = f"{mean:.4f}"
             text = f"**{text}**" if mean == best else text
             cell = cells.loc[(*block, measure)]
-            mark = f" † {cell['spread']:.4f}" if cell["moves"] else ""
+            mark = f" † {cell['spread']:.2g}" if cell["moves"] else ""
             out.append(f"{text} ± {sd:.4f}{mark}")
         lines.append("| " + " | ".join([*block, *out]) + " |")
     return "\n".join(lines) + "\n"

@@ -139,4 +139,4 @@ def test_table2_markdown_marks_round_off_and_the_best():
                                measures=["MagDiff", "GMStds", "VS"]).splitlines()
     assert lines[0] == "| collection | preprocessing | distance | MagDiff | GMStds | VS |"
     assert lines[2] == ("| jargon | pca | cosine | **0.9000** ± 0.0100 | 0.8400 ± 0.0100 † "
-                        "0.0600 | 0.7000 ± 0.0100 |")
+                        "0.06 | 0.7000 ± 0.0100 |")
