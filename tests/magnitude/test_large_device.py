@@ -4,6 +4,7 @@ large-n path; else a one-line refusal), and the evaluations of Mag(t) counted pe
 
 import numpy as np
 import pytest
+from point_clouds import clustered
 
 import diversity_core as dc
 from diversity_core import MemoryNeedError
@@ -22,12 +23,6 @@ def small_panels(monkeypatch):
     monkeypatch.setattr(_torch_large, "_DEVICE_PANEL_ROWS", 64)
     monkeypatch.setattr(_large, "_PANEL_ROWS", 64)
     monkeypatch.setattr(_large, "_CHUNK_COLUMNS", 100)
-
-
-def clustered(n, d, seed):
-    rng = np.random.default_rng(seed)
-    centres = 4 * rng.normal(size=(5, d))
-    return centres[rng.integers(5, size=n)] + rng.normal(size=(n, d))
 
 
 def test_device_products_are_those_of_the_host(small_panels):

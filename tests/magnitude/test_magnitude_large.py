@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from point_clouds import clustered
 
 import diversity_core as dc
 from diversity_core import magnitude as mg
@@ -16,12 +17,6 @@ def small_blocks(monkeypatch):
     """Panels of 64 rows and blocks of 100 columns: several of each at test sizes."""
     monkeypatch.setattr(_large, "_PANEL_ROWS", 64)
     monkeypatch.setattr(_large, "_CHUNK_COLUMNS", 100)
-
-
-def clustered(n, d, seed):
-    rng = np.random.default_rng(seed)
-    centres = 4 * rng.normal(size=(5, d))
-    return centres[rng.integers(5, size=n)] + rng.normal(size=(n, d))
 
 
 def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks):
