@@ -1,12 +1,14 @@
 """The large-n path on 1 and 2 cores: wall time, CPU time, utilisation, evaluations (issue 44).
 
-    nice -n 15 .venv/bin/python benchmarks/bench_large.py --sizes 10000,30000,50000 --cores 1,2
-    nice -n 15 .venv/bin/python benchmarks/bench_large.py --sizes 12000 --cores 1,2 --json out.json
+    .venv/bin/python benchmarks/bench_large.py --sizes 10000,30000,50000 --cores 1,2
+    .venv/bin/python benchmarks/bench_large.py --sizes 12000 --points gaussian --json out.json
 
 Each case runs in a fresh process whose CPU affinity is limited to the first ``cores`` cores
 (``os.sched_setaffinity``); the space is made without ``threads``, so its threads follow that
-affinity (``allowed_threads()``), as ``compare`` and ``score`` give them. Gaussian points in
-``--dim`` dimensions (default 32), Euclidean; convergence scale and MagArea at the package's
+affinity (``allowed_threads()``), as ``compare`` and ``score`` give them. Points in ``--dim``
+dimensions (default 32) in float32, as embeddings come: ``--points clustered`` (default: five
+Gaussian clusters, ``tests/support/point_clouds.clustered``, the shape of issue 44's 30,000-point
+case) or ``gaussian`` (one Gaussian); Euclidean; convergence scale and MagArea at the package's
 defaults. Reported per case: the build, the convergence scale and MagArea, each with its wall
 time, its CPU time (user + system of the process) and their ratio (the utilisation: 2.0 is two
 busy cores), the evaluations of Mag(t) per phase and the float32 CG products, and the load
@@ -23,6 +25,9 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"
 
 
 def _cpu() -> float:
@@ -30,15 +35,25 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def case(n: int, d: int, cores: int, seed: int) -> dict:
-    """One case, in this process (its affinity set first)."""
-    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+def points(kind: str, n: int, d: int, seed: int):
+    """The benchmark's points, float32."""
     import numpy as np
 
+    if kind == "gaussian":
+        return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+    sys.path.insert(0, str(SUPPORT))
+    from point_clouds import clustered
+
+    return clustered(n, d, seed).astype(np.float32)
+
+
+def case(n: int, d: int, cores: int, seed: int, kind: str = "clustered") -> dict:
+    """One case, in this process (its affinity set first)."""
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
     from diversity_core.magnitude import LargeMagnitudeSpace
 
-    X = np.random.default_rng(seed).normal(size=(n, d))
-    out = {"n": n, "d": d, "cores": cores, "load_start": os.getloadavg()[0]}
+    X = points(kind, n, d, seed)
+    out = {"n": n, "d": d, "points": kind, "cores": cores, "load_start": os.getloadavg()[0]}
     wall, cpu = time.perf_counter(), _cpu()
 
     def lap(name):
@@ -67,6 +82,7 @@ def main() -> None:
     ap.add_argument("--cores", default="1,2")
     ap.add_argument("--dim", type=int, default=32)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--points", choices=("clustered", "gaussian"), default="clustered")
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--_case", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -77,13 +93,13 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         for cores in (int(c) for c in args.cores.split(",")):
             proc = subprocess.run([sys.executable, __file__, "--_case",
-                                   json.dumps([n, args.dim, cores, args.seed])],
+                                   json.dumps([n, args.dim, cores, args.seed, args.points])],
                                   capture_output=True, text=True, check=False)
             if proc.returncode:
                 raise RuntimeError(f"case n={n} cores={cores} failed:\n{proc.stderr[-3000:]}")
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append(row)
-            print(f"n={n} d={args.dim} cores={cores} threads={row['threads']} "
+            print(f"n={n} d={args.dim} {args.points} cores={cores} threads={row['threads']} "
                   f"load {row['load_start']:.1f}->{row['load_end']:.1f}: "
                   + ", ".join(f"{k} {row[k]['wall_s']} s wall, {row[k]['cpu_s']} s CPU "
                               f"(x{row[k]['utilisation']})"

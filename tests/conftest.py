@@ -18,7 +18,7 @@ IMAGE_MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
 
 
 # The files whose Snakemake runs take minutes, longest first: pytest-xdist hands whole files to its
-# two processes in collection order (`--no-loadscope-reorder` in pyproject.toml; by default it
+# processes in collection order (`--no-loadscope-reorder` in pyproject.toml; by default it
 # starts the files with the most tests first, and these have few), so that the long files start
 # at once, side by side, and the many short files fill the gaps: no process is left with one
 # long file at the end. The report comes after the experiments' own files, whose tiny runs it
@@ -120,12 +120,15 @@ def fetch_image_assets():
     the pipeline's own rules if missing (the package registries are reachable wherever the
     project installs, CI included), so that the image tests run rather than skip."""
     rules = ("images_fetch_fashion_mnist", "images_fetch_inception")
-    if not (IMAGE_DATASET / "train-images-idx3-ubyte.gz").exists() or not IMAGE_MODEL.exists():
-        run_snakemake(*rules)
-    elif not all((folder / ".pins.json").exists() for folder in (IMAGE_DATASET,
-                                                                 IMAGE_MODEL.parent)):
-        # Fetched before fetches wrote manifests: nothing would read them now; fetch again.
-        run_snakemake(*rules, "--forcerun", *rules)
+    # One fetch at a time: the test processes that need the assets wait for the first one's.
+    IMAGE_DATASET.parent.mkdir(exist_ok=True)
+    with FileLock(IMAGE_DATASET.parent / ".image_assets.lock"):
+        if not (IMAGE_DATASET / "train-images-idx3-ubyte.gz").exists() or not IMAGE_MODEL.exists():
+            run_snakemake(*rules)
+        elif not all((folder / ".pins.json").exists() for folder in (IMAGE_DATASET,
+                                                                     IMAGE_MODEL.parent)):
+            # Fetched before fetches wrote manifests: nothing would read them now; fetch again.
+            run_snakemake(*rules, "--forcerun", *rules)
     return IMAGE_DATASET, IMAGE_MODEL
 
 

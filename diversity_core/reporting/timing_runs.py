@@ -16,8 +16,10 @@ file's modification time, ``s``: its wall time). Sorted by start, a job begins a
 * when a Snakemake invocation started between the end of the earlier jobs and its start
   (``invocations``: the start times of the logs in ``.snakemake/log/``, where they exist).
 
-No total across experiments is given: each row is a different run, and their spans do not add
-up to the wall time of anything.
+A total across experiments (a row ``all``) is given only when every row is the same run (one
+``snakemake`` of the whole workflow, none of its experiments rerun since): then its span is that
+run's wall time. Otherwise the rows are different runs, and their spans do not add up to the
+wall time of anything.
 """
 
 from __future__ import annotations
@@ -99,12 +101,14 @@ def latest_run_timings(folders: Mapping[str, str | os.PathLike], *, gap_s: float
     -------
     table : the columns of :data:`~diversity_core.reporting.timings.COLUMNS` (seconds and MB),
         one row per experiment that has benchmark files, in the order given, over the jobs of
-        its latest run only; no row across experiments
+        its latest run only; then a row ``all`` over them together if, and only if, two or
+        more experiments have files and their latest runs are one run
     runs : ``{name: {"start": POSIX seconds of the run's first start, "jobs": its jobs,
-        "left_out": benchmark files of earlier runs, "earlier_runs": how many}}``
+        "left_out": benchmark files of earlier runs, "earlier_runs": how many}}``, ``all``
+        too when the table has that row
     """
     invocations = list(invocations)
-    rows, runs = [], {}
+    rows, runs, everyone, latest_jobs = [], {}, [], []
     for name, folder in folders.items():
         jobs = read_benchmarks(folder)
         if not jobs:
@@ -115,6 +119,16 @@ def latest_run_timings(folders: Mapping[str, str | os.PathLike], *, gap_s: float
         runs[name] = {"start": min(job["end"] - job["s"] for job in latest),
                       "jobs": len(latest), "left_out": len(jobs) - len(latest),
                       "earlier_runs": len(grouped) - 1}
+        everyone += [dict(job, experiment=name) for job in jobs]
+        latest_jobs += [(name, job["job"]) for job in latest]
+    if len(rows) > 1:
+        # One run of them all: the jobs of every experiment's latest run are, together, exactly
+        # the latest run of all the experiments' jobs split by the same rules.
+        last = split_runs(everyone, gap_s=gap_s, invocations=invocations)[-1]
+        if sorted((job["experiment"], job["job"]) for job in last) == sorted(latest_jobs):
+            rows.append(summarise_jobs("all", last))
+            runs["all"] = {"start": min(job["end"] - job["s"] for job in last),
+                           "jobs": len(last), "left_out": 0, "earlier_runs": 0}
     return pd.DataFrame(rows, columns=list(COLUMNS)), runs
 
 
@@ -131,13 +145,21 @@ def render_run_timings(table: pd.DataFrame, runs: Mapping[str, Mapping], *,
     text = render_timings(table, cores=cores, load_average=load_average)
     if table.empty:
         return text
-    lines = [text.rstrip("\n"), "",
-             "Each row is the experiment's latest run: its jobs from one Snakemake run (a job "
-             f"more than {gap_s / 60:g} min after every earlier job ended, or after a new "
-             "invocation began, starts a new run); benchmark files of earlier runs are left "
-             "out. The rows are different runs: no total is given (their spans do not add up "
-             "to a wall time).", ""]
+    rule = ("Each row is the experiment's latest run: its jobs from one Snakemake run (a job "
+            f"more than {gap_s / 60:g} min after every earlier job ended, or after a new "
+            "invocation began, starts a new run); benchmark files of earlier runs are left "
+            "out.")
+    if "all" in runs:
+        total = (f" Every row is the same run, which began {_when(runs['all']['start'])}: "
+                 "*all* is that run as a whole, its span the run's wall time from its first "
+                 "benchmarked job's start to its last one's end.")
+    else:
+        total = (" The rows are different runs: no total is given (their spans do not add up "
+                 "to a wall time).")
+    lines = [text.rstrip("\n"), "", rule + total, ""]
     for name, run in runs.items():
+        if name == "all":
+            continue
         left = ""
         if run["left_out"]:
             left = (f"; {run['left_out']} benchmark file{'s' if run['left_out'] > 1 else ''} "

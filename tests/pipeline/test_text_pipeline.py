@@ -54,7 +54,7 @@ def test_data_tables_and_figures(two_runs):
         assert all(len(s["responses"]) == 4 and s["task"] == task for s in sets)
         record = json.loads((out / "data" / f"{task}.jsonl.provenance.json").read_text())
         assert record["extra"]["n_sets"] == 8 and record["extra"]["n_prompts"] == 8
-        assert record["config"]["text"]["generation"]["n_chunks"] == 2
+        assert record["config"]["text"]["generation"]["n_chunks"] == 1
     for figure in ("fluency.png", "fluency.pdf"):
         assert (out / figure).stat().st_size > 10_000
         assert (out / f"{figure}.provenance.json").exists()

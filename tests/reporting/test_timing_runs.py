@@ -64,7 +64,7 @@ def test_latest_run_per_experiment_and_no_total(tmp_path):
     b = tmp_path / "b" / "benchmarks"
     _benchmark(b / "one.tsv", 5.0, day1 + 10)
     table, runs = R.latest_run_timings({"A": a, "B": b, "C": tmp_path / "c"}, gap_s=600)
-    assert list(table["experiment"]) == ["A", "B"]              # no "all" row; C has no files
+    assert list(table["experiment"]) == ["A", "B"]  # no "all" row (two runs); C has no files
     row = table.set_index("experiment").loc["A"]
     assert row["jobs"] == 2 and row["wall_s"] == 50 and row["span_s"] == pytest.approx(60)
     assert row["longest_job"] == "figure" and row["peak_rss_mb"] == 300
@@ -78,6 +78,38 @@ def test_latest_run_per_experiment_and_no_total(tmp_path):
         in text
     assert "- B: the run that began" in text and "1 job." in text
     assert "No benchmark files" in R.render_run_timings(*R.latest_run_timings({}))
+
+
+def test_a_total_only_when_every_row_is_one_run(tmp_path):
+    day1 = 1_000_000.0
+    a, b = tmp_path / "a" / "benchmarks", tmp_path / "b" / "benchmarks"
+    # One full run: A's jobs, then B's while A's last one still runs, then A's figure.
+    _benchmark(a / "embed.tsv", 100.0, day1 + 100, cpu=150.0, rss=500.0)
+    _benchmark(b / "scores.tsv", 40.0, day1 + 130, cpu=30.0, rss=900.0)
+    _benchmark(a / "figure.tsv", 10.0, day1 + 400)
+    table, runs = R.latest_run_timings({"A": a, "B": b}, gap_s=600)
+    assert list(table["experiment"]) == ["A", "B", "all"]
+    total = table.set_index("experiment").loc["all"]
+    assert total["jobs"] == 3 and total["span_s"] == pytest.approx(400)
+    assert total["wall_s"] == 150 and total["cpu_s"] == 190 and total["peak_rss_mb"] == 900
+    assert total["longest_job"] == "embed"
+    assert runs["all"] == {"start": day1, "jobs": 3, "left_out": 0, "earlier_runs": 0}
+    text = R.render_run_timings(table, runs, gap_s=600)
+    assert "| all | 3 | 6 min 40 s |" in text and "Every row is the same run" in text
+    assert "no total is given" not in text and "- all:" not in text
+
+    # B rerun a day later: the rows are two runs, and no total is given.
+    _benchmark(b / "scores.tsv", 40.0, day1 + DAY)
+    table, runs = R.latest_run_timings({"A": a, "B": b}, gap_s=600)
+    assert list(table["experiment"]) == ["A", "B"] and "all" not in runs
+    # A rerun of one of A's jobs: A's latest run is that job alone, B's is the full run's.
+    _benchmark(b / "scores.tsv", 40.0, day1 + 130)
+    _benchmark(a / "figure.tsv", 10.0, day1 + DAY)
+    table, runs = R.latest_run_timings({"A": a, "B": b}, gap_s=600)
+    assert list(table["experiment"]) == ["A", "B"]
+    # One experiment alone: its row, no total.
+    table, runs = R.latest_run_timings({"B": b}, gap_s=600)
+    assert list(table["experiment"]) == ["B"]
 
 
 def test_invocation_starts_from_snakemake_logs(tmp_path):
