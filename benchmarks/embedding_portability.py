@@ -1,0 +1,112 @@
+"""How far a change of CPU moves the sentence embeddings (issue 42), measured on one machine.
+
+    .venv/bin/python benchmarks/embedding_portability.py all-MiniLM-L6-v2 \\
+        resources/text/models/all-MiniLM-L6-v2 results/models/interim/documents/fortunes.json \\
+        --n 200 --variants native,avx2,portable,portable_avx2
+
+Another machine runs other kernels: torch's ATen picks its vector code by the CPU
+(``ATEN_CPU_CAPABILITY``), MKL's matrix products by the instruction set
+(``MKL_ENABLE_INSTRUCTIONS``), oneDNN's likewise (``ONEDNN_MAX_CPU_ISA``). Capping them to AVX2 on
+an AVX-512 machine runs the code an AVX2 machine (most AMD CPUs, Intel before Skylake-SP) would
+run, so the difference from the uncapped run is the size of a change of machine. ``portable``
+asks MKL for results that do not depend on the CPU (``MKL_CBWR=COMPATIBLE``) and runs ATen's
+and oneDNN's generic code: if ``portable`` and ``portable_avx2`` give the same bits, those
+settings remove this machine difference.
+
+Each variant embeds the first ``--n`` documents in a fresh process (one thread, the variables
+set before torch loads), then every variant is compared with ``native``: per element, the
+relative difference (median, 90th and 99th percentile), per vector the relative norm of the
+difference, and beside them what ``experiments.stability.perturb`` at ``--relative`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+_AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+         "ONEDNN_MAX_CPU_ISA": "AVX2"}
+_PORTABLE = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
+             "ONEDNN_MAX_CPU_ISA": "SSE41"}
+VARIANTS = {"native": {}, "avx2": _AVX2, "portable": _PORTABLE,
+            "portable_avx2": {**_PORTABLE, "MKL_ENABLE_INSTRUCTIONS": "AVX2"}}
+
+
+def embed(model: str, folder: str, documents: str, n: int, out: str) -> None:
+    """One variant, in this process (its environment set by the caller)."""
+    import torch
+
+    from diversity_core.embed.sentences import load_text_model
+
+    torch.set_num_threads(1)
+    with open(documents, encoding="utf-8") as stream:
+        texts = json.load(stream)["texts"][:n]
+    encoder = load_text_model(model, folder, device="cpu", threads=1)
+    np.save(out, np.asarray(encoder.encode(texts, batch_size=32, progress=False), np.float32))
+
+
+def differences(reference: np.ndarray, other: np.ndarray) -> dict:
+    """Per element relative differences (quantiles) and per vector relative norms (max)."""
+    a, b = reference.astype(np.float64), other.astype(np.float64)
+    nonzero = a != 0
+    element = np.abs(b - a)[nonzero] / np.abs(a)[nonzero]
+    vector = np.linalg.norm(b - a, axis=1) / np.linalg.norm(a, axis=1)
+    return {"identical": bool(np.array_equal(reference, other)),
+            "element_median": float(np.median(element)),
+            "element_p90": float(np.quantile(element, 0.9)),
+            "element_p99": float(np.quantile(element, 0.99)),
+            "vector_median": float(np.median(vector)), "vector_max": float(vector.max())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("folder", help="the model's folder (resources/text/models/<model>)")
+    ap.add_argument("documents", help="a documents file of the model experiment (JSON 'texts')")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--variants", default="native,avx2,portable,portable_avx2")
+    ap.add_argument("--relative", type=float, default=1e-6)
+    ap.add_argument("--_embed", nargs=5, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args._embed:
+        model, folder, documents, n, out = args._embed
+        embed(model, folder, documents, int(n), out)
+        return
+    names = args.variants.split(",")
+    unknown = set(names) - set(VARIANTS)
+    if unknown or "native" not in names:
+        ap.error(f"variants: 'native' and any of {sorted(VARIANTS)}; got {args.variants}")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {}
+        for name in names:
+            out = str(Path(tmp) / f"{name}.npy")
+            subprocess.run([sys.executable, __file__, args.model, args.folder, args.documents,
+                            "--_embed", args.model, args.folder, args.documents, str(args.n),
+                            out], check=True, env={**os.environ, **VARIANTS[name]},
+                           stdout=subprocess.DEVNULL)
+            runs[name] = np.load(out)
+    from diversity_core.experiments.stability import perturb, perturbation_rng
+
+    reference = runs["native"]
+    perturbed = perturb(reference, args.relative, perturbation_rng(0, "documents", args.model, 0))
+    rows = {name: differences(reference, X) for name, X in runs.items() if name != "native"}
+    rows[f"perturb({args.relative:g})"] = differences(reference, perturbed)
+    if "portable" in runs and "portable_avx2" in runs:
+        rows["portable vs portable_avx2"] = differences(runs["portable"], runs["portable_avx2"])
+    print(f"{args.model}, {reference.shape[0]} documents x {reference.shape[1]}:")
+    for name, row in rows.items():
+        print(f"  {name:28s} identical {row['identical']!s:5s}  per element "
+              f"{row['element_median']:.2g} / {row['element_p90']:.2g} / "
+              f"{row['element_p99']:.2g} (median / p90 / p99), per vector "
+              f"{row['vector_median']:.2g} (median), {row['vector_max']:.2g} (max)")
+
+
+if __name__ == "__main__":
+    main()
