@@ -7,8 +7,10 @@ cover the days between them. Here every experiment is summarised over the jobs o
 run** only, and the files of its earlier runs are counted and named as left out.
 
 What makes a run: the benchmark files carry no identifier of the Snakemake invocation that
-wrote them, so runs are told apart by time. A job runs from ``end - s`` to ``end`` (``end``: the
-file's modification time, ``s``: its wall time). Sorted by start, a job begins a new run
+wrote them, so runs are told apart by time, over the jobs of every experiment together (a run
+is the workflow's: in a run of everything, one experiment's jobs may pause for an hour while the
+others' run). A job runs from ``end - s`` to ``end`` (``end``: the file's modification time,
+``s``: its wall time). Sorted by start, a job begins a new run
 
 * when it starts more than ``gap_s`` seconds after every earlier job ended (the workflow was
   idle that long: within one invocation, jobs follow each other within seconds, and the
@@ -108,27 +110,29 @@ def latest_run_timings(folders: Mapping[str, str | os.PathLike], *, gap_s: float
         too when the table has that row
     """
     invocations = list(invocations)
-    rows, runs, everyone, latest_jobs = [], {}, [], []
+    counts, everyone = {}, []
     for name, folder in folders.items():
         jobs = read_benchmarks(folder)
-        if not jobs:
-            continue
-        grouped = split_runs(jobs, gap_s=gap_s, invocations=invocations)
-        latest = grouped[-1]
+        if jobs:
+            counts[name] = len(jobs)
+            everyone += [dict(job, experiment=name) for job in jobs]
+    # Runs are the workflow's, not an experiment's: in one run of everything an experiment's jobs
+    # may pause for an hour while the others' run.
+    grouped = split_runs(everyone, gap_s=gap_s, invocations=invocations)
+    rows, runs, latest_index = [], {}, {}
+    for name in counts:
+        having = [i for i, run in enumerate(grouped) if any(j["experiment"] == name for j in run)]
+        latest_index[name] = having[-1]
+        latest = [job for job in grouped[having[-1]] if job["experiment"] == name]
         rows.append(summarise_jobs(name, latest))
         runs[name] = {"start": min(job["end"] - job["s"] for job in latest),
-                      "jobs": len(latest), "left_out": len(jobs) - len(latest),
-                      "earlier_runs": len(grouped) - 1}
-        everyone += [dict(job, experiment=name) for job in jobs]
-        latest_jobs += [(name, job["job"]) for job in latest]
-    if len(rows) > 1:
-        # One run of them all: the jobs of every experiment's latest run are, together, exactly
-        # the latest run of all the experiments' jobs split by the same rules.
-        last = split_runs(everyone, gap_s=gap_s, invocations=invocations)[-1]
-        if sorted((job["experiment"], job["job"]) for job in last) == sorted(latest_jobs):
-            rows.append(summarise_jobs("all", last))
-            runs["all"] = {"start": min(job["end"] - job["s"] for job in last),
-                           "jobs": len(last), "left_out": 0, "earlier_runs": 0}
+                      "jobs": len(latest), "left_out": counts[name] - len(latest),
+                      "earlier_runs": len(having) - 1}
+    if len(rows) > 1 and len(set(latest_index.values())) == 1:
+        last = grouped[latest_index[name]]  # every experiment's latest run is this one run
+        rows.append(summarise_jobs("all", last))
+        runs["all"] = {"start": min(job["end"] - job["s"] for job in last),
+                       "jobs": len(last), "left_out": 0, "earlier_runs": 0}
     return pd.DataFrame(rows, columns=list(COLUMNS)), runs
 
 

@@ -98,6 +98,18 @@ def test_a_total_only_when_every_row_is_one_run(tmp_path):
     assert "| all | 3 | 6 min 40 s |" in text and "Every row is the same run" in text
     assert "no total is given" not in text and "- all:" not in text
 
+    # Experiments interleave in one run: C's two jobs, half an hour apart, are one run while D's
+    # jobs fill the half hour (the workflow was never idle for 10 minutes).
+    c, d = tmp_path / "c" / "benchmarks", tmp_path / "d" / "benchmarks"
+    _benchmark(c / "early.tsv", 60.0, day1 + 60)
+    for k in range(6):
+        _benchmark(d / f"step{k}.tsv", 300.0, day1 + 60 + 300 * (k + 1))
+    _benchmark(c / "late.tsv", 60.0, day1 + 1920)
+    table, runs = R.latest_run_timings({"C": c, "D": d}, gap_s=600)
+    assert runs["C"]["jobs"] == 2 and runs["C"]["left_out"] == 0
+    assert table.set_index("experiment").loc["C", "span_s"] == pytest.approx(1920)
+    assert runs["all"]["jobs"] == 8
+
     # B rerun a day later: the rows are two runs, and no total is given.
     _benchmark(b / "scores.tsv", 40.0, day1 + DAY)
     table, runs = R.latest_run_timings({"A": a, "B": b}, gap_s=600)
