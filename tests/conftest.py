@@ -18,7 +18,7 @@ IMAGE_MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
 
 
 # The files whose Snakemake runs take minutes, longest first: pytest-xdist hands whole files to its
-# processes in collection order (`--no-loadscope-reorder` in pyproject.toml; by default it
+# two processes in collection order (`--no-loadscope-reorder` in pyproject.toml; by default it
 # starts the files with the most tests first, and these have few), so that the long files start
 # at once, side by side, and the many short files fill the gaps: no process is left with one
 # long file at the end. The report comes after the experiments' own files, whose tiny runs it
@@ -27,6 +27,7 @@ LONGEST_FIRST = (
     "pipeline/test_text_pipeline.py",
     "pipeline/test_paper_rehearsal.py",
     "pipeline/test_slurm.py",
+    "pipeline/test_text_grid.py",
     "experiments/test_model_distinguishing.py",
     "pipeline/test_images_pipeline.py",
     "pipeline/test_pipeline_curvature.py",

@@ -1,8 +1,8 @@
 """End to end: the text-temperature experiment on its tiny configuration (the decTest design),
 twice from empty result folders (SmolLM2, corpora and the embedding model come from the
 repository's resources/, fetched by the pipeline's own rules when missing): the outputs exist with
-the promised columns, reruns agree byte for byte, another batching is served from the cache; and
-the grid design, whose enlarged run samples only the new sets."""
+the promised columns, reruns agree byte for byte, another batching is served from the cache (the
+grid design's runs are in test_text_grid.py, a file of their own so that they run beside these)."""
 
 import json
 from pathlib import Path
@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_runner import run_snakemake, run_tiny
+from text_runs import TASKS, data_only, generated, overlay
+from workflow_runner import run_snakemake
 
 from diversity_core.data import text_tasks
 from diversity_core.experiments.text_temperature import MEASURES
@@ -19,8 +20,6 @@ from diversity_core.experiments.text_temperature import MEASURES
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-RESOURCES = REPO / "resources"
-TASKS = ("story", "resp", "prompt")
 
 
 @pytest.fixture(scope="module")
@@ -115,30 +114,6 @@ def test_reruns_are_identical(two_runs):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 
-def _overlay(tmp_path, name, change) -> Path:
-    tiny = yaml.safe_load((REPO / ".test" / "config_text_temperature.yaml").read_text())
-    change(tiny["text"])
-    overlay = tmp_path / f"{name}.yaml"
-    overlay.write_text(yaml.safe_dump(tiny))
-    return overlay
-
-
-def _generated(text: Path, task: str, n_chunks: int) -> int:
-    return sum(json.loads((text / "interim" / "generation" / task /
-                           f"chunk{k}.stats.json").read_text())["sets_generated"]
-               for k in range(n_chunks))
-
-
-def _data_only(out: Path, overlay: Path, resources: Path) -> None:
-    """The text experiment up to its data files (results/text/data/<task>.jsonl), with the tiny
-    configuration and ``overlay``: the sampling, without the embeddings, scores and figures
-    that the tests of this run do not read."""
-    text = out / "results" / "text"
-    run_snakemake(*(str(text / "data" / f"{task}.jsonl") for task in TASKS), "--configfile",
-                  str(REPO / ".test" / "config_text_temperature.yaml"), str(overlay),
-                  "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}")
-
-
 def test_another_batching_is_served_from_the_cache(two_runs, tmp_path, tiny_runs):
     """decTest sets are cached per prompt: three chunks of batches of two sample nothing, and the
     data files are those of the first run."""
@@ -149,42 +124,10 @@ def test_another_batching_is_served_from_the_cache(two_runs, tmp_path, tiny_runs
         section["generation"]["n_chunks"] = 3
         section["generation"]["dectest"]["batch_sets"] = 2
 
-    _data_only(two_runs[1], _overlay(tmp_path, "rebatched", rebatch), tiny_runs.resources)
+    data_only(two_runs[1], overlay(tmp_path, "rebatched", rebatch), tiny_runs.resources)
     for task in TASKS:
-        assert _generated(text, task, 3) == 0
+        assert generated(text, task, 3) == 0
         assert (text / "data" / f"{task}.jsonl").read_bytes() == before[task]
-
-
-def test_grid_design_and_its_enlarged_run(tmp_path):
-    """text.design grid: every prompt at every temperature (3 x 3 sets, in one chunk), no pilot;
-    an enlarged grid samples only the new temperature's sets (its run stops at the data files)."""
-    out = tmp_path / "grid"
-
-    def grid(section):
-        section["design"] = "grid"
-        section["generation"]["n_chunks"] = 1
-
-    run_tiny("text_temperature", out, "--configfile", str(_overlay(tmp_path, "grid", grid)),
-             resources=RESOURCES)
-    text = out / "results" / "text"
-    assert not (text / "temperature_cap.csv").exists()
-    before = {}
-    for task in TASKS:
-        before[task] = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
-        assert len(before[task]) == 9 and len({s["prompt_id"] for s in before[task]}) == 3
-        assert {s["temperature"] for s in before[task]} == {0.3, 0.9, 1.5}
-    assert set(pd.read_csv(text / "max_temperature.csv")["max_temperature"]) == {1.5}
-
-    def enlarged(section):
-        grid(section)
-        section["generation"]["grid"]["temperatures"] = [0.3, 0.9, 1.5, 1.2]
-
-    _data_only(out, _overlay(tmp_path, "enlarged", enlarged), RESOURCES)
-    for task in TASKS:
-        assert _generated(text, task, 1) == 3  # one set per prompt: the new temperature's
-        after = text_tasks.read_sets(text / "data" / f"{task}.jsonl")
-        assert len(after) == 12
-        assert [s for s in after if s["temperature"] != 1.2] == before[task]
 
 
 def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
