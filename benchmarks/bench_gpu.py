@@ -23,6 +23,9 @@ context, cuSOLVER handles).
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import time
 
@@ -69,6 +72,57 @@ def single(n: int, device: str, numpy_max: int) -> dict:
     return row
 
 
+def large(n: int, device: str, dense: dict | None = None) -> dict:
+    """The device's large-n path at ``n`` points, against ``dense`` (this run's ``single n``
+    row on the same device, if any)."""
+    from diversity_core.magnitude import TorchLargeMagnitudeSpace
+
+    X = cloud(n)
+
+    def on_device():
+        space = TorchLargeMagnitudeSpace(X, "euclidean", device=device)
+        t_conv = space.convergence_scale()
+        return space, t_conv, space.mag_area(t_conv)
+
+    (space, t_dev, a_dev), dev_s = _timed(on_device)
+    row = {"job": f"large {n:,}", "torch_s": dev_s, "t_conv": t_dev, "mag_area": a_dev,
+           "evaluations": space.evaluations,
+           "cg_products": sum(r["iterations"] for r in space.records),
+           "area_error": space.area_error}
+    if dense is not None:  # the dense torch path stands in the NumPy column of this row
+        row.update(numpy_s=dense["torch_s"], reference="dense torch path",
+                   rel_diff=max(abs(t_dev / dense["t_conv"] - 1),
+                                abs(a_dev / dense["mag_area"] - 1)))
+    return row
+
+
+def numpy_on_cores(n: int, cores: int) -> dict:
+    """The NumPy engine's t_conv + MagArea of ``cloud(n)`` in a fresh process whose affinity
+    is the first ``cores`` cores."""
+    proc = subprocess.run([sys.executable, __file__, "--_numpy-case", json.dumps([n, cores])],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"numpy case n={n} cores={cores} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _numpy_case(n: int, cores: int) -> dict:
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+    from diversity_core.magnitude import magnitude_space
+
+    X = cloud(n)
+    magnitude_space(cloud(300)).convergence_scale()  # warm-up: imports, BLAS threads
+
+    def on_cpu():
+        space = magnitude_space(X)
+        t_conv = space.convergence_scale()
+        return t_conv, space.mag_area(t_conv)
+
+    (t_conv, area), seconds = _timed(on_cpu)
+    return {"job": f"numpy {n:,} on {cores} cores", "numpy_s": seconds, "t_conv": t_conv,
+            "mag_area": area, "cores": len(os.sched_getaffinity(0))}
+
+
 def batch(m: int, k: int, device: str) -> dict:
     from diversity_core.magnitude import (
         clear_cache,
@@ -105,7 +159,18 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", choices=sorted(SIZES), default="full")
     parser.add_argument("--numpy-max", type=int, default=10_000,
                         help="largest single set the NumPy engine is timed on (default 10,000)")
+    parser.add_argument("--large", default="",
+                        help="comma-separated sizes for the device's large-n path (issue 44)")
+    parser.add_argument("--numpy-cores", default="",
+                        help="comma-separated core counts for the NumPy engine's first size")
+    parser.add_argument("--only-extra", action="store_true",
+                        help="skip the single and batch jobs (only --large, --numpy-cores)")
+    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--_numpy-case", dest="numpy_case", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.numpy_case:
+        print(json.dumps(_numpy_case(*json.loads(args.numpy_case))))
+        return 0
     import torch
 
     from diversity_core.device import parse_device
@@ -123,14 +188,35 @@ def main(argv=None) -> int:
     single(300, device, 0)  # warm-up: CUDA context, cuSOLVER and cuBLAS handles
     batch(4, 20, device)
     sizes = SIZES[args.sizes]
-    rows = [single(n, device, args.numpy_max) for n in sizes["single"]]
-    rows += [batch(m, k, device) for m, k in sizes["batch"]]
-    print(f"{'job':<18} {'torch s':>9} {'NumPy s':>9} {'ratio':>7} {'rel diff':>9}")
-    for row in rows:
-        numpy_s = row.get("numpy_s")
-        print(f"{row['job']:<18} {row['torch_s']:>9.3f} "
-              + (f"{numpy_s:>9.3f} {numpy_s / row['torch_s']:>7.2f} {row['rel_diff']:>9.1e}"
-                 if numpy_s is not None else f"{'skipped':>9} {'':>7} {'':>9}"))
+    rows = []
+
+    def show(row):
+        rows.append(row)
+        numpy_s, torch_s = row.get("numpy_s"), row.get("torch_s")
+        print(f"{row['job']:<24} "
+              + (f"{torch_s:>9.3f} " if torch_s is not None else f"{'-':>9} ")
+              + (f"{numpy_s:>9.3f} " if numpy_s is not None else f"{'skipped':>9} ")
+              + (f"{numpy_s / torch_s:>7.2f} {row['rel_diff']:>9.1e}"
+                 if numpy_s is not None and torch_s is not None else "")
+              + "".join(f" {key} {row[key]}" for key in ("evaluations", "cg_products",
+                                                           "area_error", "cores") if key in row),
+              flush=True)
+        if args.json:  # rewritten after every row: a run stopped at its limit keeps the rest
+            with open(args.json, "w") as out:
+                json.dump({"device": device, "name": where, "rows": rows}, out, indent=1,
+                          default=str)
+
+    print(f"{'job':<24} {'torch s':>9} {'NumPy s':>9} {'ratio':>7} {'rel diff':>9}")
+    if not args.only_extra:
+        for n in sizes["single"]:
+            show(single(n, device, args.numpy_max))
+        for m, k in sizes["batch"]:
+            show(batch(m, k, device))
+    dense = {row["job"]: row for row in rows}
+    for n in (int(s) for s in args.large.split(",") if s):
+        show(large(n, device, dense.get(f"single {n:,}")))
+    for cores in (int(c) for c in args.numpy_cores.split(",") if c):
+        show(numpy_on_cores(sizes["single"][0], cores))
     return 0
 
 

@@ -215,8 +215,11 @@ class LargeMagnitudeSpace(_Operations):
 
     def _map(self, fn, items):
         """``fn`` over ``items`` on the space's threads (BLAS on one thread each)."""
+        # Counted before BLAS is limited to one thread: the count reads BLAS's limit, and read
+        # inside the limit it was always 1 (the large path ran on one core of 2 or 16).
+        threads = self._thread_count()
         with single_threaded_if(True):
-            return map_threads(fn, items, self._thread_count())
+            return map_threads(fn, items, threads)
 
     def _thread_count(self) -> int:
         """``threads`` if given, else ``_common.allowed_threads()`` (BLAS's limit, at most the

@@ -344,12 +344,19 @@ class TorchMagnitudeSpace(_Operations):
 def _pairwise_distances(X, metric: str):
     """(n, n) float64 distances of the rows of a tensor, on its device."""
     torch = _torch()
-    if metric == "euclidean":
+    if metric in ("euclidean", "cityblock"):
         # Differences, not the Gram expansion: no cancellation for close points (the NumPy
-        # side's pairwise_distances is exact to round-off too).
-        D = torch.cdist(X, X, p=2.0, compute_mode="donot_use_mm_for_euclid_dist")
-    elif metric == "cityblock":
-        D = torch.cdist(X, X, p=1.0)
+        # side's pairwise_distances is exact to round-off too). In row blocks: CUDA's cdist of
+        # 50,000 points with themselves failed to launch on an H200 ("CUDA error: invalid
+        # argument"; 10,000 ran), a block of 2²⁴ pairs runs. Each entry is summed over the
+        # same coordinates whatever the block, so D stays bit-symmetric (tested).
+        n = X.shape[0]
+        D = torch.empty((n, n), dtype=X.dtype, device=X.device)
+        rows = max(1, _BLOCK_ENTRIES // max(n, 1))
+        p = 2.0 if metric == "euclidean" else 1.0
+        for start in range(0, n, rows):
+            D[start:start + rows] = torch.cdist(X[start:start + rows], X, p=p,
+                                                compute_mode="donot_use_mm_for_euclid_dist")
     elif metric == "cosine":
         norms = X.norm(dim=1, keepdim=True)
         if bool((norms == 0).any()):

@@ -43,3 +43,27 @@ def test_a_device_torch_does_not_see_is_refused():
                           "--only", "magnitude"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     assert "requested but torch sees" in run.stderr
+
+
+def test_bench_gpu_smoke_run_on_cpu_torch(tmp_path):
+    # benchmarks/bench_gpu.py as gpu_checks.sh runs it, at small sizes on CPU torch: every job
+    # gives a row, the torch path agrees with the NumPy engine, the device's large-n path with
+    # this run's dense one (within its budget), and the per-core jobs run on the cores asked.
+    out = tmp_path / "bench.json"
+    script = SCRIPT.with_name("bench_gpu.py")
+    run = subprocess.run([sys.executable, str(script), "--device", "torch:cpu", "--sizes",
+                          "small", "--large", "600", "--numpy-cores", "1", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = {row["job"]: row for row in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"single 600", "single 1,500", "batch 20 x 100", "batch 100 x 10",
+                         "large 600", "numpy 600 on 1 cores"}
+    assert all(rows[job]["rel_diff"] < 1e-9 for job in ("single 600", "single 1,500",
+                                                         "batch 20 x 100", "batch 100 x 10"))
+    large = rows["large 600"]
+    assert large["reference"] == "dense torch path" and large["rel_diff"] < 1e-6
+    assert large["evaluations"]["mag_area"] > 0 and large["cg_products"] > 0
+    assert rows["numpy 600 on 1 cores"]["cores"] == 1
+    # the NumPy engine on one core against the torch path's t_conv of the same points
+    assert rows["numpy 600 on 1 cores"]["t_conv"] == pytest.approx(rows["single 600"]["t_conv"],
+                                                                   rel=1e-9)

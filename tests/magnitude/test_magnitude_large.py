@@ -9,7 +9,7 @@ from point_clouds import clustered
 
 import diversity_core as dc
 from diversity_core import magnitude as mg
-from diversity_core.magnitude import LargeMagnitudeSpace, _large
+from diversity_core.magnitude import LargeMagnitudeSpace, _common, _large
 
 
 @pytest.fixture
@@ -40,6 +40,24 @@ def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks):
     np.testing.assert_allclose(y32, Z @ x, rtol=1e-4, atol=1e-4 * np.abs(Z @ x).max())
     np.testing.assert_allclose(space._nn, np.sort(D + np.diag(np.full(len(X), np.inf)),
                                                   axis=1)[:, 0], rtol=1e-7)
+
+
+def test_products_run_on_the_threads_blas_allows():
+    # Issue 44: with threads left to the space (as compare and score make it), the products'
+    # shares ran one after the other, since the count was read after BLAS was limited to one
+    # thread. Two shares meeting at a barrier prove they run at the same time.
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    if _common.usable_cores() < 2:
+        pytest.skip("needs two usable cores")
+    space = LargeMagnitudeSpace(clustered(200, 3, 1))
+    meet = threading.Barrier(2, timeout=10)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert space._thread_count() == 2
+        idents = space._map(lambda _: (meet.wait(), threading.get_ident())[1], [0, 1])
+    assert len(set(idents)) == 2
 
 
 @pytest.mark.parametrize(("metric", "X"), [

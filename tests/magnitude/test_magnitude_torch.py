@@ -80,6 +80,26 @@ def test_points_on_the_device_give_the_same_space():
         TorchMagnitudeSpace.from_points(X, "chebyshev")
 
 
+def test_distances_on_the_device_are_formed_in_row_blocks(monkeypatch):
+    # CUDA's cdist of 50,000 points with themselves failed to launch on an H200: the distances
+    # are formed in row blocks of _BLOCK_ENTRIES pairs. Blocks of 2 and 3 rows here: the same
+    # matrix, bit for bit, as one block, symmetric, and the NumPy side's distances.
+    import torch
+
+    from diversity_core.magnitude import _torch
+
+    X = torch.as_tensor(cloud(11, d=3, seed=8))
+    for metric in ("euclidean", "cityblock"):
+        whole = _torch._pairwise_distances(X, metric)
+        for rows in (2, 3):
+            monkeypatch.setattr(_torch, "_BLOCK_ENTRIES", rows * 11)
+            blocked = _torch._pairwise_distances(X, metric)
+            assert torch.equal(blocked, whole) and torch.equal(blocked, blocked.T)
+        monkeypatch.undo()
+        np.testing.assert_allclose(whole.numpy(), dc.pairwise_distances(X.numpy(), metric),
+                                   rtol=1e-14, atol=1e-15)
+
+
 def test_duplicates_are_merged_in_input_order():
     X = cloud(30, seed=4)
     X = np.vstack([X[:5], X[2:3], X[5:], X[2:3], X[0:1]])  # point 2 three times, point 0 twice
