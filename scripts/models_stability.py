@@ -18,15 +18,17 @@ from diversity_core.magnitude.settings import MagnitudeSettings
 def main(embeddings: Inputs, stability: Output, collection: str, preprocessing: str,
          distance: str, models: list, subsample_size: int, n_subsamples: int, pca_dim: int,
          pca_rank: str, dcscore_tau: float, magnitude: dict, seed: int, k: int, ks: list,
-         cv_folds: int, cv_repeats: int, perturbations: int, relative: float):
+         cv_folds: int, cv_repeats: int, perturbations: int,
+         relative_to_length: float):
     """Write ``stability`` (.csv): the block's accuracy rows (as models_classify's, unrounded)
-    of each of PERTURBATIONS runs on embeddings moved by RELATIVE of each value, with a
-    ``perturbation`` column."""
+    of each of PERTURBATIONS runs on embeddings whose every vector is moved by
+    RELATIVE_TO_LENGTH of its length (``stability.perturb``), with a ``perturbation`` column."""
     settings = MagnitudeSettings.from_config(magnitude)
     stored = [np.load(path) for path in embeddings]
     rows = []
     for perturbation in range(perturbations):
-        moved = [ms.perturb(E, relative, ms.perturbation_rng(seed, collection, model, perturbation))
+        moved = [ms.perturb(E, relative_to_length,
+                            ms.perturbation_rng(seed, collection, model, perturbation))
                  for model, E in zip(models, stored, strict=True)]
         block = md.block_sets(moved, models, collection=collection, preprocessing=preprocessing,
                               pca_dim=pca_dim, pca_rank=pca_rank, subsample_size=subsample_size,
@@ -43,7 +45,8 @@ def main(embeddings: Inputs, stability: Output, collection: str, preprocessing: 
                  perturbation + 1, perturbations)
     with atomic_path(stability) as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
-    return {"perturbation": f"each embedding value times (1 + {relative} g), g ~ N(0, 1)"}
+    return {"perturbation": f"each embedding vector x plus {relative_to_length} |x| / sqrt(d) g "
+                            "on its live columns, g ~ N(0, 1)"}
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ __all__ = [
     "MODEL_CELL",
     "perturb",
     "perturbation_rng",
+    "beyond_spread",
     "spread_table",
     "table2_markdown",
 ]
@@ -36,22 +37,36 @@ BLOCK = ["dataset", "preprocessing", "distance"]
 MODEL_CELL = (*BLOCK, "measure", "k")
 
 
-def perturb(X, relative: float, rng: np.random.Generator) -> np.ndarray:
-    """``X`` with every value moved by a Gaussian fraction of itself,
-    ``x · (1 + relative · g)``, ``g ~ N(0, 1)`` drawn per value.
+def perturb(X, relative_to_length: float, rng: np.random.Generator) -> np.ndarray:
+    """``X`` with each vector moved by a Gaussian vector of about ``relative_to_length`` of its
+    length: every live value of a vector ``x`` moves by ``relative_to_length · ‖x‖ / √d · g``,
+    ``g ~ N(0, 1)`` drawn per value, ``d`` the number of live columns (so ``‖Δx‖ ≈
+    relative_to_length · ‖x‖``). A column is dead when each of its values lies below float32's
+    unit round-off of its vector's length (``2⁻²⁴ ‖x‖``; a model's dead output dimension, about
+    1e-33 on every text) and stays as it is.
 
-    Relative to each value, as a float32 result differs between machines in its last bits
-    relative to itself: a model's dead output dimension (values near 1e-33 on every text)
-    stays dead, as it does on every machine, where a perturbation relative to the vector's
-    length would give it a spread it never has. Returned in ``X``'s precision (float32
-    embeddings stay float32, so the projections' rank rule sees the same round-off unit).
+    Why this model (issue 42; docs/model_distinguishing.md, "Reproducibility"): the same texts
+    embedded with AVX2 instead of AVX-512 kernels moved by about the same amount in every
+    coordinate, about 3e-8 of the unit vector whatever the coordinate's size (per vector 0.7e-6
+    to 2.3e-6 of its length), and dead dimensions stayed dead. Moving each value by a fraction
+    of itself (this function until 2026-11-27) moved the small coordinates 3 to 60 times less
+    than a change of CPU does, and its spread did not cover a change of machine. Returned in
+    ``X``'s precision (float32 embeddings stay float32, so the projections' rank rule sees the
+    same round-off unit).
     """
     X = np.asarray(X)
     if not np.issubdtype(X.dtype, np.floating):
         raise ValueError(f"embeddings must be floating point; got {X.dtype}.")
-    if not relative >= 0:
-        raise ValueError(f"relative must be >= 0; got {relative}.")
-    moved = X.astype(np.float64) * (1.0 + relative * rng.standard_normal(X.shape))
+    if X.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D array (vectors × dimensions); got shape "
+                         f"{X.shape}.")
+    if not relative_to_length >= 0:
+        raise ValueError(f"relative_to_length must be >= 0; got {relative_to_length}.")
+    values = X.astype(np.float64)
+    lengths = np.linalg.norm(values, axis=1, keepdims=True)
+    live = (np.abs(values) > 2.0**-24 * lengths).any(axis=0)
+    step = relative_to_length * lengths / np.sqrt(max(int(live.sum()), 1))
+    moved = values + live * step * rng.standard_normal(X.shape)
     return moved.astype(X.dtype)
 
 
@@ -105,6 +120,41 @@ def spread_table(reference: pd.DataFrame, perturbed: pd.DataFrame, *,
         "perturbations": table["count"].astype(int),
         "moves": (low.round(decimals) != high.round(decimals)),
     })
+
+
+def beyond_spread(spread: pd.DataFrame, reference: pd.DataFrame, other: pd.DataFrame, *,
+                  cell: tuple[str, ...] = MODEL_CELL, value: str = "accuracy_mean",
+                  decimals: int = 4) -> pd.DataFrame:
+    """The cells that ``other`` (the same cells computed elsewhere: on another machine, with
+    other kernels; unrounded) moves beyond the published spread: their printed value differs
+    from ``reference``'s and they lie farther from it than the cell's ``spread``.
+
+    Parameters
+    ----------
+    spread : :func:`spread_table`'s rows (the published ``stability.csv``)
+    reference : the cells as computed (unrounded) from which ``spread`` was measured
+    other : the cells computed elsewhere (unrounded); only the cells it holds are compared
+
+    Returns
+    -------
+    One row per cell beyond its spread: the cell, ``value`` (the reference's, unrounded),
+    ``other``, ``change`` (other minus value) and ``spread``; empty when every compared cell
+    lies inside its spread. A cell of ``other`` without a reference or a spread is an error.
+    """
+    cell = list(cell)
+    table = other[[*cell, value]].rename(columns={value: "other"}).merge(
+        reference[[*cell, value]], on=cell, how="left", validate="one_to_one").merge(
+        spread[[*cell, "spread"]], on=cell, how="left", validate="one_to_one")
+    unmatched = table[value].isna() | table["spread"].isna()
+    if unmatched.any():
+        raise ValueError(f"cells without a reference value or a spread, e.g. "
+                         f"{table.loc[unmatched, cell].head(3).to_dict('records')}.")
+    change = table["other"] - table[value]
+    printed = table["other"].round(decimals) != table[value].round(decimals)
+    # 1e-12: the spread is a difference of the same floating-point values
+    beyond = printed & (change.abs() > table["spread"] + 1e-12)
+    return table.assign(change=change)[beyond][[*cell, value, "other", "change", "spread"]] \
+        .reset_index(drop=True)
 
 
 def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
