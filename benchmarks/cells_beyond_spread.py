@@ -1,7 +1,7 @@
 """Which cells of the model experiment another run moved beyond the published spread (issue 42).
 
     .venv/bin/python benchmarks/cells_beyond_spread.py results/models/interim \\
-        /elsewhere/results/models/interim results/models/stability.csv
+        /elsewhere/results/models/interim results/models/stability.csv [--collection fortunes]
 
 REFERENCE and OTHER are two runs' ``interim`` folders of ``model_distinguishing``; every
 ``accuracy/<collection>_<variant>.csv`` of OTHER (the cells as classified, unrounded) is
@@ -27,8 +27,12 @@ def main(argv=None) -> int:
     ap.add_argument("reference", type=Path, help="the interim folder the spread was measured on")
     ap.add_argument("other", type=Path, help="another run's interim folder")
     ap.add_argument("stability", type=Path, help="the published stability.csv")
+    ap.add_argument("--collection", action="append",
+                    help="compare only this collection's blocks (repeatable; default: all)")
     args = ap.parse_args(argv)
-    blocks = sorted(p.name for p in (args.other / "accuracy").glob("*.csv"))
+    blocks = sorted(p.name for p in (args.other / "accuracy").glob("*.csv")
+                    if args.collection is None
+                    or any(p.name.startswith(f"{c}_") for c in args.collection))
     if not blocks:
         ap.error(f"no accuracy/*.csv in {args.other}")
     reference = pd.concat(pd.read_csv(args.reference / "accuracy" / b) for b in blocks)

@@ -17,7 +17,8 @@ Each variant embeds the first ``--n`` documents in a fresh process (one thread, 
 set before torch loads), then every variant is compared with ``native``: per element, the
 relative difference (median, 90th and 99th percentile), per vector the relative norm of the
 difference, and beside them what ``experiments.stability.perturb`` at
-``--relative-to-length`` (default 2.5e-6, the stability check's) does.
+``--relative-to-column`` (default 2.5e-6, the stability check's) does, and per dimension the
+root mean square of the change over the dimension's.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def main() -> None:
     ap.add_argument("documents", help="a documents file of the model experiment (JSON 'texts')")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--variants", default="native,avx2,portable,portable_avx2")
-    ap.add_argument("--relative-to-length", type=float, default=2.5e-6)
+    ap.add_argument("--relative-to-column", type=float, default=2.5e-6)
     ap.add_argument("--_embed", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._embed:
@@ -96,10 +97,10 @@ def main() -> None:
     from diversity_core.experiments.stability import perturb, perturbation_rng
 
     reference = runs["native"]
-    perturbed = perturb(reference, args.relative_to_length,
+    perturbed = perturb(reference, args.relative_to_column,
                         perturbation_rng(0, "documents", args.model, 0))
     rows = {name: differences(reference, X) for name, X in runs.items() if name != "native"}
-    rows[f"perturb({args.relative_to_length:g})"] = differences(reference, perturbed)
+    rows[f"perturb({args.relative_to_column:g})"] = differences(reference, perturbed)
     if "portable" in runs and "portable_avx2" in runs:
         rows["portable vs portable_avx2"] = differences(runs["portable"], runs["portable_avx2"])
     print(f"{args.model}, {reference.shape[0]} documents x {reference.shape[1]}:")

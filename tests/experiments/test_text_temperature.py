@@ -187,11 +187,11 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
                      **settings)
     table = pd.read_csv(scores)
     assert len(table) == len(records) and table["vendi"].gt(1).all()
-    # The stability check's run: the embeddings moved by 2.5e-6 of each vector's length move the
-    # scores by about as much, not more, and not at all is impossible.
+    # The stability check's run: the embeddings moved by 2.5e-6 of each dimension's scale move
+    # the scores by about as much, not more, and not at all is impossible.
     moved = tmp_path / "moved.csv"
     text_scores.main(data, embeddings, moved, task="resp", model_name="m",
-                     perturbation={"index": 0, "relative_to_length": 2.5e-6, "seed": 3}, **settings)
+                     perturbation={"index": 0, "relative_to_column": 2.5e-6, "seed": 3}, **settings)
     for measure in ("mag_area", "vendi"):
         change = (pd.read_csv(moved)[measure] / table[measure] - 1).abs()
         assert 0 < change.max() < 1e-4, measure

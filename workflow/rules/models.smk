@@ -209,7 +209,7 @@ rule models_stability:
         cv_folds=MOD_CFG["cv_folds"],
         cv_repeats=MOD_CFG["cv_repeats"],
         perturbations=MOD_CFG["stability"]["perturbations"],
-        relative_to_length=MOD_CFG["stability"]["relative_to_length"],
+        relative_to_column=MOD_CFG["stability"]["relative_to_column"],
     wildcard_constraints:
         variant="|".join(MOD_VARIANTS),
     conda:

@@ -402,7 +402,7 @@ rule text_stability_scores:
         magnitude=config["magnitude"],
         perturbation=lambda wildcards: {
             "index": int(wildcards.perturbation),
-            "relative_to_length": TEXT_CFG["stability"]["relative_to_length"],
+            "relative_to_column": TEXT_CFG["stability"]["relative_to_column"],
             "seed": seed_for(TEXT),
         },
     wildcard_constraints:
