@@ -55,12 +55,18 @@ def embed(model: str, folder: str, documents: str, n: int, out: str) -> None:
 
 
 def differences(reference: np.ndarray, other: np.ndarray) -> dict:
-    """Per element relative differences (quantiles) and per vector relative norms (max)."""
+    """Per element relative differences (quantiles), per vector relative norms (median, max)
+    and per dimension relative root mean squares (median, max)."""
     a, b = reference.astype(np.float64), other.astype(np.float64)
     nonzero = a != 0
     element = np.abs(b - a)[nonzero] / np.abs(a)[nonzero]
     vector = np.linalg.norm(b - a, axis=1) / np.linalg.norm(a, axis=1)
+    # per dimension: the change's root mean square over the dimension's (the stability
+    # check's model: a fraction of each dimension's scale)
+    rms = np.sqrt(np.mean(a**2, axis=0))
+    column = np.sqrt(np.mean((b - a) ** 2, axis=0))[rms > 0] / rms[rms > 0]
     return {"identical": bool(np.array_equal(reference, other)),
+            "column_median": float(np.median(column)), "column_max": float(column.max()),
             "element_median": float(np.median(element)),
             "element_p90": float(np.quantile(element, 0.9)),
             "element_p99": float(np.quantile(element, 0.99)),
@@ -108,7 +114,8 @@ def main() -> None:
         print(f"  {name:28s} identical {row['identical']!s:5s}  per element "
               f"{row['element_median']:.2g} / {row['element_p90']:.2g} / "
               f"{row['element_p99']:.2g} (median / p90 / p99), per vector "
-              f"{row['vector_median']:.2g} (median), {row['vector_max']:.2g} (max)")
+              f"{row['vector_median']:.2g} (median), {row['vector_max']:.2g} (max), per "
+              f"dimension {row['column_median']:.2g} (median), {row['column_max']:.2g} (max)")
 
 
 if __name__ == "__main__":
