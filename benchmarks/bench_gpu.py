@@ -173,6 +173,7 @@ def main(argv=None) -> int:
         return 0
     import torch
 
+    from diversity_core.atomic import atomic_write
     from diversity_core.device import parse_device
 
     try:
@@ -202,7 +203,7 @@ def main(argv=None) -> int:
                                                            "area_error", "cores") if key in row),
               flush=True)
         if args.json:  # rewritten after every row: a run stopped at its limit keeps the rest
-            with open(args.json, "w") as out:
+            with atomic_write(args.json) as out:
                 json.dump({"device": device, "name": where, "rows": rows}, out, indent=1,
                           default=str)
 

@@ -128,8 +128,9 @@ def latest_run_timings(folders: Mapping[str, str | os.PathLike], *, gap_s: float
         runs[name] = {"start": min(job["end"] - job["s"] for job in latest),
                       "jobs": len(latest), "left_out": counts[name] - len(latest),
                       "earlier_runs": len(having) - 1}
-    if len(rows) > 1 and len(set(latest_index.values())) == 1:
-        last = grouped[latest_index[name]]  # every experiment's latest run is this one run
+    shared = set(latest_index.values())
+    if len(rows) > 1 and len(shared) == 1:
+        last = grouped[shared.pop()]  # every experiment's latest run is this one run
         rows.append(summarise_jobs("all", last))
         runs["all"] = {"start": min(job["end"] - job["s"] for job in last),
                        "jobs": len(last), "left_out": 0, "earlier_runs": 0}
