@@ -259,7 +259,7 @@ def _plain_matrix(M: pd.DataFrame) -> list[list]:
 
 
 def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: TCutRule, *,
-                       settings: MagnitudeSettings,
+                       settings: MagnitudeSettings, functions: bool = True,
                        progress: bool | None = False) -> SetMagnitudes:
     """Convergence scales, the integration limit, the magnitude functions on one grid and the
     MagAreas of many sets: the one place where :func:`compare` evaluates magnitude.
@@ -273,6 +273,7 @@ def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: TCutRule, *,
     choose_t_cut : the rule that chooses the integration limit from the convergence scales
         (:class:`~diversity_core.magnitude.sets.TCutRule`)
     settings : convergence target and tolerance, integration rule and tolerance, ``n_ts``
+    functions : whether the functions on the grid are computed too
 
     One call of :func:`~diversity_core.magnitude.sets.measure_sets` (the protocol: the
     engine's batch path, failures and warnings per set as data), with the functions on
@@ -281,7 +282,7 @@ def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: TCutRule, *,
     """
     with _single_threaded_blas():
         return measure_sets(distance_matrices, choose_t_cut, **settings.as_dict(),
-                            functions=True, grid_beyond=GRID_BEYOND, progress=progress)
+                            functions=functions, grid_beyond=GRID_BEYOND, progress=progress)
 
 
 def _grid(t_cut: float, n_ts: int) -> np.ndarray:
@@ -333,7 +334,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             reference_name: str = "reference", metric: str = "cosine", k: int = 5,
             tau: float = 1.0, settings: MagnitudeSettings | None = None,
             progress: bool | None = None, memory_limit: int | None = None,
-            measures=None) -> Comparison:
+            measures=None, functions: bool = True) -> Comparison:
     """Compare embedding sets on one integration limit: MagArea, MagDiff between every pair,
     every baseline, and with a reference the reference-based measures.
 
@@ -370,6 +371,11 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
         Only these measures (names of :mod:`diversity_core.measures`) are computed and shown
         (default: all that apply). Without ``magarea`` and ``magdiff`` no magnitude is
         computed (``t_conv`` and ``t_cut`` are then NaN and None).
+    functions : bool
+        Evaluate every set's magnitude function on the shared grid (:attr:`Comparison.functions`,
+        what :meth:`Comparison.plot` draws; default True). Off, ``functions`` has no columns and
+        nothing else changes: on a large set the grid is most of the work (30,000 points on the
+        large-n path: 45 more solves beside the 28 of t_conv and MagArea, 2.3 times the CPU).
 
     Returns
     -------
@@ -447,7 +453,8 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     rule = (GivenTCut(t_cut) if source == "given"
             else ReferenceTCut(ref_index, tuple(all_names)) if source == "reference"
             else MedianTCut(among=tuple(range(len(set_names))), names=tuple(all_names)))
-    mag = (_magnitude_of_sets(distances, rule, settings=settings, progress=progress)
+    mag = (_magnitude_of_sets(distances, rule, settings=settings, functions=functions,
+                              progress=progress)
            if magnitude else _no_magnitude(m))
 
     rows = {name: {"role": "reference" if i == ref_index else "set",

@@ -43,7 +43,8 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
 
     ``score`` is :func:`~diversity_core.compare` of one set (and its reference): the same
     engine, the same memory rule (large sets on the engine's large-n path) and the same numbers
-    at the same ``t_cut`` (this set's own convergence scale, or the reference's).
+    at the same ``t_cut`` (this set's own convergence scale, or the reference's), without the
+    magnitude functions on compare's grid (``functions=False``: score returns none).
     ``scores["embeddings"]`` / ``scores["reference"]`` hold the reference-free metrics of each
     set, ``scores["comparison"]`` the reference-based ones. A metric undefined for its input has
     the value ``None``, and its reason in ``undefined[<set>][<metric>]`` and in its note;
@@ -65,7 +66,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
         keys = {name: name for name in sets}
     result = compare({keys["embeddings"]: X}, reference, metric=metric_space, k=k, tau=tau,
                      reference_name=keys.get("reference", "reference"), measures=metrics,
-                     memory_limit=memory_limit, progress=False,
+                     memory_limit=memory_limit, progress=False, functions=False,
                      settings=MagnitudeSettings(device=device))
     out = _Results(sets)
     table = result.table

@@ -162,6 +162,35 @@ def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monk
     assert compare_memory.required_memory({"x": 30_000}, 64, magnitude=False)[0] == 16 * 30_000 * 64
 
 
+def test_score_solves_only_for_t_conv_and_magarea(tmp_path, capsys, monkeypatch):
+    """score returns no magnitude function: on the large-n path it solves for the convergence
+    scale and MagArea only (the grid of compare's plots was 2.3 times the CPU of 30,000 points),
+    and its numbers are compare's to the bit, with and without the grid."""
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    solved = []  # the scale of every solve of a large space
+    solve = LargeMagnitudeSpace._solve
+    monkeypatch.setattr(LargeMagnitudeSpace, "_solve",
+                        lambda self, t, **kw: solved.append(t) or solve(self, t, **kw))
+    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    X = np.random.default_rng(5).normal(size=(200, 6))
+    np.save(tmp_path / "x.npy", X)
+    assert main(["score", str(tmp_path / "x.npy"), "--metric-space", "euclidean", "--json",
+                 "--metrics", "magarea"]) == 0
+    scored, by_score = json.loads(capsys.readouterr().out), len(solved)
+    solved.clear()
+    plain = dc.compare({"x": X}, metric="euclidean", measures=["magarea"], functions=False)
+    by_compare = len(solved)
+    solved.clear()
+    with_grid = dc.compare({"x": X}, metric="euclidean", measures=["magarea"])
+    # The grid: 45 scales, of which t = 0 (Mag = 1) and t_cut (kept) need no solve.
+    assert with_grid.functions.shape[1] == 45 and plain.functions.shape == (1, 0)
+    assert by_score == by_compare and len(solved) >= by_compare + 45 - 2
+    for result in (plain, with_grid):
+        assert result.t_cut == scored["t_cut"]
+        assert result.table.loc["x", "magarea"] == scored["scores"]["embeddings"]["magarea"]
+
+
 def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
     """The large-n path from 100 points on; returns the list that records the type of every
     space compare's magnitude seam is given."""
