@@ -164,7 +164,7 @@ def test_score_takes_the_large_n_path_and_its_memory_rule(tmp_path, capsys, monk
 
 def test_score_solves_only_for_t_conv_and_magarea(tmp_path, capsys, monkeypatch):
     """score returns no magnitude function: on the large-n path it solves for the convergence
-    scale and MagArea only (the grid of compare's plots was 2.3 times the CPU of 30,000 points),
+    scale and MagArea only (the grid of compare's plots more than doubled 30,000 points' CPU),
     and its numbers are compare's to the bit, with and without the grid."""
     from diversity_core.magnitude import LargeMagnitudeSpace
 
