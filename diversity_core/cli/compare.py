@@ -249,9 +249,13 @@ def run_compare(args, argv) -> int:
         described.append(("reference: " if read.path == args.reference else "")
                          + describe_file(read, data[read.path], args.subsample, args.seed))
     settings = MagnitudeSettings(target=args.target, n_ts=args.n_ts, device=args.device)
+    # The magnitude functions on the grid only where they are shown (JSON, figure, report): on
+    # a large set they cost more than t_conv and MagArea together (docs/package.md).
+    shown = args.json or args.plot is not None or args.report is not None
     result = compare({name: data[name] for name in args.sets}, data.get(args.reference),
                      t_cut=args.t_cut, reference_name=args.reference or "reference",
-                     metric=args.metric_space, k=args.k, tau=args.tau, settings=settings)
+                     metric=args.metric_space, k=args.k, tau=args.tau, settings=settings,
+                     functions=shown)
     measures = [c for c in result.table.columns if c in LABELS and c != "t_conv"]
     if result.table[measures].isna().all().all():
         raise InputError("no measure is defined for any set: " + "; ".join(

@@ -191,6 +191,32 @@ def test_score_solves_only_for_t_conv_and_magarea(tmp_path, capsys, monkeypatch)
         assert result.table.loc["x", "magarea"] == scored["scores"]["embeddings"]["magarea"]
 
 
+def test_the_command_line_compare_solves_the_grid_only_where_it_is_shown(tmp_path, capsys,
+                                                                          monkeypatch):
+    """``compare``'s table and CSV show no magnitude function: no grid is solved for them; its
+    JSON, figure and report show the functions, which are then there."""
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    solved = []
+    solve = LargeMagnitudeSpace._solve
+    monkeypatch.setattr(LargeMagnitudeSpace, "_solve",
+                        lambda self, t, **kw: solved.append(t) or solve(self, t, **kw))
+    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    rng = np.random.default_rng(6)
+    for name in ("a", "b"):
+        np.save(tmp_path / f"{name}.npy", rng.normal(size=(150, 5)))
+    files = [str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--metric-space", "euclidean"]
+    counts, outputs = {}, {}
+    for how in ("table", "--csv", "--json"):
+        solved.clear()
+        assert main(["compare", *files, *([how] if how != "table" else [])]) == 0
+        counts[how], outputs[how] = len(solved), capsys.readouterr().out
+    assert counts["table"] == counts["--csv"] < counts["--json"] - 2 * 40
+    functions = json.loads(outputs["--json"])["functions"]
+    assert len(functions["ts"]) == 45 and all(
+        len(values) == 45 and None not in values for values in functions["values"].values())
+
+
 def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
     """The large-n path from 100 points on; returns the list that records the type of every
     space compare's magnitude seam is given."""
