@@ -166,13 +166,7 @@ def test_score_solves_only_for_t_conv_and_magarea(tmp_path, capsys, monkeypatch)
     """score returns no magnitude function: on the large-n path it solves for the convergence
     scale and MagArea only (the grid of compare's plots more than doubled 30,000 points' CPU),
     and its numbers are compare's to the bit, with and without the grid."""
-    from diversity_core.magnitude import LargeMagnitudeSpace
-
-    solved = []  # the scale of every solve of a large space
-    solve = LargeMagnitudeSpace._solve
-    monkeypatch.setattr(LargeMagnitudeSpace, "_solve",
-                        lambda self, t, **kw: solved.append(t) or solve(self, t, **kw))
-    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    solved = _large_solves(monkeypatch)
     X = np.random.default_rng(5).normal(size=(200, 6))
     np.save(tmp_path / "x.npy", X)
     assert main(["score", str(tmp_path / "x.npy"), "--metric-space", "euclidean", "--json",
@@ -195,13 +189,7 @@ def test_the_command_line_compare_solves_the_grid_only_where_it_is_shown(tmp_pat
                                                                           monkeypatch):
     """``compare``'s table and CSV show no magnitude function: no grid is solved for them; its
     JSON, figure and report show the functions, which are then there."""
-    from diversity_core.magnitude import LargeMagnitudeSpace
-
-    solved = []
-    solve = LargeMagnitudeSpace._solve
-    monkeypatch.setattr(LargeMagnitudeSpace, "_solve",
-                        lambda self, t, **kw: solved.append(t) or solve(self, t, **kw))
-    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    solved = _large_solves(monkeypatch)
     rng = np.random.default_rng(6)
     for name in ("a", "b"):
         np.save(tmp_path / f"{name}.npy", rng.normal(size=(150, 5)))
@@ -215,6 +203,19 @@ def test_the_command_line_compare_solves_the_grid_only_where_it_is_shown(tmp_pat
     functions = json.loads(outputs["--json"])["functions"]
     assert len(functions["ts"]) == 45 and all(
         len(values) == 45 and None not in values for values in functions["values"].values())
+
+
+def _large_solves(monkeypatch) -> list:
+    """The large-n path from 100 points on; returns the list that records the scale of every
+    solve of a large space."""
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    solved = []
+    solve = LargeMagnitudeSpace._solve
+    monkeypatch.setattr(LargeMagnitudeSpace, "_solve",
+                        lambda self, t, **kw: solved.append(t) or solve(self, t, **kw))
+    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    return solved
 
 
 def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
