@@ -12,9 +12,14 @@ functions.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
+
+# networkx (0.25 CPU s to import) only names the graphs' type here; the functions that build or
+# read graphs import it themselves.
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["draw_architectures", "gin_embeddings"]
 

@@ -13,11 +13,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LinearRegression, QuantileRegressor
-from sklearn.model_selection import KFold
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import SplineTransformer, StandardScaler
-from sklearn.svm import SVR
 
 from ..data.curvature import hyperbolic_distance_factor, hyperbolic_distance_name
 from ..magnitude import ScaleGrid
@@ -52,6 +47,14 @@ def regressors(*, piecewise_knots: int, quantile: float) -> dict:
     * Quantile: linear quantile regression (conditional median by default, no penalty).
     * SVR on distance-matrix quantiles: the distance-matrix baseline, computed on our clouds.
     """
+    # scikit-learn is imported where it is used, as in the other experiments: importing it takes
+    # about 1.4 CPU seconds, which every Snakemake invocation would pay in its configuration
+    # check (config_problems below) and every curvature job in its imports.
+    from sklearn.linear_model import LinearRegression, QuantileRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import SplineTransformer, StandardScaler
+    from sklearn.svm import SVR
+
     return {
         "MagArea (piecewise linear)": make_pipeline(
             SplineTransformer(n_knots=piecewise_knots, degree=1, knots="quantile",
@@ -69,6 +72,8 @@ def max_piecewise_knots(X: np.ndarray, *, n_folds: int, seed: int) -> int:
     """Most knots the piecewise-linear fit may have on ``X`` under this cross-validation: each
     knot interval of the smallest training fold keeps :data:`MIN_CLOUDS_PER_KNOT_INTERVAL`
     distinct feature values (the knots sit at their quantiles)."""
+    from sklearn.model_selection import KFold
+
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
     fewest = min(len(np.unique(X[train], axis=0)) for train, _ in folds.split(X))
     return 1 + fewest // MIN_CLOUDS_PER_KNOT_INTERVAL
@@ -81,6 +86,8 @@ def cross_validated_mse(model, X: np.ndarray, y: np.ndarray, *, n_folds: int, se
     -------
     mse : array of shape (n_folds,)
     """
+    from sklearn.model_selection import KFold
+
     folds = KFold(n_splits=n_folds, shuffle=True, random_state=seed)
     errors = []
     for train, test in folds.split(X):

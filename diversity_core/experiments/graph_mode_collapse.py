@@ -55,8 +55,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from ..embed.gin import gin_embeddings
@@ -89,6 +89,12 @@ from .graph_sweep import (
     sweep_sets,
     wl_kernel,
 )
+
+# networkx (0.25 CPU s to import) only names the graphs' type here; the functions that build or
+# read graphs import it themselves.
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 __all__ = [
     "EXPERIMENTS",

@@ -18,9 +18,14 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
+
+# networkx (0.25 CPU s to import) is imported by the functions that build or read graphs; here
+# it only names their type.
+if TYPE_CHECKING:
+    import networkx as nx
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,7 @@ def wl_kernel(graphs: Sequence[nx.Graph], n_iter: int = 1) -> np.ndarray:
     -------
     K : array of shape (n_graphs, n_graphs), symmetric, unit diagonal, entries in [0, 1]
     """
+    import networkx as nx
     from grakel import graph_from_networkx
     from grakel.kernels import VertexHistogram, WeisfeilerLehman
 
@@ -232,6 +238,8 @@ def identical_to_exemplar(graphs: Sequence[nx.Graph], labels, exemplars) -> np.n
     -------
     identical : bool array (n_graphs,)
     """
+    import networkx as nx
+
     labels, exemplars = np.asarray(labels), np.asarray(exemplars)
 
     def wl_hash(g):

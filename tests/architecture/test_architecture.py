@@ -104,6 +104,46 @@ def test_the_wings_are_reached_from_the_package_without_importing_torch():
     assert done.stdout.strip() == "ok", done.stderr
 
 
+def _imported(code: str) -> set[str]:
+    """The top-level packages a fresh interpreter holds after running ``code``."""
+    done = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
+                           "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"],
+                          capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+# What each import may not pull in: every rule script's job and every Snakemake invocation (its
+# configuration check) pays for what these imports load (scikit-learn 1.4 CPU s, pandas 0.5,
+# networkx 0.25, torch 2.6; a job's floor was 1.15 CPU s with the package root importing the
+# engine and pandas, 0.7 s without).
+HEAVY = {"torch", "sklearn", "pandas", "networkx", "matplotlib", "snakemake"}
+
+
+@pytest.mark.parametrize("code, allowed", [
+    ("import diversity_core", set()),  # the root's names are imported when first asked for
+    ("import diversity_core.provenance, diversity_core.atomic", set()),  # every job's records
+    ("from diversity_core import reference_free_t_cut", set()),  # the engine alone
+    # the configuration checks of the Snakefile (common.smk's CONFIG_CHECKS)
+    ("import diversity_core.magnitude.settings, diversity_core.experiments.curvature, "
+     "diversity_core.experiments.text_temperature, diversity_core.experiments.image_mode_dropping,"
+     " diversity_core.experiments.graph_mode_collapse, "
+     "diversity_core.experiments.model_distinguishing", {"pandas"}),
+])
+def test_imports_stay_light(code, allowed):
+    assert _imported(code) & HEAVY <= allowed
+
+
+def test_the_package_roots_names_are_there_when_asked_for():
+    import diversity_core as dc
+
+    assert set(dc.__all__) <= set(dir(dc))
+    for name in dc.__all__:
+        assert getattr(dc, name) is not None
+    assert dc.compare is dc.comparison.compare and dc.vendi_score is dc.measures.vendi_score
+    with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
+        dc.nonesuch  # noqa: B018
+
+
 def test_the_private_modules_of_one_wing_share_their_internals():
     assert private_imports_across_rooms("diversity_core.magnitude._batch",
                                         "from ._search import _initial_scale\n") == []
