@@ -21,13 +21,12 @@ IMAGE_MODEL = REPO / "resources" / "inception" / "fid_inception_v3.pt"
 # two processes in collection order (`--no-loadscope-reorder` in pyproject.toml; by default it
 # starts the files with the most tests first, and these have few), so that the long files start
 # at once, side by side, and the many short files fill the gaps: no process is left with one
-# long file at the end. The SLURM test comes first: its process mostly waits (the executor
-# plugin polls squeue at growing intervals, 1, 11, 21 s...) while the other one's text runs
-# take the cores. The report comes after the experiments' own files, whose tiny runs it reads.
+# long file at the end. The report comes after the experiments' own files, whose tiny runs it
+# reads.
 LONGEST_FIRST = (
-    "pipeline/test_slurm.py",
     "pipeline/test_text_pipeline.py",
     "pipeline/test_paper_rehearsal.py",
+    "pipeline/test_slurm.py",
     "pipeline/test_text_grid.py",
     "experiments/test_model_distinguishing.py",
     "pipeline/test_images_pipeline.py",
