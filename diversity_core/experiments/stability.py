@@ -155,16 +155,18 @@ def beyond_spread(spread: pd.DataFrame, reference: pd.DataFrame, other: pd.DataF
 
 
 def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
-                    measures: list[str]) -> str:
+                    measures: list[str], relative_to_column: float) -> str:
     """Table 2 as Markdown: one row per block, one column per measure, ``mean ± sd``; the best
     of each row in bold; a cell whose printed value moved under perturbation marked with ``†``
-    and its spread.
+    and its spread; under the table, a legend that says so (a reader of the file alone sees
+    which digits may move, under what, and by how much).
 
     Parameters
     ----------
     table2 : ``table2.csv`` (rounded)
     stability : :func:`spread_table`'s rows (every k; those of ``k`` are read)
     measures : the measure labels, in column order
+    relative_to_column : the perturbation of the runs (see :func:`perturb`), for the legend
     """
     cells = stability[stability["k"] == k].set_index([*BLOCK, "measure"])
     lines = ["| collection | preprocessing | distance | " + " | ".join(measures) + " |",
@@ -181,4 +183,17 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
             mark = f" † {cell['spread']:.2g}" if cell["moves"] else ""
             out.append(f"{text} ± {sd:.4f}{mark}")
         lines.append("| " + " | ".join([*block, *out]) + " |")
+    runs = int(cells["perturbations"].max())
+    marked = int(cells["moves"].sum())
+    lines += ["", (
+        f"Accuracy of the {k}-nearest-neighbour classifier (mean ± sd over the folds of the "
+        "repeated cross-validation); the best of each row in bold. `† s`: the printed value "
+        f"differs in at least one of {runs} run{'s' * (runs != 1)} on embeddings moved at their "
+        f"round-off level (every value by a Gaussian {relative_to_column:g} of its dimension's "
+        "root mean square, as a change of CPU moves them), s being the spread of the unrounded "
+        f"accuracy over those runs and this one ({marked} of {len(table2)} cells); the other "
+        "cells printed the same in every run. The spread is what the runs showed, not a bound: "
+        "another CPU's kernels can move a cell's 4th decimal beyond it "
+        "(results/models/stability.csv holds every cell of Table S.5; "
+        "docs/model_distinguishing.md, \"Reproducibility\", what was measured).")]
     return "\n".join(lines) + "\n"

@@ -266,7 +266,10 @@ def test_pipeline_tiny_twice(tiny_runs, text_assets):
     assert (stability.perturbations == 1).all() and (stability.spread >= 0).all()
     assert (stability.perturbed_max - stability.perturbed_min <= stability.spread + 1e-4).all()
     markdown = (first / "table2.md").read_text().splitlines()
-    assert len(markdown) == 2 + 2 * 5 and markdown[0].count("|") == 3 + len(md.MEASURES) + 1
+    assert len(markdown) == 2 + 2 * 5 + 2 and markdown[0].count("|") == 3 + len(md.MEASURES) + 1
+    marked = sum(line.count("†") for line in markdown[2:12])
+    assert markdown[-1].startswith("Accuracy of the 3-nearest-neighbour classifier")
+    assert f"({marked} of {2 * 5 * len(md.MEASURES)} cells)" in markdown[-1]
     assert (first / "magnitude_functions.png").stat().st_size > 10_000
     assert (first / "confusion_magdiff.png").stat().st_size > 10_000
     assert (first / "benchmarks" / "embed_jargon_glove-6B-50d-mean.tsv").exists()

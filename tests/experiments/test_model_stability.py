@@ -152,11 +152,18 @@ def test_table2_markdown_marks_round_off_and_the_best():
     reference = _rows([0.9, 0.84, 0.7])
     stability = ms.spread_table(reference, _rows([0.9, 0.9, 0.7], 0))
     table2 = reference.drop(columns="k")
-    lines = ms.table2_markdown(table2, stability, k=5,
-                               measures=["MagDiff", "GMStds", "VS"]).splitlines()
+    lines = ms.table2_markdown(table2, stability, k=5, measures=["MagDiff", "GMStds", "VS"],
+                               relative_to_column=2.5e-6).splitlines()
     assert lines[0] == "| collection | preprocessing | distance | MagDiff | GMStds | VS |"
     assert lines[2] == ("| jargon | pca | cosine | **0.9000** ± 0.0100 | 0.8400 ± 0.0100 † "
                         "0.06 | 0.7000 ± 0.0100 |")
+    # The legend under the table says what † is: how many runs, which perturbation, how many
+    # cells it marks.
+    assert lines[3] == ""
+    legend = lines[4]
+    assert legend.startswith("Accuracy of the 5-nearest-neighbour classifier")
+    assert "in at least one of 1 run on" in legend and "Gaussian 2.5e-06 of" in legend
+    assert "(1 of 3 cells)" in legend and len(lines) == 5
 
 
 def test_beyond_spread_names_the_cells_another_run_moved_too_far():

@@ -249,6 +249,7 @@ rule models_stability_table:
         ),
     params:
         k=MOD_CFG["k"],
+        relative_to_column=MOD_CFG["stability"]["relative_to_column"],
         config=MOD_PROVENANCE,
     conda:
         MOD_ENV
