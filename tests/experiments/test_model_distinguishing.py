@@ -298,3 +298,10 @@ def test_paper_configuration_plans_the_papers_data_and_models(tmp_path):
     assert counts["text_fetch_corpus"] == "4" and counts["models_embed"] == "16"
     for offline in ("fortunes", "glove-6B-50d-mean"):
         assert offline not in planned
+
+
+def test_the_documented_table_2_is_the_committed_one():
+    """docs/model_distinguishing.md shows results/models/table2.md, legend included: a copy by
+    hand, which fell behind once (the marks of an earlier stability run)."""
+    committed = (REPO / "results" / "models" / "table2.md").read_text().strip()
+    assert committed in (REPO / "docs" / "model_distinguishing.md").read_text()
