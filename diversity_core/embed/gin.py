@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-# networkx (0.25 CPU s to import) only names the graphs' type here; the functions that build or
+# networkx (0.2 CPU s to import) only names the graphs' type here; the functions that build or
 # read graphs import it themselves.
 if TYPE_CHECKING:
     import networkx as nx

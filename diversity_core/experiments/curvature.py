@@ -48,7 +48,7 @@ def regressors(*, piecewise_knots: int, quantile: float) -> dict:
     * SVR on distance-matrix quantiles: the distance-matrix baseline, computed on our clouds.
     """
     # scikit-learn is imported where it is used, as in the other experiments: importing it takes
-    # about 1.4 CPU seconds, which every Snakemake invocation would pay in its configuration
+    # about 1.5 CPU seconds, which every Snakemake invocation would pay in its configuration
     # check (config_problems below) and every curvature job in its imports.
     from sklearn.linear_model import LinearRegression, QuantileRegressor
     from sklearn.pipeline import make_pipeline

@@ -90,7 +90,7 @@ from .graph_sweep import (
     wl_kernel,
 )
 
-# networkx (0.25 CPU s to import) only names the graphs' type here; the functions that build or
+# networkx (0.2 CPU s to import) only names the graphs' type here; the functions that build or
 # read graphs import it themselves.
 if TYPE_CHECKING:
     import networkx as nx

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-# networkx (0.25 CPU s to import) is imported by the functions that build or read graphs; here
+# networkx (0.2 CPU s to import) is imported by the functions that build or read graphs; here
 # it only names their type.
 if TYPE_CHECKING:
     import networkx as nx

@@ -113,8 +113,8 @@ def _imported(code: str) -> set[str]:
 
 
 # What each import may not pull in: every rule script's job and every Snakemake invocation (its
-# configuration check) pays for what these imports load (scikit-learn 1.4 CPU s, pandas 0.5,
-# networkx 0.25, torch 2.6; the imports of a job using the engine took 1.15 CPU s while the
+# configuration check) pays for what these imports load (scikit-learn 1.5 CPU s, pandas 0.5,
+# networkx 0.2, torch 2.6; the imports of a job using the engine took 1.15 CPU s while the
 # package root imported the engine and pandas, 0.72 s since).
 HEAVY = {"torch", "sklearn", "pandas", "networkx", "matplotlib", "snakemake"}
 
