@@ -19,17 +19,18 @@ def main(embeddings: Inputs, stability: Output, collection: str, preprocessing: 
          distance: str, models: list, subsample_size: int, n_subsamples: int, pca_dim: int,
          pca_rank: str, dcscore_tau: float, magnitude: dict, seed: int, k: int, ks: list,
          cv_folds: int, cv_repeats: int, perturbations: int,
-         relative_to_column: float):
+         relative_to_column: float, common_to_column: float):
     """Write ``stability`` (.csv): the block's accuracy rows (as models_classify's, unrounded)
     of each of PERTURBATIONS runs on embeddings whose every value is moved by RELATIVE_TO_COLUMN
-    of its dimension's root mean square (``stability.perturb``), with a ``perturbation``
-    column."""
+    of its dimension's root mean square and every dimension shifted by COMMON_TO_COLUMN of it
+    (``stability.perturb``), with a ``perturbation`` column."""
     settings = MagnitudeSettings.from_config(magnitude)
     stored = [np.load(path) for path in embeddings]
     rows = []
     for perturbation in range(perturbations):
         moved = [ms.perturb(E, relative_to_column,
-                            ms.perturbation_rng(seed, collection, model, perturbation))
+                            ms.perturbation_rng(seed, collection, model, perturbation),
+                            common_to_column=common_to_column)
                  for model, E in zip(models, stored, strict=True)]
         block = md.block_sets(moved, models, collection=collection, preprocessing=preprocessing,
                               pca_dim=pca_dim, pca_rank=pca_rank, subsample_size=subsample_size,
@@ -46,8 +47,9 @@ def main(embeddings: Inputs, stability: Output, collection: str, preprocessing: 
                  perturbation + 1, perturbations)
     with atomic_path(stability) as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
-    return {"perturbation": f"each embedding value x_ij plus {relative_to_column} rms_j g, "
-                            "rms_j its column's root mean square, g ~ N(0, 1)"}
+    return {"perturbation": f"each embedding value x_ij plus rms_j ({relative_to_column} g_ij + "
+                            f"{common_to_column} h_j), rms_j its column's root mean square, "
+                            "g, h ~ N(0, 1), h shared by the vectors"}
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from diversity_core.experiments import stability as ms
 
 
 def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Output,
-         table2_markdown: Output, k: int, relative_to_column: float):
+         table2_markdown: Output, k: int, relative_to_column: float,
+         common_to_column: float):
     """Write ``stability_table`` (one row per cell of Table S.5: the value, the perturbed
     runs' range, the spread and whether the printed value moves) and ``table2_markdown``."""
     # round_trip: compare the accuracies exactly as computed (see models_tables).
@@ -25,7 +26,8 @@ def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Ou
         spreads.to_csv(tmp, index=False)
     labels = [md.MEASURE_LABELS[name] for name in md.MEASURES]
     markdown = ms.table2_markdown(pd.read_csv(table2), spreads, k=k, measures=labels,
-                                  relative_to_column=relative_to_column)
+                                  relative_to_column=relative_to_column,
+                                  common_to_column=common_to_column)
     with atomic_path(table2_markdown) as tmp:
         tmp.write_text(markdown)
     return {"moves": "the printed (4-decimal) value differs in some perturbed run"}

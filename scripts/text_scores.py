@@ -23,8 +23,9 @@ def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: 
          measures: list, dc_tau: float, magnitude: dict, perturbation: dict | None):
     """Score the sets of DATA (.jsonl) embedded in EMBEDDINGS (.npz); write SCORES (.csv).
     PERTURBATION: None, or (the stability check, rule text_stability_scores) ``index``,
-    ``relative_to_column`` and ``seed`` of one perturbed run (every embedding value moved by
-    that fraction of its dimension's root mean square, ``stability.perturb``)."""
+    ``relative_to_column``, ``common_to_column`` and ``seed`` of one perturbed run (every
+    embedding value moved by the first fraction of its dimension's root mean square, every
+    dimension shifted by the second, ``stability.perturb``)."""
     settings = MagnitudeSettings.from_config(magnitude)
     records = text_tasks.read_sets(data)
     # The distinct responses in the order text_embed.py stored them. They are matched by
@@ -40,7 +41,8 @@ def main(data: Input, embeddings: Input, scores: Output, task: str, model_name: 
     if perturbation is not None:
         rng = stability.perturbation_rng(perturbation["seed"], task, model_name,
                                          perturbation["index"])
-        vectors = stability.perturb(vectors, perturbation["relative_to_column"], rng)
+        vectors = stability.perturb(vectors, perturbation["relative_to_column"], rng,
+                                    common_to_column=perturbation["common_to_column"])
     vectors = vectors.astype(np.float64)
     row = {text: i for i, text in enumerate(texts)}
     sets = [vectors[[row[r] for r in record["responses"]]] for record in records]

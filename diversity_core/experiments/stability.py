@@ -37,10 +37,14 @@ BLOCK = ["dataset", "preprocessing", "distance"]
 MODEL_CELL = (*BLOCK, "measure", "k")
 
 
-def perturb(X, relative_to_column: float, rng: np.random.Generator) -> np.ndarray:
+def perturb(X, relative_to_column: float, rng: np.random.Generator, *,
+            common_to_column: float = 0.0) -> np.ndarray:
     """``X`` (vectors × dimensions) with every value moved by a Gaussian fraction of its
-    column's scale: ``x_ij + relative_to_column · rms_j · g_ij``, ``g ~ N(0, 1)`` drawn per value,
-    ``rms_j`` the root mean square of column ``j`` over ``X``'s vectors.
+    column's scale, and every column shifted by one more, shared by all vectors:
+    ``x_ij + rms_j · (relative_to_column · g_ij + common_to_column · h_j)``, ``g ~ N(0, 1)``
+    drawn per value, ``h ~ N(0, 1)`` per column (after ``g``: without the shared shift a draw is
+    the same as before it existed), ``rms_j`` the root mean square of column ``j`` over ``X``'s
+    vectors.
 
     Why this model (issue 42; docs/model_distinguishing.md, "Reproducibility"): the same 2,000
     texts embedded with AVX2 instead of AVX-512 kernels moved, in every dimension, by about the
@@ -50,7 +54,14 @@ def perturb(X, relative_to_column: float, rng: np.random.Generator) -> np.ndarra
     1e-7: they moved by 1e-13) and dead ones (1e-33, moved by 1e-39: they stay dead). A
     fraction of each value (this function until 2026-11-27) moved the values near zero of an
     ordinary dimension far less than a change of CPU does; a fraction of the vector's length
-    moved the nearly dead dimensions a million times more. Returned in ``X``'s precision
+    moved the nearly dead dimensions a million times more.
+
+    Why the shared shift: the change of CPU was not independent from vector to vector. Its mean
+    over the 2,000 vectors was 0.14 to 0.28 of its root mean square (independent draws: 0.02),
+    up to 1.4e-6 of a column's scale, and it moved every subsample's Vendi Score of a model the
+    same way (all-mpnet-base-v2: all 200 down, by a median 2.5e-7 relative); per-value draws
+    alone moved them 10 to 20 times less, in both directions, and six of them left cells that
+    the CPU change moved unmarked. Returned in ``X``'s precision
     (float32 embeddings stay float32, so the projections' rank rule sees the same round-off).
     """
     X = np.asarray(X)
@@ -59,11 +70,15 @@ def perturb(X, relative_to_column: float, rng: np.random.Generator) -> np.ndarra
     if X.ndim != 2:
         raise ValueError(f"embeddings must be a 2-D array (vectors × dimensions); got shape "
                          f"{X.shape}.")
-    if not relative_to_column >= 0:
-        raise ValueError(f"relative_to_column must be >= 0; got {relative_to_column}.")
+    for name, fraction in (("relative_to_column", relative_to_column),
+                           ("common_to_column", common_to_column)):
+        if not fraction >= 0:
+            raise ValueError(f"{name} must be >= 0; got {fraction}.")
     values = X.astype(np.float64)
     scale = np.sqrt(np.mean(values**2, axis=0))
     moved = values + relative_to_column * scale * rng.standard_normal(X.shape)
+    if common_to_column:
+        moved += common_to_column * scale * rng.standard_normal(X.shape[1])
     return moved.astype(X.dtype)
 
 
@@ -155,7 +170,8 @@ def beyond_spread(spread: pd.DataFrame, reference: pd.DataFrame, other: pd.DataF
 
 
 def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
-                    measures: list[str], relative_to_column: float) -> str:
+                    measures: list[str], relative_to_column: float,
+                    common_to_column: float = 0.0) -> str:
     """Table 2 as Markdown: one row per block, one column per measure, ``mean ± sd``; the best
     of each row in bold; a cell whose printed value moved under perturbation marked with ``†``
     and its spread; under the table, a legend that says so (a reader of the file alone sees
@@ -166,7 +182,8 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
     table2 : ``table2.csv`` (rounded)
     stability : :func:`spread_table`'s rows (every k; those of ``k`` are read)
     measures : the measure labels, in column order
-    relative_to_column : the perturbation of the runs (see :func:`perturb`), for the legend
+    relative_to_column, common_to_column : the perturbation of the runs (see :func:`perturb`),
+        for the legend
     """
     cells = stability[stability["k"] == k].set_index([*BLOCK, "measure"])
     lines = ["| collection | preprocessing | distance | " + " | ".join(measures) + " |",
@@ -190,7 +207,10 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
         "repeated cross-validation); the best of each row in bold. `† s`: the printed value "
         f"differs in at least one of {runs} run{'s' * (runs != 1)} on embeddings moved at their "
         f"round-off level (every value by a Gaussian {relative_to_column:g} of its dimension's "
-        "root mean square, as a change of CPU moves them), s being the spread of the unrounded "
+        "root mean square" + (f", every dimension shifted by one more Gaussian "
+                              f"{common_to_column:g} shared by all vectors"
+                              if common_to_column else "")
+        + ", as a change of CPU moves them), s being the spread of the unrounded "
         f"accuracy over those runs and this one ({marked} of {len(table2)} cells); the other "
         "cells printed the same in every run. The spread is what the runs showed, not a bound: "
         "another CPU's kernels can move a cell's 4th decimal beyond it "

@@ -120,6 +120,34 @@ def test_perturb_moves_each_value_by_a_fraction_of_its_dimensions_scale():
         ms.perturb(np.ones(3), 1e-6, np.random.default_rng(0))
     with pytest.raises(ValueError, match="relative_to_column must be >= 0"):
         ms.perturb(X, -1.0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="common_to_column must be >= 0"):
+        ms.perturb(X, 1e-6, np.random.default_rng(0), common_to_column=-1.0)
+
+
+def test_perturb_shifts_every_dimension_alike_for_all_vectors():
+    # A change of CPU moved all of a model's vectors alike too (its mean over 2,000 vectors 0.14
+    # to 0.28 of its root mean square): common_to_column adds one shift per dimension, shared.
+    rng = np.random.default_rng(1)
+    X = (rng.standard_normal((2000, 32)) * np.geomspace(1e-3, 1.0, 32)).astype(np.float64)
+    rms = np.sqrt(np.mean(X**2, axis=0))
+    plain = ms.perturb(X, 2.5e-6, np.random.default_rng(7)) - X
+    shifted = ms.perturb(X, 2.5e-6, np.random.default_rng(7), common_to_column=1.5e-6) - X
+    # the per-value draws are the same as without the shift (drawn first); the rest is one
+    # vector, the same in every row, of 1.5e-6 of each column's scale
+    shift = shifted - plain
+    assert np.allclose(shift, shift[0], rtol=0, atol=1e-12 * rms.max())
+    ratio = np.abs(shift[0]) / rms
+    assert 0.3e-6 < np.sqrt(np.mean(ratio**2)) < 3e-6 and ratio.max() < 6e-6
+    # so the mean change over the vectors is no longer near zero: an independent draw's mean
+    # is 1/sqrt(2000) of its rms, the shared shift's about 0.5 of it here
+    def common_share(change):
+        scaled = change / rms
+        return np.linalg.norm(scaled.mean(axis=0)) / np.sqrt(np.mean(scaled**2) * 32)
+
+    assert common_share(plain) < 0.05 < 0.2 < common_share(shifted)
+    # without the shift, the draw is the one before it existed
+    assert np.array_equal(ms.perturb(X, 2.5e-6, np.random.default_rng(7), common_to_column=0.0),
+                          ms.perturb(X, 2.5e-6, np.random.default_rng(7)))
 
 
 def _rows(values, perturbation=None):
@@ -164,6 +192,11 @@ def test_table2_markdown_marks_round_off_and_the_best():
     assert legend.startswith("Accuracy of the 5-nearest-neighbour classifier")
     assert "in at least one of 1 run on" in legend and "Gaussian 2.5e-06 of" in legend
     assert "(1 of 3 cells)" in legend and len(lines) == 5
+    assert "shared by all vectors" not in legend
+    shifted = ms.table2_markdown(table2, stability, k=5, measures=["MagDiff", "GMStds", "VS"],
+                                 relative_to_column=2.5e-6, common_to_column=1.5e-6)
+    assert ("every dimension shifted by one more Gaussian 1.5e-06 shared by all vectors"
+            in shifted.splitlines()[4])
 
 
 def test_beyond_spread_names_the_cells_another_run_moved_too_far():

@@ -191,7 +191,8 @@ def test_scores_match_responses_that_numpy_strings_would_truncate(tmp_path, monk
     # the scores by about as much, not more, and not at all is impossible.
     moved = tmp_path / "moved.csv"
     text_scores.main(data, embeddings, moved, task="resp", model_name="m",
-                     perturbation={"index": 0, "relative_to_column": 2.5e-6, "seed": 3}, **settings)
+                     perturbation={"index": 0, "relative_to_column": 2.5e-6,
+                                   "common_to_column": 1.5e-6, "seed": 3}, **settings)
     for measure in ("mag_area", "vendi"):
         change = (pd.read_csv(moved)[measure] / table[measure] - 1).abs()
         assert 0 < change.max() < 1e-4, measure

@@ -210,6 +210,7 @@ rule models_stability:
         cv_repeats=MOD_CFG["cv_repeats"],
         perturbations=MOD_CFG["stability"]["perturbations"],
         relative_to_column=MOD_CFG["stability"]["relative_to_column"],
+        common_to_column=MOD_CFG["stability"]["common_to_column"],
     wildcard_constraints:
         variant="|".join(MOD_VARIANTS),
     conda:
@@ -250,6 +251,7 @@ rule models_stability_table:
     params:
         k=MOD_CFG["k"],
         relative_to_column=MOD_CFG["stability"]["relative_to_column"],
+        common_to_column=MOD_CFG["stability"]["common_to_column"],
         config=MOD_PROVENANCE,
     conda:
         MOD_ENV

@@ -403,6 +403,7 @@ rule text_stability_scores:
         perturbation=lambda wildcards: {
             "index": int(wildcards.perturbation),
             "relative_to_column": TEXT_CFG["stability"]["relative_to_column"],
+            "common_to_column": TEXT_CFG["stability"]["common_to_column"],
             "seed": seed_for(TEXT),
         },
     wildcard_constraints:
