@@ -17,8 +17,11 @@ Each variant embeds the first ``--n`` documents in a fresh process (one thread, 
 set before torch loads), then every variant is compared with ``native``: per element, the
 relative difference (median, 90th and 99th percentile), per vector the relative norm of the
 difference, and beside them what ``experiments.stability.perturb`` at
-``--relative-to-column`` (default 2.5e-6, the stability check's) does, and per dimension the
-root mean square of the change over the dimension's.
+``--relative-to-column`` and ``--common-to-column`` (default 2.5e-6 and 1.5e-6, the stability
+check's) does, per dimension the root mean square of the change over the dimension's, and what
+all vectors share: the change's mean over the vectors per dimension (over its scale) and its
+size against the whole change (independent changes of n vectors: about 1/sqrt(n)). Last, each
+variant's encoding CPU seconds (one thread), what the settings cost.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +55,9 @@ def embed(model: str, folder: str, documents: str, n: int, out: str) -> None:
     with open(documents, encoding="utf-8") as stream:
         texts = json.load(stream)["texts"][:n]
     encoder = load_text_model(model, folder, device="cpu", threads=1)
+    started = time.process_time()
     np.save(out, np.asarray(encoder.encode(texts, batch_size=32, progress=False), np.float32))
+    Path(out + ".seconds").write_text(f"{time.process_time() - started}\n")
 
 
 def differences(reference: np.ndarray, other: np.ndarray) -> dict:
@@ -65,8 +71,17 @@ def differences(reference: np.ndarray, other: np.ndarray) -> dict:
     # check's model: a fraction of each dimension's scale)
     rms = np.sqrt(np.mean(a**2, axis=0))
     column = np.sqrt(np.mean((b - a) ** 2, axis=0))[rms > 0] / rms[rms > 0]
+    # what all vectors share: the change's mean over the vectors, per dimension (over its
+    # scale), and its size against the change's root mean square (independent changes of n
+    # vectors: about 1/sqrt(n))
+    change = (b - a)[:, rms > 0] / rms[rms > 0]
+    common = np.abs(change.mean(axis=0))
+    share = np.linalg.norm(change.mean(axis=0)) / max(np.sqrt(np.mean(change**2) * change.shape[1]),
+                                                     1e-300)
     return {"identical": bool(np.array_equal(reference, other)),
             "column_median": float(np.median(column)), "column_max": float(column.max()),
+            "common_median": float(np.median(common)), "common_max": float(common.max()),
+            "common_share": float(share),
             "element_median": float(np.median(element)),
             "element_p90": float(np.quantile(element, 0.9)),
             "element_p99": float(np.quantile(element, 0.99)),
@@ -81,6 +96,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--variants", default="native,avx2,portable,portable_avx2")
     ap.add_argument("--relative-to-column", type=float, default=2.5e-6)
+    ap.add_argument("--common-to-column", type=float, default=1.5e-6)
     ap.add_argument("--_embed", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._embed:
@@ -92,7 +108,7 @@ def main() -> None:
     if unknown or "native" not in names:
         ap.error(f"variants: 'native' and any of {sorted(VARIANTS)}; got {args.variants}")
     with tempfile.TemporaryDirectory() as tmp:
-        runs = {}
+        runs, seconds = {}, {}
         for name in names:
             out = str(Path(tmp) / f"{name}.npy")
             subprocess.run([sys.executable, __file__, args.model, args.folder, args.documents,
@@ -100,13 +116,16 @@ def main() -> None:
                             out], check=True, env={**os.environ, **VARIANTS[name]},
                            stdout=subprocess.DEVNULL)
             runs[name] = np.load(out)
+            seconds[name] = float(Path(out + ".seconds").read_text())
     from diversity_core.experiments.stability import perturb, perturbation_rng
 
     reference = runs["native"]
     perturbed = perturb(reference, args.relative_to_column,
-                        perturbation_rng(0, "documents", args.model, 0))
+                        perturbation_rng(0, "documents", args.model, 0),
+                        common_to_column=args.common_to_column)
     rows = {name: differences(reference, X) for name, X in runs.items() if name != "native"}
-    rows[f"perturb({args.relative_to_column:g})"] = differences(reference, perturbed)
+    rows[f"perturb({args.relative_to_column:g}, {args.common_to_column:g})"] = differences(
+        reference, perturbed)
     if "portable" in runs and "portable_avx2" in runs:
         rows["portable vs portable_avx2"] = differences(runs["portable"], runs["portable_avx2"])
     print(f"{args.model}, {reference.shape[0]} documents x {reference.shape[1]}:")
@@ -115,7 +134,11 @@ def main() -> None:
               f"{row['element_median']:.2g} / {row['element_p90']:.2g} / "
               f"{row['element_p99']:.2g} (median / p90 / p99), per vector "
               f"{row['vector_median']:.2g} (median), {row['vector_max']:.2g} (max), per "
-              f"dimension {row['column_median']:.2g} (median), {row['column_max']:.2g} (max)")
+              f"dimension {row['column_median']:.2g} (median), {row['column_max']:.2g} (max); "
+              f"shared by the vectors {row['common_median']:.2g} (median), "
+              f"{row['common_max']:.2g} (max), {row['common_share']:.2f} of the change")
+    print("  encoding CPU s (one thread): "
+          + ", ".join(f"{name} {s:.1f}" for name, s in seconds.items()))
 
 
 if __name__ == "__main__":

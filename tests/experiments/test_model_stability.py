@@ -3,6 +3,9 @@ projections' numerical-rank rule, the perturbation, and the stability table."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -220,7 +223,6 @@ def test_cells_beyond_spread_script_compares_two_runs(tmp_path):
     # and the published spread; exit status 1 and the cell named when one is beyond it.
     import subprocess
     import sys
-    from pathlib import Path
 
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "cells_beyond_spread.py"
     reference = _rows([0.90002, 0.85, 0.70004])
@@ -241,3 +243,20 @@ def test_cells_beyond_spread_script_compares_two_runs(tmp_path):
     assert "0 beyond their spread" in same.stdout
     assert moved.returncode == 1 and "1 beyond their spread" in moved.stdout
     assert "VS" in moved.stdout.splitlines()[-1]
+
+
+def test_embedding_portability_measures_what_the_vectors_share():
+    # benchmarks/embedding_portability.py's comparison: a shift shared by every vector is "the
+    # change's share" 1; independent changes of n vectors about 1/sqrt(n).
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "embedding_portability.py"
+    spec = importlib.util.spec_from_file_location("embedding_portability", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(3)
+    reference = rng.standard_normal((400, 16))
+    shared = module.differences(reference, reference + 1e-6 * rng.standard_normal(16))
+    assert shared["common_share"] == pytest.approx(1.0)
+    assert shared["common_max"] == pytest.approx(shared["column_max"], rel=1e-6)
+    independent = module.differences(reference, reference + 1e-6 * rng.standard_normal((400, 16)))
+    assert 0.02 < independent["common_share"] < 0.1  # 1/sqrt(400) = 0.05
+    assert not independent["identical"] and module.differences(reference, reference)["identical"]
