@@ -11,7 +11,8 @@ runs recorded (:func:`spread_table`). The model experiment runs it for Tables 2 
 text experiment for its R² table (target ``text_stability``: ``results/text/r2_stability.csv``).
 
 The spread is what the draws showed, not a bound: a cell that did not move in a few draws can
-still move on another machine, rarely.
+still move on another machine (measured: AVX2 instead of AVX-512 kernels moved 13 of jargon's
+175 printed cells, none of them marked, and 20 of fortunes', 10 of them beyond their spread).
 """
 
 from __future__ import annotations
