@@ -61,8 +61,10 @@ def perturb(X, relative_to_column: float, rng: np.random.Generator, *,
     over the 2,000 vectors was 0.14 to 0.28 of its root mean square (independent draws: 0.02),
     up to 1.4e-6 of a column's scale, and it moved every subsample's Vendi Score of a model the
     same way (all-mpnet-base-v2: all 200 down, by a median 2.5e-7 relative); per-value draws
-    alone moved them 10 to 20 times less, in both directions, and six of them left cells that
-    the CPU change moved unmarked. Returned in ``X``'s precision
+    alone moved them 10 to 20 times less, in both directions (and six such draws still left 6 of
+    140 cells that the CPU change moved beyond their spread). The shift gives the scores the
+    CPU change's size and coherence; it did not make the marks cover that change (see the
+    module's note). Returned in ``X``'s precision
     (float32 embeddings stay float32, so the projections' rank rule sees the same round-off).
     """
     X = np.asarray(X)
