@@ -97,6 +97,26 @@ def test_sets_do_not_depend_on_their_batch(tiny_lm):
     assert _sample(tiny_lm, [2.0], seed=1)[0][2.0] != together[2.0]
 
 
+def test_the_prompt_pass_projects_only_its_last_position(tiny_lm):
+    # The prompt pass fills the key/value cache; its logits are not read, so the vocabulary
+    # projection sees one position per chat there, not every prompt position (alone and in a
+    # padded batch); decoding then sees one position per row and step.
+    model, tokenizer = tiny_lm
+    positions = []
+    hook = model.lm_head.register_forward_hook(
+        lambda module, inputs, output: positions.append(inputs[0].shape[:2]))
+    try:
+        _sample(tiny_lm, [1.0], n=2)
+        language_model.generate_sets_batch(
+            model, tokenizer, [language_model.chat_messages("resp", e["text"]) for e in _PLAN],
+            [e["temperature"] for e in _PLAN], [e["prompt_id"] for e in _PLAN], n_responses=2,
+            max_new_tokens=3, seed=3)
+    finally:
+        hook.remove()
+    assert all(length == 1 for _, length in positions), positions
+    assert (1, 1) in positions and (len(_PLAN), 1) in positions  # the two prompt passes
+
+
 def test_temperature_controls_diversity(tiny_lm):
     sets, _ = _sample(tiny_lm, [1e-4, 3.0], n=8)
     model, tokenizer = tiny_lm
