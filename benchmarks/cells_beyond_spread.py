@@ -1,4 +1,5 @@
-"""Which cells of the model experiment another run moved beyond the published spread (issue 42).
+"""Which cells of the model experiment another run moved beyond the published spread and
+outside their bounds (issue 42).
 
     .venv/bin/python benchmarks/cells_beyond_spread.py results/models/interim \\
         /elsewhere/results/models/interim results/models/stability.csv [--collection fortunes]
@@ -6,9 +7,13 @@
 REFERENCE and OTHER are two runs' ``interim`` folders of ``model_distinguishing``; every
 ``accuracy/<collection>_<variant>.csv`` of OTHER (the cells as classified, unrounded) is
 compared with REFERENCE's, cell by cell, against the spread that STABILITY (``stability.csv``,
-written from REFERENCE) publishes (``diversity_core.experiments.stability.beyond_spread``).
-Prints how many cells were compared, how many changed their printed value, and each cell
-beyond its spread; exit status 1 if there is one.
+written from REFERENCE) publishes (``diversity_core.experiments.stability.beyond_spread``) and
+against the bounds REFERENCE's classification gives each cell under a change of machine
+(``outside_reach``). Where both folders hold ``scores/<block>.npz``, it also prints how far the
+other run moved the classifier's distances, as a fraction of each block's largest (what
+``models.stability.max_distance_change`` must cover). Prints how many cells were compared, how
+many changed their printed value, each cell beyond its spread and each outside its bounds;
+exit status 1 if a cell lies outside its bounds (without bounds: beyond its spread).
 """
 
 from __future__ import annotations
@@ -17,9 +22,26 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from diversity_core.experiments.stability import beyond_spread
+from diversity_core.experiments import model_distinguishing as md
+from diversity_core.experiments.stability import beyond_spread, outside_reach
+
+
+def distance_changes(reference: Path, other: Path, blocks: list[str]) -> pd.DataFrame:
+    """max |ΔD| / max D of every measure of every block both runs scored."""
+    rows = []
+    for block in blocks:
+        paths = [run / "scores" / block.replace(".csv", ".npz") for run in (reference, other)]
+        if not all(path.is_file() for path in paths):
+            continue
+        ref, oth = ({key: z[key] for key in z.files} for z in map(np.load, paths))
+        for measure in md.MEASURES:
+            D = md.measure_distances(ref, measure)
+            change = np.abs(md.measure_distances(oth, measure) - D).max() / D.max()
+            rows.append({"block": block[:-4], "measure": measure, "change": change})
+    return pd.DataFrame(rows)
 
 
 def main(argv=None) -> int:
@@ -41,11 +63,21 @@ def main(argv=None) -> int:
     moved = beyond_spread(spread, reference, other)
     merged = other.merge(reference, on=["dataset", "preprocessing", "distance", "measure", "k"])
     printed = (merged["accuracy_mean_x"].round(4) != merged["accuracy_mean_y"].round(4)).sum()
+    bounded = "accuracy_low" in reference.columns
+    outside = outside_reach(reference, other) if bounded else None
     print(f"{len(other)} cells of {len(blocks)} blocks compared; {printed} printed values "
-          f"changed; {len(moved)} beyond their spread")
+          f"changed; {len(moved)} beyond their spread"
+          + (f"; {len(outside)} outside their bounds" if bounded else "; no bounds"))
+    changes = distance_changes(args.reference, args.other, blocks)
+    if len(changes):
+        largest = changes.loc[changes["change"].idxmax()]
+        print(f"distances moved by at most {largest['change']:.2g} of their block's largest "
+              f"({largest['measure']}, {largest['block']})")
     if len(moved):
         print(moved.to_string(index=False))
-    return 1 if len(moved) else 0
+    if bounded and len(outside):
+        print(outside.to_string(index=False))
+    return 1 if len(outside if bounded else moved) else 0
 
 
 if __name__ == "__main__":

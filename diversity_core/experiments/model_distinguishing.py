@@ -454,7 +454,8 @@ def magdiff_pairwise(functions, ts) -> np.ndarray:
 
 
 def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repeats: int,
-                         seed: int, confusion_k: int | None = None) -> dict:
+                         seed: int, confusion_k: int | None = None,
+                         reach: float | None = None) -> dict:
     """Accuracy of k-nearest-neighbour classification on a precomputed distance matrix.
 
     Repeated stratified k-fold cross-validation (scikit-learn's ``RepeatedStratifiedKFold``);
@@ -467,16 +468,23 @@ def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repea
     labels : (m,) class of each set (the model that embedded it)
     ks : neighbour counts to evaluate (each on the same folds)
     confusion_k : the k whose confusion matrix (summed over all folds) is returned
+    reach : if given, how far each distance may move (a change of machine); every decision is
+        then bounded (:func:`~diversity_core.experiments.stability.possible_knn_predictions`)
 
     Returns
     -------
     dict with ``accuracy``: {k: (n_splits * n_repeats,) accuracy of each fold}, ``classes``
     and, if ``confusion_k`` is given, ``confusion``: (n_classes, n_classes) counts, rows the
-    true class, columns the predicted one.
+    true class, columns the predicted one. With ``reach``: ``gain`` and ``loss`` ({k: each
+    fold's largest rise and fall of accuracy within reach}), ``within_reach`` ({k: decisions
+    that can change}) and, with ``confusion_k``, ``confusion_low`` and ``confusion_high`` (the
+    counts' bounds).
     """
     from sklearn.metrics import confusion_matrix
     from sklearn.model_selection import RepeatedStratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
+
+    from .stability import possible_knn_predictions
 
     D = np.asarray(D, dtype=np.float64)
     labels = np.asarray(labels)
@@ -485,33 +493,69 @@ def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repea
     classes = np.unique(labels)
     folds = RepeatedStratifiedKFold(n_splits=n_splits, n_repeats=n_repeats, random_state=seed)
     accuracy = {int(k): [] for k in ks}
+    gain, loss = {k: [] for k in accuracy}, {k: [] for k in accuracy}
+    within_reach = dict.fromkeys(accuracy, 0)
     confusion = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    confusion_low, confusion_high = confusion.copy(), confusion.copy()
     for train, test in folds.split(np.zeros(len(labels)), labels):
         for k in accuracy:
             knn = KNeighborsClassifier(n_neighbors=k, metric="precomputed")
             knn.fit(D[np.ix_(train, train)], labels[train])
             predicted = knn.predict(D[np.ix_(test, train)])
-            accuracy[k].append(float(np.mean(predicted == labels[test])))
+            correct = predicted == labels[test]
+            accuracy[k].append(float(np.mean(correct)))
             if k == confusion_k:
                 confusion += confusion_matrix(labels[test], predicted, labels=classes)
+            if reach is None:
+                continue
+            possible = possible_knn_predictions(D[np.ix_(test, train)], labels[train], classes,
+                                                k, reach)
+            true = np.searchsorted(classes, labels[test])
+            open_decision = possible.sum(axis=1) > 1
+            gain[k].append(float(np.mean(~correct & possible[np.arange(len(test)), true])))
+            loss[k].append(float(np.mean(correct & open_decision)))
+            within_reach[k] += int(open_decision.sum())
+            if k == confusion_k:
+                # A count can lose each open decision it holds and gain each open decision of
+                # its true class that can go to its column.
+                held = np.searchsorted(classes, predicted)
+                np.add.at(confusion_low, (true[open_decision], held[open_decision]), -1)
+                can_move = possible.copy()
+                can_move[np.arange(len(test)), held] = False
+                np.add.at(confusion_high, true, can_move.astype(np.int64))
     out = {"accuracy": {k: np.array(v) for k, v in accuracy.items()}, "classes": classes}
     if confusion_k is not None:
         out["confusion"] = confusion
+    if reach is not None:
+        out.update(gain={k: np.array(v) for k, v in gain.items()},
+                   loss={k: np.array(v) for k, v in loss.items()}, within_reach=within_reach)
+        if confusion_k is not None:
+            out.update(confusion_low=confusion + confusion_low,
+                       confusion_high=confusion + confusion_high)
     return out
 
 
 def classify_block(summary: Mapping[str, np.ndarray], *, ks: Sequence[int], k: int,
-                   n_splits: int, n_repeats: int, seed: int) -> tuple[list[dict], list[dict]]:
+                   n_splits: int, n_repeats: int, seed: int,
+                   max_distance_change: float | None = None) -> tuple[list[dict], list[dict]]:
     """The k-NN accuracies of every measure of one block (:func:`summarise_sets`' output with
     its ``labels``, ``models``, ``collection``, ``preprocessing`` and ``metric``), on the same
     folds for every measure and k, and MagDiff's confusion counts at ``k`` neighbours.
+
+    ``max_distance_change``: if given, how far a change of machine may move any distance
+    between two sets, as a fraction of the measure's largest distance in the block; every
+    value is then given the bounds that such a change can reach (issue 42).
 
     Returns
     -------
     accuracy : one row per measure and k (``ks`` and ``k``): the block's keys, ``measure`` (the
         paper's label), ``k``, ``accuracy_mean`` and ``accuracy_std`` (population sd) over the
-        ``n_splits * n_repeats`` folds, unrounded
-    confusion : one row per (true, predicted) model: the block's keys and ``count``
+        ``n_splits * n_repeats`` folds, unrounded; with ``max_distance_change`` also
+        ``accuracy_low`` and ``accuracy_high`` (the lowest and highest mean within reach),
+        ``std_change`` (the most the sd can move: the root mean square of each fold's largest
+        move, as the sd is a norm of the centred fold accuracies) and ``decisions_within_reach``
+    confusion : one row per (true, predicted) model: the block's keys and ``count`` (with
+        ``max_distance_change`` also ``count_low`` and ``count_high``)
     """
     ks = sorted({*ks, k})
     block = {"dataset": str(summary["collection"]),
@@ -519,17 +563,27 @@ def classify_block(summary: Mapping[str, np.ndarray], *, ks: Sequence[int], k: i
     models, labels = [str(m) for m in summary["models"]], np.asarray(summary["labels"])
     rows, confusion_rows = [], []
     for measure in MEASURES:
+        D = measure_distances(summary, measure)
+        reach = None if max_distance_change is None else max_distance_change * float(D.max())
         cv = knn_cross_validation(
-            measure_distances(summary, measure), labels, ks=ks, n_splits=n_splits,
-            n_repeats=n_repeats, seed=seed, confusion_k=k if measure == "magdiff" else None)
+            D, labels, ks=ks, n_splits=n_splits, n_repeats=n_repeats, seed=seed,
+            confusion_k=k if measure == "magdiff" else None, reach=reach)
         for k_i, fold_accuracy in cv["accuracy"].items():
-            rows.append({**block, "measure": MEASURE_LABELS[measure], "k": k_i,
-                         "accuracy_mean": fold_accuracy.mean(),
-                         "accuracy_std": fold_accuracy.std()})
+            row = {**block, "measure": MEASURE_LABELS[measure], "k": k_i,
+                   "accuracy_mean": fold_accuracy.mean(), "accuracy_std": fold_accuracy.std()}
+            if reach is not None:
+                gain, loss = cv["gain"][k_i], cv["loss"][k_i]
+                row.update(accuracy_low=row["accuracy_mean"] - loss.mean(),
+                           accuracy_high=row["accuracy_mean"] + gain.mean(),
+                           std_change=float(np.sqrt(np.mean(np.maximum(gain, loss) ** 2))),
+                           decisions_within_reach=cv["within_reach"][k_i])
+            rows.append(row)
         if measure == "magdiff":
+            bounds = ("confusion_low", "confusion_high") if reach is not None else ()
             confusion_rows.extend(
                 {**block, "true_model": true, "predicted_model": predicted,
-                 "count": int(cv["confusion"][i, j])}
+                 "count": int(cv["confusion"][i, j]),
+                 **{f"count_{b.split('_')[1]}": int(cv[b][i, j]) for b in bounds}}
                 for i, true in enumerate(models) for j, predicted in enumerate(models))
         log.info("%s / %s / %s / %s: accuracy at k=%d %.3f", *block.values(), measure, k,
                  cv["accuracy"][k].mean())

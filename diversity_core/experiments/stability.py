@@ -13,6 +13,12 @@ text experiment for its R² table (target ``text_stability``: ``results/text/r2_
 The spread is what the draws showed, not a bound: a cell that did not move in a few draws can
 still move on another machine (measured: AVX2 instead of AVX-512 kernels moved 13 of jargon's
 175 printed cells, none of them marked, and 20 of fortunes', 10 of them beyond their spread).
+So the model experiment also bounds each cell (:func:`possible_knn_predictions`): when a change
+of machine moves every distance between two sets by at most a stated fraction of the block's
+largest, every k-NN decision it can reach is counted both ways, which gives each cell the range
+it can reach (:func:`reach_table`; ``stability.csv``'s ``reach_low``, ``reach_high``) and says
+which printed digits cannot move at all. The fraction is an assumption about the other machine,
+checked against measured changes (:func:`outside_reach`; benchmarks/cells_beyond_spread.py).
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ __all__ = [
     "MODEL_CELL",
     "perturb",
     "perturbation_rng",
+    "possible_knn_predictions",
+    "reach_table",
     "beyond_spread",
+    "outside_reach",
     "spread_table",
     "table2_markdown",
 ]
@@ -93,6 +102,72 @@ def perturbation_rng(seed: int, collection: str, model: str,
                                   zlib.crc32(model.encode()), 2, int(perturbation)])
 
 
+def possible_knn_predictions(distances, train_labels, classes, k: int,
+                             reach: float) -> np.ndarray:
+    """Which classes a k-nearest-neighbour vote can return for each test row when every distance
+    may move by up to ``reach`` (a bound read from the decisions, not from sampled draws).
+
+    The vote is scikit-learn's ``KNeighborsClassifier(n_neighbors=k, weights="uniform")`` on a
+    precomputed distance matrix: the majority class of the ``k`` nearest training rows, a tie
+    going to the smallest class. When each distance ``d_j`` may become any value in
+    ``[d_j − reach, d_j + reach]`` (independently), a training row is surely among the ``k``
+    nearest if ``d_j < s_k − 2·reach`` and surely not if ``d_j > s_(k−1) + 2·reach`` (``s_i``
+    the row's ``i``-th smallest distance, from 0); the rows between are open, and any ``k −
+    held`` of them may join the neighbours. Class ``c`` can win if it takes as many open rows
+    as it can and the others' votes fit below it with the rest. With ``reach = 0`` only exact
+    ties at the ``k``-th distance stay open (scikit-learn breaks them by the order of its
+    partial sort).
+
+    Why by hand: no library bounds a k-NN decision under a bounded change of its distances; the
+    check of issue 42 needs every decision that a change of machine can reach, where a few
+    sampled perturbations had missed cells that another CPU's kernels moved.
+
+    Parameters
+    ----------
+    distances : (n_test, n_train) distances from each test row to the training rows
+    train_labels : (n_train,) class of each training row
+    classes : (n_classes,) the classes in increasing order (the vote's tie order)
+    k : neighbours, at most ``n_train``
+    reach : how far each distance may move, ``>= 0``
+
+    Returns
+    -------
+    (n_test, n_classes) bool: the classes each test row can be assigned; the prediction on the
+    distances as given is always among them.
+    """
+    D = np.asarray(distances, dtype=np.float64)
+    classes = np.asarray(classes)
+    if D.ndim != 2 or D.shape[1] != len(train_labels):
+        raise ValueError(f"distances must be (n_test, {len(train_labels)}); got {D.shape}.")
+    if not 1 <= k <= D.shape[1]:
+        raise ValueError(f"k must be between 1 and the {D.shape[1]} training rows; got {k}.")
+    if not reach >= 0:
+        raise ValueError(f"reach must be >= 0; got {reach}.")
+    if k < D.shape[1]:
+        nearest = np.partition(D, [k - 1, k], axis=1)
+        last_in, first_out = nearest[:, k - 1:k], nearest[:, k:k + 1]
+    else:
+        last_in, first_out = D.max(axis=1, keepdims=True), np.inf
+    one_hot = (np.asarray(train_labels)[:, None] == classes[None, :]).astype(np.int64)
+    sure = D < first_out - 2 * reach
+    held = sure.astype(np.int64) @ one_hot
+    open_rows = (~sure & (D <= last_in + 2 * reach)).astype(np.int64) @ one_hot
+    free = k - held.sum(axis=1)
+    rank = np.arange(len(classes))
+    possible = np.zeros(held.shape, dtype=bool)
+    for c in rank:
+        taken = np.minimum(open_rows[:, c], free)
+        votes = held[:, c] + taken
+        # Every other class must stay below c (at or below it when it comes after c in the
+        # tie order), and the open rows c did not take must fit under those caps.
+        cap = votes[:, None] - (rank < c)[None, :]
+        others = rank != c
+        fits = np.all((held <= cap) | ~others, axis=1)
+        room = np.clip(np.minimum(open_rows, cap - held), 0, None)[:, others].sum(axis=1)
+        possible[:, c] = fits & (room >= free - taken)
+    return possible
+
+
 def spread_table(reference: pd.DataFrame, perturbed: pd.DataFrame, *,
                  cell: tuple[str, ...] = MODEL_CELL, value: str = "accuracy_mean",
                  decimals: int = 4) -> pd.DataFrame:
@@ -137,6 +212,45 @@ def spread_table(reference: pd.DataFrame, perturbed: pd.DataFrame, *,
     })
 
 
+def reach_table(reference: pd.DataFrame, *, cell: tuple[str, ...] = MODEL_CELL,
+                decimals: int = 4) -> pd.DataFrame:
+    """Each cell's bounds under a bounded change of its distances, from the classification's
+    rows (``classify_block(..., max_distance_change=...)``: ``accuracy_mean``,
+    ``accuracy_std``, ``accuracy_low``, ``accuracy_high``, ``std_change``,
+    ``decisions_within_reach``; unrounded).
+
+    Returns
+    -------
+    One row per cell, in ``reference``'s order: ``reach_low`` and ``reach_high`` (the mean's
+    bounds, rounded as the table), ``std_change`` (the most the sd can move, unrounded),
+    ``decisions_within_reach``, ``mean_within_reach`` and ``std_within_reach`` (whether the
+    printed mean, the printed sd, can change within the bounds).
+    """
+    cell = list(cell)
+    columns = ["accuracy_mean", "accuracy_std", "accuracy_low", "accuracy_high", "std_change",
+               "decisions_within_reach"]
+    missing = [c for c in [*cell, *columns] if c not in reference.columns]
+    if missing:
+        raise ValueError(f"need the classification's bounds (max_distance_change); missing "
+                         f"columns {missing}.")
+    mean, sd, change = (reference[c] for c in ("accuracy_mean", "accuracy_std", "std_change"))
+
+    def moves(value, low, high):
+        return (low.round(decimals) != value.round(decimals)) | \
+            (high.round(decimals) != value.round(decimals))
+
+    return pd.DataFrame({
+        **{c: reference[c] for c in cell},
+        "reach_low": reference["accuracy_low"].round(decimals),
+        "reach_high": reference["accuracy_high"].round(decimals),
+        "std_change": change,
+        "decisions_within_reach": reference["decisions_within_reach"].astype(int),
+        "mean_within_reach": moves(mean, reference["accuracy_low"],
+                                   reference["accuracy_high"]),
+        "std_within_reach": moves(sd, (sd - change).clip(lower=0), sd + change),
+    })
+
+
 def beyond_spread(spread: pd.DataFrame, reference: pd.DataFrame, other: pd.DataFrame, *,
                   cell: tuple[str, ...] = MODEL_CELL, value: str = "accuracy_mean",
                   decimals: int = 4) -> pd.DataFrame:
@@ -172,21 +286,44 @@ def beyond_spread(spread: pd.DataFrame, reference: pd.DataFrame, other: pd.DataF
         .reset_index(drop=True)
 
 
+def outside_reach(reference: pd.DataFrame, other: pd.DataFrame, *,
+                  cell: tuple[str, ...] = MODEL_CELL, value: str = "accuracy_mean",
+                  tolerance: float = 1e-12) -> pd.DataFrame:
+    """The cells that ``other`` (computed elsewhere, unrounded) moves outside the bounds
+    ``reference`` gives them (its ``accuracy_low`` and ``accuracy_high``: :func:`reach_table`'s
+    source); empty when every compared cell lies inside. ``tolerance``: the bounds are sums of
+    the same floating-point fractions in another order."""
+    cell = list(cell)
+    table = other[[*cell, value]].rename(columns={value: "other"}).merge(
+        reference[[*cell, value, "accuracy_low", "accuracy_high"]], on=cell, how="left",
+        validate="one_to_one")
+    if table[value].isna().any():
+        raise ValueError(f"cells without bounds, e.g. "
+                         f"{table.loc[table[value].isna(), cell].head(3).to_dict('records')}.")
+    outside = (table["other"] < table["accuracy_low"] - tolerance) | \
+        (table["other"] > table["accuracy_high"] + tolerance)
+    return table[outside].reset_index(drop=True)
+
+
 def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
                     measures: list[str], relative_to_column: float,
-                    common_to_column: float = 0.0) -> str:
+                    common_to_column: float, max_distance_change: float) -> str:
     """Table 2 as Markdown: one row per block, one column per measure, ``mean ± sd``; the best
-    of each row in bold; a cell whose printed value moved under perturbation marked with ``†``
-    and its spread; under the table, a legend that says so (a reader of the file alone sees
-    which digits may move, under what, and by how much).
+    of each row in bold; a cell whose printed mean a change of machine can move followed by the
+    range it can reach, ``[low, high]``, and one whose printed value moved in a perturbed run
+    marked ``†``; under the table, a legend that says so (a reader of the file alone sees which
+    digits may move, under what, and by how much).
 
     Parameters
     ----------
     table2 : ``table2.csv`` (rounded)
-    stability : :func:`spread_table`'s rows (every k; those of ``k`` are read)
+    stability : :func:`spread_table`'s rows joined with :func:`reach_table`'s (every k; those
+        of ``k`` are read)
     measures : the measure labels, in column order
     relative_to_column, common_to_column : the perturbation of the runs (see :func:`perturb`),
         for the legend
+    max_distance_change : the change of machine the bounds assume (a fraction of a block's
+        largest distance), for the legend
     """
     cells = stability[stability["k"] == k].set_index([*BLOCK, "measure"])
     lines = ["| collection | preprocessing | distance | " + " | ".join(measures) + " |",
@@ -200,23 +337,24 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
             text = f"{mean:.4f}"
             text = f"**{text}**" if mean == best else text
             cell = cells.loc[(*block, measure)]
-            mark = f" † {cell['spread']:.2g}" if cell["moves"] else ""
-            out.append(f"{text} ± {sd:.4f}{mark}")
+            reach = (f" [{cell['reach_low']:.4f}, {cell['reach_high']:.4f}]"
+                     if cell["mean_within_reach"] else "")
+            out.append(f"{text} ± {sd:.4f}{reach}{' †' if cell['moves'] else ''}")
         lines.append("| " + " | ".join([*block, *out]) + " |")
     runs = int(cells["perturbations"].max())
-    marked = int(cells["moves"].sum())
     lines += ["", (
         f"Accuracy of the {k}-nearest-neighbour classifier (mean ± sd over the folds of the "
-        "repeated cross-validation); the best of each row in bold. `† s`: the printed value "
-        f"differs in at least one of {runs} run{'s' * (runs != 1)} on embeddings moved at their "
-        f"round-off level (every value by a Gaussian {relative_to_column:g} of its dimension's "
-        "root mean square" + (f", every dimension shifted by one more Gaussian "
-                              f"{common_to_column:g} shared by all vectors"
-                              if common_to_column else "")
-        + ", as a change of CPU moves them), s being the spread of the unrounded "
-        f"accuracy over those runs and this one ({marked} of {len(table2)} cells); the other "
-        "cells printed the same in every run. The spread is what the runs showed, not a bound: "
-        "another CPU's kernels can move a cell's 4th decimal beyond it "
+        "repeated cross-validation); the best of each row in bold. `[low, high]`: the range "
+        "the mean can reach when a change of machine moves every distance between two sets "
+        f"by at most {max_distance_change:g} of the block's largest (every k-NN decision "
+        "within that reach counted both ways); "
+        f"{int(cells['mean_within_reach'].sum())} of {len(table2)} cells; "
+        "the other means cannot move in their printed digits under such a change (the sd's "
+        "bound is in results/models/stability.csv). `†`: the printed value differs in at least "
+        f"one of {runs} run{'s' * (runs != 1)} on embeddings moved at their round-off level "
+        f"(every value by a Gaussian {relative_to_column:g} of its dimension's root mean "
+        f"square, every dimension shifted by one more Gaussian {common_to_column:g} shared by "
+        f"all vectors; {int(cells['moves'].sum())} cells): what such a change did, not a bound "
         "(results/models/stability.csv holds every cell of Table S.5; "
         "docs/model_distinguishing.md, \"Reproducibility\", what was measured).")]
     return "\n".join(lines) + "\n"

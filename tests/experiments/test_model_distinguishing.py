@@ -267,9 +267,19 @@ def test_pipeline_tiny_twice(tiny_runs, text_assets):
     assert (stability.perturbed_max - stability.perturbed_min <= stability.spread + 1e-4).all()
     markdown = (first / "table2.md").read_text().splitlines()
     assert len(markdown) == 2 + 2 * 5 + 2 and markdown[0].count("|") == 3 + len(md.MEASURES) + 1
+    # ... and each cell's bounds under a change of machine (every decision within reach of
+    # max_distance_change counted both ways): they hold the value, the ranges in table2.md are
+    # the cells whose printed mean they can move.
+    assert (stability.reach_low <= stability.accuracy_mean).all()
+    assert (stability.accuracy_mean <= stability.reach_high).all()
+    assert (stability.decisions_within_reach >= 0).all() and (stability.std_change >= 0).all()
+    assert (stability.mean_within_reach <= (stability.decisions_within_reach > 0)).all()
     marked = sum(line.count("†") for line in markdown[2:12])
+    ranged = sum(line.count(" [") for line in markdown[2:12])
+    assert ranged == stability[stability.k == 3].mean_within_reach.sum()
     assert markdown[-1].startswith("Accuracy of the 3-nearest-neighbour classifier")
-    assert f"({marked} of {2 * 5 * len(md.MEASURES)} cells)" in markdown[-1]
+    assert f"; {ranged} of {2 * 5 * len(md.MEASURES)} cells;" in markdown[-1]
+    assert f"all vectors; {marked} cells)" in markdown[-1]
     assert (first / "magnitude_functions.png").stat().st_size > 10_000
     assert (first / "confusion_magdiff.png").stat().st_size > 10_000
     assert (first / "benchmarks" / "embed_jargon_glove-6B-50d-mean.tsv").exists()

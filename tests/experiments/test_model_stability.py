@@ -153,6 +153,106 @@ def test_perturb_shifts_every_dimension_alike_for_all_vectors():
                           ms.perturb(X, 2.5e-6, np.random.default_rng(7)))
 
 
+def _knn_predictions(D, train_labels, k):
+    from sklearn.neighbors import KNeighborsClassifier
+
+    knn = KNeighborsClassifier(n_neighbors=k, metric="precomputed")
+    knn.fit(np.zeros((D.shape[1], D.shape[1])), train_labels)
+    return knn.predict(D)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_possible_knn_predictions_hold_every_vote_a_bounded_change_can_give(k):
+    # Distances on a coarse grid (many ties and near-ties), moved within the reach at random
+    # and at the corners of the box: scikit-learn's vote on every moved matrix is among the
+    # classes the bound allows, and with reach 0 and no ties it allows exactly the vote made.
+    rng = np.random.default_rng(k)
+    classes = np.array([0, 1, 2])
+    train_labels = rng.permutation(np.arange(15) % 3)
+    D = rng.integers(1, 13, (40, 15)).astype(float) / 10
+    reach = 0.05
+    possible = ms.possible_knn_predictions(D, train_labels, classes, k, reach)
+    seen = np.zeros_like(possible)
+    for draw in range(400):
+        noise = rng.uniform(-reach, reach, D.shape) if draw % 2 else \
+            reach * rng.choice([-1.0, 1.0], D.shape)
+        seen[np.arange(len(D)), _knn_predictions(D + noise, train_labels, k)] = True
+    assert not (seen & ~possible).any()
+    assert possible[np.arange(len(D)), _knn_predictions(D, train_labels, k)].all()
+    # the bound is not vacuous: rows with one possible class exist, and moves reached others
+    assert (possible.sum(axis=1) == 1).any() and (seen.sum(axis=1) > 1).any()
+    distinct = D + rng.uniform(0, 1e-3, D.shape)
+    exact = ms.possible_knn_predictions(distinct, train_labels, classes, k, 0.0)
+    assert (exact.sum(axis=1) == 1).all()
+    assert exact[np.arange(len(D)), _knn_predictions(distinct, train_labels, k)].all()
+
+
+def test_possible_knn_predictions_open_a_near_tie_only_within_reach():
+    # One test row, 1-NN: class 1 at distance 1.0, class 0 at 1.0 + gap. The decision is open
+    # when the gap is within twice the reach (each distance moves by up to it), not beyond.
+    train_labels, classes = np.array([1, 0, 0]), np.array([0, 1])
+    for gap, reach, expected in [(0.3, 0.1, [False, True]), (0.19, 0.1, [True, True]),
+                                 (0.0, 0.0, [True, True])]:
+        D = np.array([[1.0, 1.0 + gap, 5.0]])
+        assert ms.possible_knn_predictions(D, train_labels, classes, 1, reach)[0].tolist() \
+            == expected
+    # a tie of votes goes to the smallest class (scikit-learn's mode): 2-NN, one of each
+    D = np.array([[1.0, 2.0, 9.0]])
+    assert ms.possible_knn_predictions(D, train_labels, classes, 2, 0.0)[0].tolist() \
+        == [True, False]
+    assert _knn_predictions(D, train_labels, 2).tolist() == [0]
+    for bad, match in [({"k": 0}, "k must be"), ({"k": 4}, "k must be"),
+                       ({"reach": -1.0}, "reach must be")]:
+        with pytest.raises(ValueError, match=match):
+            ms.possible_knn_predictions(D, train_labels, classes,
+                                        **{"k": 1, "reach": 0.0, **bad})
+
+
+def test_classify_block_bounds_every_cell_a_change_of_distances_can_reach():
+    # A block of 4 models x 10 sets whose scores overlap: the bounds hold the accuracies and
+    # the confusion counts of the same block with every score moved within reach, and they are
+    # the values themselves when nothing can move.
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(4), 10)
+    ts = np.linspace(0, 1, 5)
+    summary = {"labels": labels, "models": np.array(["a", "b", "c", "d"]),
+               "collection": "x", "preprocessing": "raw", "metric": "cosine", "ts": ts,
+               "functions": 1 + labels[:, None] * ts + rng.normal(0, 0.6, (40, 5)),
+               **{m: labels + rng.normal(0, 0.7, 40) for m in md.SCALAR_MEASURES}}
+    settings = dict(ks=[1, 3], k=3, n_splits=2, n_repeats=3, seed=0)
+    rows, confusion = md.classify_block(summary, **settings, max_distance_change=0.02)
+    bounds = pd.DataFrame(rows)
+    assert (bounds.accuracy_low <= bounds.accuracy_mean).all()
+    assert (bounds.accuracy_mean <= bounds.accuracy_high).all()
+    assert (bounds.decisions_within_reach > 0).any() and (bounds.std_change > 0).any()
+    counts = pd.DataFrame(confusion)
+    assert (counts.count_low <= counts["count"]).all()
+    assert (counts["count"] <= counts.count_high).all()
+    for _ in range(4):
+        # each score moves by at most 1 % of the measure's largest distance, so each distance
+        # by at most 2 %
+        moved = dict(summary)
+        for m in md.SCALAR_MEASURES:
+            span = np.ptp(summary[m])
+            moved[m] = summary[m] + 0.01 * span * rng.uniform(-1, 1, 40)
+        moved["functions"] = summary["functions"] * (1 + rng.uniform(-1e-3, 1e-3, (40, 5)))
+        again, moved_confusion = md.classify_block(moved, **settings)
+        again = pd.DataFrame(again)
+        scalar = again.measure != "MagDiff"
+        assert (again.accuracy_mean[scalar] >= bounds.accuracy_low[scalar] - 1e-12).all()
+        assert (again.accuracy_mean[scalar] <= bounds.accuracy_high[scalar] + 1e-12).all()
+        assert (abs(again.accuracy_std - bounds.accuracy_std)[scalar]
+                <= bounds.std_change[scalar] + 1e-12).all()
+    # no reach, no open decision unless distances tie exactly: the bounds are the values
+    exact = pd.DataFrame(md.classify_block(summary, **settings, max_distance_change=0.0)[0])
+    assert (exact.accuracy_low == exact.accuracy_mean).all()
+    assert (exact.accuracy_high == exact.accuracy_mean).all()
+    # without max_distance_change the rows are the former ones
+    plain = pd.DataFrame(md.classify_block(summary, **settings)[0])
+    assert list(plain.columns) == [*ms.MODEL_CELL, "accuracy_mean", "accuracy_std"]
+    assert plain.accuracy_mean.equals(exact.accuracy_mean)
+
+
 def _rows(values, perturbation=None):
     rows = pd.DataFrame({"dataset": "jargon", "preprocessing": "pca", "distance": "cosine",
                          "measure": ["MagDiff", "GMStds", "VS"], "k": 5,
@@ -179,27 +279,49 @@ def test_spread_table_marks_the_cells_whose_printed_value_moves():
         ms.spread_table(reference, reference)
 
 
+def _with_bounds(rows, low, high, std_change=0.0):
+    return rows.assign(accuracy_low=low, accuracy_high=high, std_change=std_change,
+                       decisions_within_reach=[7 * (h > lo) for lo, h in zip(low, high, strict=True)])
+
+
+def test_reach_table_says_which_printed_digits_a_change_of_machine_can_move():
+    reference = _with_bounds(_rows([0.90001, 0.84, 0.70004]), [0.90001, 0.8396, 0.70001],
+                             [0.90004, 0.8403, 0.70004], std_change=[0.0, 0.0002, 0.00004])
+    table = ms.reach_table(reference)
+    assert list(table.measure) == ["MagDiff", "GMStds", "VS"]
+    assert table.reach_low.tolist() == [0.9, 0.8396, 0.7]
+    assert table.reach_high.tolist() == [0.9, 0.8403, 0.7]
+    # 0.90001..0.90004 print 0.9000; 0.8396..0.8403 cross 0.8400; the sd 0.01 ± 4e-5 prints 0.0100
+    assert table.mean_within_reach.tolist() == [False, True, False]
+    assert table.std_within_reach.tolist() == [False, True, False]
+    assert table.decisions_within_reach.tolist() == [7, 7, 7]
+    with pytest.raises(ValueError, match="max_distance_change"):
+        ms.reach_table(_rows([0.9, 0.84, 0.7]))
+
+
 def test_table2_markdown_marks_round_off_and_the_best():
-    reference = _rows([0.9, 0.84, 0.7])
-    stability = ms.spread_table(reference, _rows([0.9, 0.9, 0.7], 0))
+    reference = _with_bounds(_rows([0.9, 0.84, 0.7]), [0.9, 0.8371, 0.69996],
+                             [0.9, 0.8425, 0.7])
+    stability = ms.spread_table(reference, _rows([0.9, 0.9, 0.7], 0)).merge(
+        ms.reach_table(reference), on=list(ms.MODEL_CELL))
     table2 = reference.drop(columns="k")
     lines = ms.table2_markdown(table2, stability, k=5, measures=["MagDiff", "GMStds", "VS"],
-                               relative_to_column=2.5e-6).splitlines()
+                               relative_to_column=2.5e-6, common_to_column=1.5e-6,
+                               max_distance_change=2.5e-6).splitlines()
     assert lines[0] == "| collection | preprocessing | distance | MagDiff | GMStds | VS |"
-    assert lines[2] == ("| jargon | pca | cosine | **0.9000** ± 0.0100 | 0.8400 ± 0.0100 † "
-                        "0.06 | 0.7000 ± 0.0100 |")
-    # The legend under the table says what † is: how many runs, which perturbation, how many
-    # cells it marks.
+    # the mean's range where its printed digits can move (0.69996 still prints 0.7000), and †
+    # where a perturbed run moved it
+    assert lines[2] == ("| jargon | pca | cosine | **0.9000** ± 0.0100 | 0.8400 ± 0.0100 "
+                        "[0.8371, 0.8425] † | 0.7000 ± 0.0100 |")
+    # The legend under the table says what both marks are: the reach assumed, how many cells,
+    # how many runs of which perturbation.
     assert lines[3] == ""
     legend = lines[4]
     assert legend.startswith("Accuracy of the 5-nearest-neighbour classifier")
+    assert "by at most 2.5e-06 of the block's largest" in legend and "1 of 3 cells;" in legend
     assert "in at least one of 1 run on" in legend and "Gaussian 2.5e-06 of" in legend
-    assert "(1 of 3 cells)" in legend and len(lines) == 5
-    assert "shared by all vectors" not in legend
-    shifted = ms.table2_markdown(table2, stability, k=5, measures=["MagDiff", "GMStds", "VS"],
-                                 relative_to_column=2.5e-6, common_to_column=1.5e-6)
-    assert ("every dimension shifted by one more Gaussian 1.5e-06 shared by all vectors"
-            in shifted.splitlines()[4])
+    assert "one more Gaussian 1.5e-06 shared by all vectors; 1 cells)" in legend
+    assert len(lines) == 5
 
 
 def test_beyond_spread_names_the_cells_another_run_moved_too_far():
@@ -240,9 +362,21 @@ def test_cells_beyond_spread_script_compares_two_runs(tmp_path):
 
     same, moved = compare("same"), compare("moved")
     assert same.returncode == 0 and "3 cells of 1 blocks compared" in same.stdout
-    assert "0 beyond their spread" in same.stdout
+    assert "0 beyond their spread; no bounds" in same.stdout
     assert moved.returncode == 1 and "1 beyond their spread" in moved.stdout
     assert "VS" in moved.stdout.splitlines()[-1]
+    # With the classification's bounds, a cell beyond its (sampled) spread but inside its
+    # bounds passes; one outside them fails, named.
+    _with_bounds(reference, [0.9, 0.85, 0.6999], [0.9001, 0.85, 0.7011]).to_csv(
+        tmp_path / "ref" / "accuracy" / "jargon_pca_cosine.csv", index=False)
+    inside = compare("moved")
+    assert inside.returncode == 0, inside.stdout
+    assert "1 beyond their spread; 0 outside their bounds" in inside.stdout
+    _rows([0.90002, 0.8501, 0.70004]).to_csv(
+        tmp_path / "moved" / "accuracy" / "jargon_pca_cosine.csv", index=False)
+    outside = compare("moved")
+    assert outside.returncode == 1 and "1 outside their bounds" in outside.stdout
+    assert "GMStds" in outside.stdout.splitlines()[-1]
 
 
 def test_embedding_portability_measures_what_the_vectors_share():

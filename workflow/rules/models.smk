@@ -130,6 +130,7 @@ rule models_classify:
         cv_folds=MOD_CFG["cv_folds"],
         cv_repeats=MOD_CFG["cv_repeats"],
         seed=seed_for(MOD),
+        max_distance_change=MOD_CFG["stability"]["max_distance_change"],
     wildcard_constraints:
         variant="|".join(MOD_VARIANTS),
     conda:
@@ -252,6 +253,7 @@ rule models_stability_table:
         k=MOD_CFG["k"],
         relative_to_column=MOD_CFG["stability"]["relative_to_column"],
         common_to_column=MOD_CFG["stability"]["common_to_column"],
+        max_distance_change=MOD_CFG["stability"]["max_distance_change"],
         config=MOD_PROVENANCE,
     conda:
         MOD_ENV
