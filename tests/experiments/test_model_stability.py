@@ -280,8 +280,9 @@ def test_spread_table_marks_the_cells_whose_printed_value_moves():
 
 
 def _with_bounds(rows, low, high, std_change=0.0):
+    within = [7 * (h > lo) for lo, h in zip(low, high, strict=True)]
     return rows.assign(accuracy_low=low, accuracy_high=high, std_change=std_change,
-                       decisions_within_reach=[7 * (h > lo) for lo, h in zip(low, high, strict=True)])
+                       decisions_within_reach=within)
 
 
 def test_reach_table_says_which_printed_digits_a_change_of_machine_can_move():
