@@ -498,18 +498,18 @@ def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repea
     confusion = np.zeros((len(classes), len(classes)), dtype=np.int64)
     confusion_low, confusion_high = confusion.copy(), confusion.copy()
     for train, test in folds.split(np.zeros(len(labels)), labels):
+        to_train, from_test = D[np.ix_(train, train)], D[np.ix_(test, train)]
         for k in accuracy:
             knn = KNeighborsClassifier(n_neighbors=k, metric="precomputed")
-            knn.fit(D[np.ix_(train, train)], labels[train])
-            predicted = knn.predict(D[np.ix_(test, train)])
+            knn.fit(to_train, labels[train])
+            predicted = knn.predict(from_test)
             correct = predicted == labels[test]
             accuracy[k].append(float(np.mean(correct)))
             if k == confusion_k:
                 confusion += confusion_matrix(labels[test], predicted, labels=classes)
             if reach is None:
                 continue
-            possible = possible_knn_predictions(D[np.ix_(test, train)], labels[train], classes,
-                                                k, reach)
+            possible = possible_knn_predictions(from_test, labels[train], classes, k, reach)
             true = np.searchsorted(classes, labels[test])
             open_decision = possible.sum(axis=1) > 1
             gain[k].append(float(np.mean(~correct & possible[np.arange(len(test)), true])))
