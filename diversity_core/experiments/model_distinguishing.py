@@ -579,11 +579,12 @@ def classify_block(summary: Mapping[str, np.ndarray], *, ks: Sequence[int], k: i
                            decisions_within_reach=cv["within_reach"][k_i])
             rows.append(row)
         if measure == "magdiff":
-            bounds = ("confusion_low", "confusion_high") if reach is not None else ()
+            bounds = ({"count_low": "confusion_low", "count_high": "confusion_high"}
+                      if reach is not None else {})
             confusion_rows.extend(
                 {**block, "true_model": true, "predicted_model": predicted,
                  "count": int(cv["confusion"][i, j]),
-                 **{f"count_{b.split('_')[1]}": int(cv[b][i, j]) for b in bounds}}
+                 **{column: int(cv[key][i, j]) for column, key in bounds.items()}}
                 for i, true in enumerate(models) for j, predicted in enumerate(models))
         log.info("%s / %s / %s / %s: accuracy at k=%d %.3f", *block.values(), measure, k,
                  cv["accuracy"][k].mean())
