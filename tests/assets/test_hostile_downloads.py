@@ -26,7 +26,7 @@ from diversity_core.assets.hub import (
     list_repo_files,
     split_shards,
 )
-from diversity_core.data import images, text, text_tasks
+from diversity_core.data import corpus_formats, images, text, text_tasks
 
 
 @pytest.fixture
@@ -475,7 +475,7 @@ def test_json_lines_readers_name_file_and_line(tmp_path, content, problem):
     path = tmp_path / "arxiv.jsonl"
     path.write_bytes(content)
     with pytest.raises(ValueError, match=problem) as err:
-        text._read_column(path, "abstract", None)
+        corpus_formats.read_column(path, "abstract", None)
     _one_line(err)
 
 
@@ -485,14 +485,14 @@ def test_a_broken_gzip_names_the_file(tmp_path, damage):
     path = tmp_path / "arxiv.jsonl.gz"
     path.write_bytes(data[:len(data) // 2] if damage == "truncated" else b"plain text\n")
     with pytest.raises(ValueError, match=rf"{path}: not a whole gzip file"):
-        text._read_column(path, "abstract", None)
+        corpus_formats.read_column(path, "abstract", None)
 
 
 def test_a_broken_parquet_names_the_file(tmp_path):
     path = tmp_path / "shard.parquet"
     path.write_bytes(b"PAR1 this is no parquet footer PAR1")
     with pytest.raises(ValueError, match=rf"{path}: not a readable parquet file") as err:
-        text._read_column(path, "abstract", None)
+        corpus_formats.read_column(path, "abstract", None)
     _one_line(err)
 
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from workflow_runner import REPO, run_snakemake
 
-from diversity_core.data import text
+from diversity_core.data import corpus_formats, text
 from diversity_core.embed import sentences
 
 MODELS_DIR = REPO / "resources" / "text" / "models"
@@ -176,7 +176,7 @@ def test_load_wordnet(tmp_path):
     (tmp_path / "data.adj").write_text("00001740 00 s 01 able 0 000 | (usually followed by `to')"
                                        " having the necessary means  \n")
     (tmp_path / "data.adv").write_text("")
-    assert text.load_wordnet(tmp_path) == [
+    assert corpus_formats.load_wordnet(tmp_path) == [
         ("entity", "n", "that which is perceived"),
         ("abstraction", "n", "a general concept"),
         ("breathe", "v", "draw air into, and expel out of, the lungs"),
@@ -184,7 +184,7 @@ def test_load_wordnet(tmp_path):
     ]
     (tmp_path / "data.adv").write_text("not a wordnet line\n")
     with pytest.raises(ValueError, match=r"data\.adv:1"):
-        text.load_wordnet(tmp_path)
+        corpus_formats.load_wordnet(tmp_path)
 
 
 def _b64(n: int) -> str:
@@ -217,7 +217,7 @@ def test_load_dictd(tmp_path):
              f"thinko\t{_b64(offsets[2][0])}\t{_b64(offsets[2][1])}"]
     (tmp_path / "foldoc.index").write_text("\n".join(sorted(index)) + "\n")
     (tmp_path / "foldoc.dict.dz").write_bytes(gzip.compress(data))
-    assert text.load_dictd(tmp_path, "foldoc") == [
+    assert corpus_formats.load_dictd(tmp_path, "foldoc") == [
         ("FOLDOC", "A computing dictionary, see"),
         ("thinko", "A momentary glitch; see braino."),
     ]
@@ -298,7 +298,7 @@ def test_fetch_corpus_from_debian(tmp_path):
     documents = text.load_corpus("jargon", folder)
     assert len(documents) > 2000
     assert all(doc == " ".join(doc.split()) and doc for doc in documents)
-    thinko = dict(text.load_dictd(folder, "jargon"))["thinko"]
+    thinko = dict(corpus_formats.load_dictd(folder, "jargon"))["thinko"]
     assert "braino" in thinko and "{braino}" not in thinko  # cross-reference markup removed
     assert sorted(p.name for p in folder.iterdir()) == [".pins.json", "jargon.dict.dz",
                                                         "jargon.index"]
