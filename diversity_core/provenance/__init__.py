@@ -7,6 +7,7 @@
   before they are hashed;
 * :mod:`.audit`: ``python -m diversity_core audit``: every file against its record, every input
   against the digest its consumer recorded, each final result's chain back to the assets;
+* :mod:`.audit_report`: what the audit found (a status per file, the chains), as text or JSON;
 * :mod:`.crate`: the records as a Workflow Run RO-Crate (``audit --ro-crate DIR``);
 * :mod:`.paths`: names the pipeline writes, links that leave a root, and reads that cannot be
   redirected out of it (the audit's and the crate's).
@@ -14,7 +15,8 @@
 ``docs/auditing.md`` walks through a real example.
 """
 
-from .audit import STATUSES, AuditReport, audit
+from .audit import audit
+from .audit_report import STATUSES, AuditReport
 from .digests import Hasher, file_sha256, read_manifest, tree_sha256
 from .records import FORMAT, Roots, write_records
 

@@ -44,10 +44,9 @@ that is not on disk is *not on disk*, as an input, since a fresh clone lacks int
 from __future__ import annotations
 
 import os
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .audit_report import AuditReport, ChainReport, FileReport, display_key, shown_path
 from .digests import (
     MAX_FOLDER_ENTRIES,
     RECORD_SUFFIX,
@@ -64,8 +63,6 @@ from .digests import (
 from .paths import leaves, name_problem, printable
 from .records import RecordError, Roots, read_record, record_path
 
-STATUSES = ("ok", "changed", "missing", "stale", "unrecorded")
-FINDINGS = STATUSES[1:]
 # Folders of the results tree that hold no results: rule logs, run times, and memo caches (each
 # keyed and checked by the code that reads it).
 SKIPPED_FOLDERS = ("logs", "benchmarks")
@@ -86,182 +83,6 @@ class Unreadable(ValueError):
         super().__init__(why)
         self.why = why
 
-
-@dataclass
-class FileReport:
-    """What the audit found about one file."""
-
-    root: str | None
-    path: str
-    status: str = "ok"
-    reasons: list[str] = field(default_factory=list)
-    rule: str | None = None
-
-    def add(self, status: str, reason: str) -> None:
-        self.reasons.append(reason)
-        if _RANK[status] < _RANK[self.status]:
-            self.status = status
-
-
-# Which status a file shows when several apply (its reasons list them all).
-_RANK = {"missing": 0, "changed": 1, "stale": 2, "unrecorded": 3, "ok": 4}
-
-
-@dataclass
-class ChainReport:
-    """A final result and every file it was made from, as far as the records reach."""
-
-    root: str | None
-    path: str
-    members: list[tuple] = field(default_factory=list)
-    not_on_disk: list[tuple] = field(default_factory=list)
-    pinned_assets: list[tuple] = field(default_factory=list)
-    unpinned_assets: list[tuple] = field(default_factory=list)
-    findings: list[tuple] = field(default_factory=list)
-
-
-@dataclass
-class AuditReport:
-    roots: Roots
-    files: dict[tuple, FileReport]
-    chains: dict[tuple, ChainReport]
-    not_on_disk: dict[tuple, list[tuple]]
-    require_chain: bool
-    code_changed: dict[tuple, tuple] = field(default_factory=dict)
-    hashed_bytes: int = 0
-    hashed_files: int = 0
-    # What the audit did not read, and why (not findings): links to folders in the results
-    # tree, FIFOs or devices inside a folder input.
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def findings(self) -> list[FileReport]:
-        return [f for f in self.files.values() if f.status != "ok"]
-
-    def counts(self) -> dict[str, int]:
-        counted = Counter(f.status for f in self.files.values())
-        return {status: counted.get(status, 0) for status in STATUSES}
-
-    def display(self, key) -> str:
-        """A path as the user would type it (relative to the current folder where it can)."""
-        return _display(self.roots, key)
-
-    def to_json(self) -> dict:
-        shown = self.display
-        return {
-            "results_dir": _shown(self.roots.results),
-            "resources_dir": _shown(self.roots.resources),
-            "workdir": _shown(self.roots.workdir),
-            "require_chain": self.require_chain,
-            "counts": self.counts(),
-            "findings": len(self.findings),
-            "hashed": {"files": self.hashed_files, "bytes": self.hashed_bytes},
-            "files": [{"path": shown(key), "root": f.root,
-                       "relative_path": printable(f.path),
-                       "status": f.status, "reasons": f.reasons, "rule": f.rule}
-                      for key, f in sorted(self.files.items(), key=_order)],
-            "chains": [{"result": shown(key),
-                        "status": _chain_status(chain),
-                        "files": len(chain.members),
-                        "findings": [shown(k) for k in chain.findings],
-                        "not_on_disk": [shown(k) for k in chain.not_on_disk],
-                        "pinned_assets": [shown(k) for k in chain.pinned_assets],
-                        "unpinned_assets": [shown(k) for k in chain.unpinned_assets]}
-                       for key, chain in sorted(self.chains.items(), key=_order)],
-            "not_on_disk": [{"path": shown(key), "named_by": [shown(k) for k in by]}
-                            for key, by in sorted(self.not_on_disk.items(), key=_order)],
-            "made_by_earlier_script": [{"path": shown(key), "script": shown(script)}
-                                       for key, script in sorted(self.code_changed.items(),
-                                                                 key=_order)],
-            "notes": list(self.notes),
-        }
-
-    def to_text(self, show_ok: bool = False) -> str:
-        counts = self.counts()
-        lines = [f"audit of {_shown(self.roots.results)}/ (assets: "
-                 f"{_shown(self.roots.resources)}/): {len(self.files)} files, "
-                 + ", ".join(f"{counts[s]} {s}" for s in STATUSES)]
-        for key, report in sorted(self.files.items(), key=_order):
-            if report.status == "ok" and not show_ok:
-                continue
-            lines.append(f"{report.status:<10} {self.display(key)}")
-            lines += [f"{'':<10}   {reason}" for reason in report.reasons]
-        if self.chains:
-            lines.append("")
-            lines.append("final results and their chains:")
-        for key, chain in sorted(self.chains.items(), key=_order):
-            status = _chain_status(chain)
-            detail = [f"{len(chain.members)} file(s) upstream"]
-            if chain.pinned_assets or chain.unpinned_assets:
-                detail.append(f"{len(chain.pinned_assets)} pinned asset(s)"
-                              + (f", {len(chain.unpinned_assets)} unpinned"
-                                 if chain.unpinned_assets else ""))
-            if chain.not_on_disk:
-                detail.append(f"{len(chain.not_on_disk)} not on disk")
-            lines.append(f"{status:<10} {self.display(key)}: {'; '.join(detail)}")
-            # The causes upstream; the stale files between them and the result are listed
-            # above (and in --json).
-            causes = [k for k in chain.findings if k != key and self.files[k].status != "stale"]
-            if causes:
-                lines.append(f"{'':<10}   made from: " + ", ".join(
-                    f"{self.display(k)} ({self.files[k].status})" for k in causes))
-        if self.not_on_disk:
-            lines.append("")
-            first = sorted(self.not_on_disk, key=_order)[:3]
-            lines.append(
-                f"{len(self.not_on_disk)} input(s) named by the records are not on disk (e.g. "
-                + ", ".join(self.display(k) for k in first) + "): the chain beyond the files "
-                "above cannot be checked here. A fresh clone holds only the committed results; "
-                "`snakemake` makes interim/ and resources/ again. "
-                + ("They count as missing (--require-chain)." if self.require_chain else
-                   "Not a finding; --require-chain makes it one."))
-        if self.code_changed:
-            lines.append("")
-            scripts = sorted({self.display(s) for s in self.code_changed.values()})
-            more = " ..." if len(scripts) > 4 else ""
-            lines.append(f"{len(self.code_changed)} file(s) were made by an earlier version of "
-                         f"their script ({', '.join(scripts[:4])}{more}): not a finding "
-                         "(`git diff <the record's commit> -- <script>` shows "
-                         "what changed; rerun the rule to bring them up to date).")
-        if self.notes:
-            lines.append("")
-            lines.append("notes (not findings):")
-            lines += [f"  {note}" for note in self.notes]
-        findings = len(self.findings)
-        lines.append("")
-        lines.append(f"{findings} finding(s)." if findings else "no findings: every file on disk "
-                     "matches its record and every recorded input on disk matches its digest.")
-        # One line per item whatever a name or a reason holds: a newline or an escape sequence
-        # in a file's name is shown escaped, never as a line of its own.
-        return "\n".join(printable(line) for line in lines)
-
-
-def _display(roots: Roots, key) -> str:
-    root, path = key
-    path = printable(path)
-    if root is None:
-        return path
-    base = _shown(roots.named()[root])
-    return f"{base}/{path}" if base != "." else path
-
-
-def _shown(path: Path) -> str:
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return printable(str(path))
-    return printable(str(path) if relative.startswith("..") else relative)
-
-
-def _order(item):
-    key = item[0]
-    return (key[0] or "", key[1])
-
-
-def _chain_status(chain: ChainReport) -> str:
-    if chain.findings:
-        return "affected"
-    return "partial" if chain.not_on_disk else "ok"
 
 
 def audit(results_dir, resources_dir=None, workdir=".", *, require_chain: bool = False,
@@ -360,7 +181,7 @@ def _walk(results: Path) -> tuple[list[str], list[str], list[str], dict[str, str
         for name in sorted(dirs):
             if not _skipped(name) and os.path.islink(here / name):
                 relative = (here / name).relative_to(results).as_posix()
-                notes.append(f"{_shown(here / name)}: a link to a folder "
+                notes.append(f"{shown_path(here / name)}: a link to a folder "
                              f"({printable(os.readlink(here / name))}), not followed: what it "
                              "holds is "
                              f"not audited (results/{relative} is not where the pipeline "
@@ -504,7 +325,7 @@ class _Auditor:
         for folder, aside in sorted(self.hasher.set_aside.items()):
             shown = ", ".join(f"{name} ({kind})" for name, kind in list(aside.items())[:10])
             more = f" and {len(aside) - 10} more" if len(aside) > 10 else ""
-            self.notes.append(f"{_shown(Path(folder))}: not read, not in its digest: {shown}"
+            self.notes.append(f"{shown_path(Path(folder))}: not read, not in its digest: {shown}"
                               f"{more}.")
         if self.require_chain:
             for key, by in self.not_on_disk.items():
@@ -518,7 +339,7 @@ class _Auditor:
                            self.hasher.files, self.notes)
 
     def _display(self, key) -> str:
-        return _display(self.roots, key)
+        return display_key(self.roots, key)
 
     def check_file(self, key) -> None:
         """A file of the results tree against its own record."""
@@ -667,16 +488,16 @@ class _Auditor:
                     report.add("changed", f"{name} {why}")
                     continue
                 if pin is None:
-                    report.add("changed", f"{name} is not in {_shown(manifest_path)}")
+                    report.add("changed", f"{name} is not in {shown_path(manifest_path)}")
                 elif now != pin["sha256"].lower():
                     report.add("changed", f"{name} differs from its pinned digest in "
-                               f"{_shown(manifest_path)}")
+                               f"{shown_path(manifest_path)}")
             if path.is_dir():
                 prefix = path.relative_to(base).as_posix()
                 for name in manifest["files"]:
                     inside = prefix == "." or name.startswith(prefix + "/")
                     if inside and not (base / name).exists():
-                        report.add("changed", f"{name} of {_shown(manifest_path)} is gone")
+                        report.add("changed", f"{name} of {shown_path(manifest_path)} is gone")
         record = self.record(key)
         if isinstance(record, dict):
             checked = True

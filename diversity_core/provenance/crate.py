@@ -143,8 +143,9 @@ def check_destination(dest, results=None) -> Path:
 
 
 def write_crate(report, dest) -> CrateResult:
-    """Write the crate of the run that ``report`` (an :class:`~.audit.AuditReport`) audited into
-    folder ``dest`` (see the module): built in a temporary folder beside it, then renamed."""
+    """Write the crate of the run that ``report`` (an :class:`~.audit_report.AuditReport`)
+    audited into folder ``dest`` (see the module): built in a temporary folder beside it, then
+    renamed."""
     dest = check_destination(dest, report.roots.results)
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp",
