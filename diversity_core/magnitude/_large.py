@@ -35,7 +35,6 @@ whose distance is below 1e-12 of the largest one.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 
@@ -164,7 +163,6 @@ class LargeMagnitudeSpace(_Operations):
         self._solver_errors: dict[float, float] = {0.0: 0.0}
         self._errors: dict[float, float] = {0.0: 0.0}
         self.records: list[dict] = []
-        self._phase = "other"  # what the next evaluations are for (records' ``phase``)
         self.area_error = None
         self.fallbacks: list[dict] = []
 
@@ -362,20 +360,6 @@ class LargeMagnitudeSpace(_Operations):
         for record in self.records:
             counts[record["phase"]] += 1
         return counts
-
-    @contextlib.contextmanager
-    def _phase_of(self, phase: str):
-        previous, self._phase = self._phase, phase
-        try:
-            yield
-        finally:
-            self._phase = previous
-
-    def convergence_scale(self, target: float | None = None, **options) -> float:
-        """See :func:`~diversity_core.magnitude.convergence_scale` (its evaluations are
-        counted in :attr:`evaluations` as ``convergence_scale``)."""
-        with self._phase_of("convergence_scale"):
-            return super().convergence_scale(target, **options)
 
     def magnitude(self, t: float, *, atol: float = 0.0) -> float:
         """Mag(t) at one scale t >= 0, to ``max(solver_rtol · n_unique, atol)`` (estimated;

@@ -3,6 +3,7 @@ scale evaluated; and the small cache through which the plain functions share suc
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 
@@ -28,7 +29,22 @@ from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
 class _Operations:
     """What every prepared space offers on top of ``magnitude(t)`` and ``unique_weights(t)``
-    (:class:`MagnitudeSpace` and :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)."""
+    (:class:`MagnitudeSpace` and :class:`~diversity_core.magnitude.LargeMagnitudeSpace`).
+
+    ``_phase``: what the space's next evaluations are for (``convergence_scale``, ``mag_area``
+    or ``other``), for the spaces that count their evaluations by phase (``evaluations``: the
+    large-n path and the torch path); a space's ``_integrate`` sets ``mag_area`` (it is called
+    by :func:`mag_area` and the batches without :meth:`mag_area`)."""
+
+    _phase = "other"
+
+    @contextlib.contextmanager
+    def _phase_of(self, phase: str):
+        previous, self._phase = self._phase, phase
+        try:
+            yield
+        finally:
+            self._phase = previous
 
     def initial_scale(self) -> float:
         """The convergence-scale search's first scale (``_search._initial_scale``)."""
@@ -63,8 +79,9 @@ class _Operations:
                           rtol: float = DEFAULT_T_CONV_RTOL,
                           max_iter: int = DEFAULT_MAX_ITER) -> float:
         """See :func:`convergence_scale`."""
-        return find_convergence_scale(self, DEFAULT_TARGET if target is None else target,
-                                  rtol=rtol, max_iter=max_iter)
+        with self._phase_of("convergence_scale"):
+            return find_convergence_scale(self, DEFAULT_TARGET if target is None else target,
+                                          rtol=rtol, max_iter=max_iter)
 
     def mag_area(self, t_cut: float, *, method: str = DEFAULT_INTEGRATION,
                  rtol: float = DEFAULT_INTEGRATION_RTOL, n_ts: int = DEFAULT_N_TS) -> float:

@@ -212,6 +212,7 @@ class TorchMagnitudeSpace(_Operations):
         self._D_host = None  # for the CPU fallback, made on first need
         self._cache: dict[float, float] = {0.0: 1.0}
         self.fallbacks: list[dict] = []
+        self._factorisations = {"convergence_scale": 0, "mag_area": 0, "other": 0}
 
     @classmethod
     def from_points(cls, X, metric: str = "euclidean", *, device: Device | str = "cpu",
@@ -256,6 +257,7 @@ class TorchMagnitudeSpace(_Operations):
         """Cholesky factor of Z_t (lower), in place of the similarity buffer, or None where
         Z_t is not numerically positive definite."""
         torch = _torch()
+        self._factorisations[self._phase] += 1
         if self._Z is None:
             self._Z = torch.empty_like(self.D)
         Z = self._Z
@@ -332,9 +334,17 @@ class TorchMagnitudeSpace(_Operations):
             nn[start:start + k] = block.min(dim=1).values
         return 5.0 / float(np.median(nn.cpu().numpy()))
 
+    @property
+    def evaluations(self) -> dict:
+        """Scales factorised so far, by phase (``convergence_scale``, ``mag_area``, ``other``),
+        as the large-n path counts its scales: one factorisation each (a scale is evaluated
+        once; the search's derivative needs no second one)."""
+        return dict(self._factorisations)
+
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea on [0, t_cut] by the engine's quadrature (see :func:`mag_area`)."""
-        return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+        with self._phase_of("mag_area"):
+            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
 
     def release(self) -> None:
         """Free the similarity buffer (the distance matrix stays)."""

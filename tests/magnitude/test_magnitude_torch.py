@@ -361,3 +361,22 @@ def test_a_gpu_the_machine_lacks_is_refused_when_the_settings_are_made():
     assert MagnitudeSettings(device="auto").device.engine == "numpy"  # config.yaml's
     settings = MagnitudeSettings(device="torch:cpu")
     assert settings.as_dict()["device"] is settings.device  # carried as the value itself
+
+
+def test_factorisations_are_counted_per_phase():
+    """``evaluations``: one factorisation per scale solved, counted under the phase that asked
+    for it, through the methods and the package's functions alike (issue 44 item 3)."""
+    space = TorchMagnitudeSpace.from_points(cloud(200, seed=4), device="cpu")
+    t_conv = dc.convergence_scale(space)
+    search = space.evaluations["convergence_scale"]
+    assert 2 <= search <= 12 and space.evaluations == {"convergence_scale": search,
+                                                      "mag_area": 0, "other": 0}
+    dc.mag_area(space, t_conv)
+    # Mag(0) and Mag(t_conv) are known: the 25-point Chebyshev level costs 23 factorisations,
+    # the 49-point one 24 more.
+    assert space.evaluations["mag_area"] in (23, 47)
+    assert space.evaluations["convergence_scale"] == search
+    area = space.evaluations["mag_area"]
+    space.mag_area(t_conv)  # every scale remembered: nothing solved again
+    space.magnitude_function([0.37 * t_conv, 0.11 * t_conv, 0.37 * t_conv])
+    assert space.evaluations == {"convergence_scale": search, "mag_area": area, "other": 2}
