@@ -29,7 +29,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -159,9 +158,7 @@ def test_special_files_in_a_folder_input_are_set_aside_with_a_note_never_read(ru
     for folder in (run / "resources" / "corpus", run / "results" / "exp" / "interim" /
                    "images"):
         planted[folder] = _plant_special_files(folder)
-    start = time.perf_counter()
-    done = _command(*_args(run), "--json")
-    assert time.perf_counter() - start < 60
+    done = _command(*_args(run), "--json")  # a hang fails at TIMEOUT_S
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["findings"] == 0
@@ -276,8 +273,8 @@ class _Interrupt(Exception):
 
 def test_ctrl_c_stops_the_hashing_threads_with_the_audit(tmp_path, monkeypatch):
     """Hashing four 64 MB files (sparse: no disk used) one byte per read takes minutes; a
-    SIGINT 0.3 s in must end the call and its threads within seconds (they stop at their next
-    block and the queued files are dropped), not after every file was read."""
+    SIGINT 0.3 s in must end the call and its threads (they stop at their next block and the
+    queued files are dropped), not after every file was read."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
     files = []
@@ -294,7 +291,6 @@ def test_ctrl_c_stops_the_hashing_threads_with_the_audit(tmp_path, monkeypatch):
     previous = signal.signal(signal.SIGINT, interrupt)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     hasher = Hasher()
-    start = time.perf_counter()
     try:
         timer.start()
         with pytest.raises(_Interrupt):
@@ -302,7 +298,9 @@ def test_ctrl_c_stops_the_hashing_threads_with_the_audit(tmp_path, monkeypatch):
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
-    assert time.perf_counter() - start < 3
+    # Stopped, not read to the end: no file's hash finished (each takes minutes at a byte a
+    # read), and no hashing thread outlives the call.
+    assert hasher.files == 0 and hasher.bytes == 0
     assert not [t for t in threading.enumerate() if t.name.startswith("audit-hash")]
     # The hasher still works afterwards (its stop flag was cleared).
     monkeypatch.setattr(digests, "_BLOCK", 1 << 20)
@@ -317,9 +315,7 @@ def test_a_folder_that_is_not_a_results_folder_is_one_line_exit_2(tmp_path, wher
               "missing": tmp_path / "missing"}[where]
     (tmp_path / "file.csv").write_text("a\n")
     (tmp_path / "empty").mkdir()
-    start = time.perf_counter()
-    done = _command("audit", target)
-    assert time.perf_counter() - start < 60
+    done = _command("audit", target)  # a hang (a walk of the disk) fails at TIMEOUT_S
     _one_error_line(done, str(target))
 
 
