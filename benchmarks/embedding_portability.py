@@ -13,6 +13,11 @@ asks MKL for results that do not depend on the CPU (``MKL_CBWR=COMPATIBLE``) and
 and oneDNN's generic code: if ``portable`` and ``portable_avx2`` give the same bits, those
 settings remove this machine difference.
 
+``cuda`` embeds on the GPU instead (issue 44: does a GPU move the vectors more than the
+stability check assumes?), ``cuda_again`` a second time (does the GPU repeat itself bit for
+bit?); on a lent GPU machine, whose host's CPU runs ``native`` with the same libraries, the
+difference is the GPU's alone (docs/gpu.md says how the model gets there).
+
 Each variant embeds the first ``--n`` documents in a fresh process (one thread, the variables
 set before torch loads), then every variant is compared with ``native``: per element, the
 relative difference (median, 90th and 99th percentile), per vector the relative norm of the
@@ -42,11 +47,15 @@ _AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
 _PORTABLE = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
              "ONEDNN_MAX_CPU_ISA": "SSE41"}
 VARIANTS = {"native": {}, "avx2": _AVX2, "portable": _PORTABLE,
-            "portable_avx2": {**_PORTABLE, "MKL_ENABLE_INSTRUCTIONS": "AVX2"}}
+            "portable_avx2": {**_PORTABLE, "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+            "cuda": {}, "cuda_again": {}}
+# The variants that embed on the GPU (the others on the CPU).
+ON_CUDA = ("cuda", "cuda_again")
 
 
-def embed(model: str, folder: str, documents: str, n: int, out: str) -> None:
-    """One variant, in this process (its environment set by the caller)."""
+def embed(model: str, folder: str, documents: str, n: int, out: str, device: str = "cpu") -> None:
+    """One variant, in this process (its environment set by the caller). Its CPU seconds, and
+    on CUDA its wall seconds (the device's work is not CPU time), are written beside it."""
     import torch
 
     from diversity_core.embed.sentences import load_text_model
@@ -54,10 +63,11 @@ def embed(model: str, folder: str, documents: str, n: int, out: str) -> None:
     torch.set_num_threads(1)
     with open(documents, encoding="utf-8") as stream:
         texts = json.load(stream)["texts"][:n]
-    encoder = load_text_model(model, folder, device="cpu", threads=1)
-    started = time.process_time()
+    encoder = load_text_model(model, folder, device=device, threads=1)
+    started = time.process_time() if device == "cpu" else time.perf_counter()
     np.save(out, np.asarray(encoder.encode(texts, batch_size=32, progress=False), np.float32))
-    Path(out + ".seconds").write_text(f"{time.process_time() - started}\n")
+    ended = time.process_time() if device == "cpu" else time.perf_counter()
+    Path(out + ".seconds").write_text(f"{ended - started}\n")
 
 
 def differences(reference: np.ndarray, other: np.ndarray) -> dict:
@@ -97,26 +107,38 @@ def main() -> None:
     ap.add_argument("--variants", default="native,avx2,portable,portable_avx2")
     ap.add_argument("--relative-to-column", type=float, default=2.5e-6)
     ap.add_argument("--common-to-column", type=float, default=1.5e-6)
-    ap.add_argument("--_embed", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--save", help="also keep each variant's vectors here (<variant>.npy)")
+    ap.add_argument("--json", help="also write the comparison to this file")
+    ap.add_argument("--_embed", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._embed:
-        model, folder, documents, n, out = args._embed
-        embed(model, folder, documents, int(n), out)
+        model, folder, documents, n, out, device = args._embed
+        embed(model, folder, documents, int(n), out, device)
         return
     names = args.variants.split(",")
     unknown = set(names) - set(VARIANTS)
     if unknown or "native" not in names:
         ap.error(f"variants: 'native' and any of {sorted(VARIANTS)}; got {args.variants}")
+    if set(names) & set(ON_CUDA):
+        import torch
+
+        if not torch.cuda.is_available():
+            ap.error(f"variants {', '.join(n for n in names if n in ON_CUDA)} embed on CUDA; "
+                     "torch sees no CUDA GPU here.")
     with tempfile.TemporaryDirectory() as tmp:
         runs, seconds = {}, {}
         for name in names:
             out = str(Path(tmp) / f"{name}.npy")
+            device = "cuda" if name in ON_CUDA else "cpu"
             subprocess.run([sys.executable, __file__, args.model, args.folder, args.documents,
                             "--_embed", args.model, args.folder, args.documents, str(args.n),
-                            out], check=True, env={**os.environ, **VARIANTS[name]},
+                            out, device], check=True, env={**os.environ, **VARIANTS[name]},
                            stdout=subprocess.DEVNULL)
             runs[name] = np.load(out)
             seconds[name] = float(Path(out + ".seconds").read_text())
+            if args.save:
+                Path(args.save).mkdir(parents=True, exist_ok=True)
+                np.save(Path(args.save) / f"{name}.npy", runs[name])
     from diversity_core.experiments.stability import perturb, perturbation_rng
 
     reference = runs["native"]
@@ -137,8 +159,12 @@ def main() -> None:
               f"dimension {row['column_median']:.2g} (median), {row['column_max']:.2g} (max); "
               f"shared by the vectors {row['common_median']:.2g} (median), "
               f"{row['common_max']:.2g} (max), {row['common_share']:.2f} of the change")
-    print("  encoding CPU s (one thread): "
+    print("  encoding s (CPU s on one thread; wall s on CUDA): "
           + ", ".join(f"{name} {s:.1f}" for name, s in seconds.items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"model": args.model, "documents": args.documents, "shape": list(reference.shape),
+             "against_native": rows, "seconds": seconds}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

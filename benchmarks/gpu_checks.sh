@@ -15,12 +15,19 @@
 #   large100k    the device's large-n path at 100,000 points (dense would need 224 GiB)
 #   host_large   bench_large.py (the host's large-n path) at 10,000 and 30,000 points, 16 cores
 #   host_large_2 bench_large.py at 10,000 points on 2 cores (the 16-core figure's baseline)
+#   portability  a trained model on the GPU: all-MiniLM-L6-v2 carried in two parts to
+#                .gpu_carry/minilm (benchmarks/gpu_carry.py; docs/gpu.md says how), joined and
+#                checked, then embedding_portability.py's native (this host's CPU), cuda and
+#                cuda_again on 2,000 documents of each of $PORTABILITY_COLLECTIONS (default
+#                fortunes jargon); the GPU's vectors come back as $OUT/cuda_<collection>.npy.
+#                Skipped when nothing was carried.
 # GPU_CHECKS_STEPS="bench_gpu host_large" runs only the steps named (a rerun of what failed).
 # Everything is written to $OUT/checks.log and, after each step, packed into $OUT/results.tar
 # (the JSON files), so a run stopped at its limit still returns what it finished.
 set -u
 OUT=${OUT:-gpu_checks_out}
 WORK=$(mktemp -d)
+export OUT WORK
 BUDGET=${GPU_CHECKS_BUDGET:-540}
 START=$(date +%s)
 mkdir -p "$OUT"
@@ -58,10 +65,28 @@ print(sys.version.split()[0], "numpy", numpy.__version__, "scipy", scipy.__versi
     python3 -c 'import diversity_core.magnitude as m; print("exponential:", m.EXPONENTIAL)'
 }
 
-export -f environment
+portability() {
+    local vectors c
+    vectors=$(mktemp -d)  # every variant's vectors; only the GPU's go to $OUT (its size limits)
+    python3 benchmarks/gpu_carry.py join .gpu_carry/minilm || return 1
+    for c in ${PORTABILITY_COLLECTIONS:-fortunes jargon}; do
+        python3 benchmarks/embedding_portability.py all-MiniLM-L6-v2 \
+            resources/text/models/all-MiniLM-L6-v2 "results/models/interim/documents/$c.json" \
+            --n 2000 --variants native,cuda,cuda_again --json "$WORK/portability_$c.json" \
+            --save "$vectors/$c" || return 1
+        cp "$vectors/$c/cuda.npy" "$OUT/cuda_$c.npy"
+    done
+}
+
+export -f environment portability
 step env 60 environment
 step magnitude 90 python3 benchmarks/device_check.py --only magnitude --json "$WORK/magnitude.json"
 step bench_gpu 240 python3 benchmarks/bench_gpu.py --large 50000 --json "$WORK/bench_gpu.json"
+if [ -f .gpu_carry/minilm/manifest.json ]; then
+    step portability 300 portability
+elif [ -z "${GPU_CHECKS_STEPS:-}" ] || [[ " $GPU_CHECKS_STEPS " == *" portability "* ]]; then
+    echo "## portability: skipped, no model carried to .gpu_carry/minilm"
+fi
 step cores 150 python3 benchmarks/bench_gpu.py --only-extra --numpy-cores 2,4,8,16 \
     --json "$WORK/cores.json"
 for check in sentences inception lm; do
