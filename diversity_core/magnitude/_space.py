@@ -29,7 +29,8 @@ from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
 class _Operations:
     """What every prepared space offers on top of ``magnitude(t)`` and ``unique_weights(t)``
-    (:class:`MagnitudeSpace` and :class:`~diversity_core.magnitude.LargeMagnitudeSpace`).
+    (:class:`MagnitudeSpace`, :class:`~diversity_core.magnitude.LargeMagnitudeSpace` and
+    :class:`~diversity_core.magnitude.TorchMagnitudeSpace`).
 
     ``_phase``: what the space's next evaluations are for (``convergence_scale``, ``mag_area``
     or ``other``), for the spaces that count their evaluations by phase (``evaluations``: the

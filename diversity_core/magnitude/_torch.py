@@ -336,9 +336,9 @@ class TorchMagnitudeSpace(_Operations):
 
     @property
     def evaluations(self) -> dict:
-        """Scales factorised so far, by phase (``convergence_scale``, ``mag_area``, ``other``),
-        as the large-n path counts its scales: one factorisation each (a scale is evaluated
-        once; the search's derivative needs no second one)."""
+        """Factorisations so far, by phase (``convergence_scale``, ``mag_area``, ``other``), as
+        the large-n path counts its scales: one per scale solved (the search's derivative needs
+        no second one; ``magnitude`` remembers its scales, ``weights`` solves again)."""
         return dict(self._factorisations)
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
