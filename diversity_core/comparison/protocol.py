@@ -55,19 +55,17 @@ error bound.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import ThreadpoolController
 
+from .._threads import allowed_threads, single_threaded_if
 from .._validation import check_embeddings, named_reason
 from ..device import free_memory
 from ..magnitude import (
     DIFF_NORMALISATIONS,
-    allowed_threads,
     device_path,
     magnitude_space,
     torch_large_memory,
@@ -111,7 +109,9 @@ __all__ = ["Comparison", "compare"]
 # 20 s with two and 0.4 s with one. On an idle machine two threads are at most about 1.3 times
 # faster at 1,000 points (diversity_core.magnitude, SINGLE_THREAD_BELOW). Running sets side by
 # side is the batched engine's business (the seam below).
-_threadpools = functools.cache(ThreadpoolController)
+def _single_threaded_blas():
+    return single_threaded_if(True)
+
 
 # The shared grid of the magnitude functions runs this far beyond t_cut (a share of t_cut), so
 # that a plot shows where the integration stops and how the functions go on.
@@ -278,7 +278,7 @@ def _magnitude_of_sets(distance_matrices: Sequence, choose_t_cut: TCutRule, *,
     One call of :func:`~diversity_core.magnitude.sets.measure_sets` (the protocol: the
     engine's batch path, failures and warnings per set as data), with the functions on
     ``linspace(0, t_cut, n_ts)`` continued by ``GRID_BEYOND``, BLAS single-threaded (see
-    ``_threadpools``).
+    ``_single_threaded_blas``).
     """
     with _single_threaded_blas():
         return measure_sets(distance_matrices, choose_t_cut, **settings.as_dict(),
@@ -301,9 +301,6 @@ def fallback_note(record: dict) -> str:
             f"|ΔMagArea| ≤ {record['area_error_bound']:.2g} on top of the integration "
             "tolerance")
 
-
-def _single_threaded_blas():
-    return _threadpools().limit(limits=1, user_api="blas")
 
 
 # --------------------------------------------------------------------------------------------

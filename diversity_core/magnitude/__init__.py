@@ -81,8 +81,9 @@ The package's modules, from the top down (none imports one above it: no import c
 
 from __future__ import annotations
 
+from .._threads import allowed_threads
 from ._batch import MagnitudeBatchError
-from ._common import MagnitudeWarning, MemberWarning, allowed_threads
+from ._common import MagnitudeWarning, MemberWarning
 from ._elementwise import EXPONENTIAL as EXPONENTIAL
 from ._large import LargeMagnitudeSpace
 

@@ -40,6 +40,7 @@ import warnings
 
 import numpy as np
 
+from .._threads import allowed_threads, map_threads, single_threaded_if
 from .._validation import check_scales
 from ._batch_solve import _STACKED_MAX_POINTS, _looped_slopes, _looped_values, _stacked_solve
 from ._common import (
@@ -47,10 +48,7 @@ from ._common import (
     DUPLICATE_RTOL,
     MagnitudeWarning,
     MemberWarning,
-    allowed_threads,
-    map_threads,
     member_warning_category,
-    single_threaded_if,
 )
 from ._quadrature import _CC_LEVELS, _cc_levels, _cc_refine, _integrate, check_integration
 from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch

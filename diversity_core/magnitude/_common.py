@@ -1,5 +1,6 @@
 """What every part of the magnitude engine shares, written once: the public defaults, the warning,
-the floors and tolerances that decide the last bits, the duplicate merge, and the thread count.
+the floors and tolerances that decide the last bits and the duplicate merge (the thread count is
+the package's, :mod:`diversity_core._threads`).
 
 The lowest module of the package (it imports nothing of it), so that the space classes, the
 solvers, the batch and the API can all read it without an import cycle.
@@ -7,13 +8,9 @@ solvers, the batch and the API can all read it without an import cycle.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 # The package's defaults, each written once: every signature uses these names (re-exported by
 # api), and the pipeline's configuration schema must agree with them
@@ -114,55 +111,3 @@ def summarise_fallbacks(records: list[dict]) -> list[dict]:
                         "relative_residual": max(r["relative_residual"] for r in same),
                         "mag_error_bound": max(r["mag_error_bound"] for r in same)})
     return summary
-
-
-# ----------------------------------------------------------------------------------------------
-# Threads
-# ----------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def threadpools() -> ThreadpoolController:
-    return ThreadpoolController()
-
-
-def single_threaded_if(condition: bool):
-    """A context in which BLAS/LAPACK run on one thread if ``condition``, else unchanged."""
-    if condition:
-        return threadpools().limit(limits=1, user_api="blas")
-    return contextlib.nullcontext()
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity: a SLURM or taskset allocation), not the
-    machine's count."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
-
-
-def allowed_threads() -> int:
-    """Threads the engine's own parallel work may use (elementwise passes over similarity
-    matrices, the derivative's quadratic form, batch shares, large-n products): as many as BLAS
-    is allowed (the caller's limit: a Snakemake job's ``threads``, ``OMP_NUM_THREADS``,
-    threadpoolctl), at most the usable cores."""
-    blas = max((c.num_threads for c in threadpools().select(user_api="blas").lib_controllers),
-               default=1)
-    return max(1, min(blas, usable_cores()))
-
-
-@functools.cache
-def executor(pid: int) -> ThreadPoolExecutor:
-    """One thread pool per process (keyed by pid: a pool inherited through fork has no threads
-    behind it), as large as the usable cores; callers bound their shares by
-    :func:`allowed_threads`."""
-    return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="diversity_core")
-
-
-def map_threads(fn, items, threads: int) -> list:
-    """``[fn(item) for item in items]``, on up to ``threads`` threads of :func:`executor`
-    (NumPy's ufuncs, BLAS and the ctypes LAPACK calls release the GIL); results in order."""
-    if threads <= 1 or len(items) < 2:
-        return [fn(item) for item in items]
-    return list(executor(os.getpid()).map(fn, items))

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ._common import EXPONENT_FLOOR, FLOAT32_FLOOR, map_threads
+from .._threads import map_threads
+from ._common import EXPONENT_FLOOR, FLOAT32_FLOOR
 
 try:  # glibc's vector exp (see _vexp.c): absent where the extension was not built
     from ._vexp import VECTORISED as _VEXP_VECTORISED

@@ -40,6 +40,7 @@ import warnings
 
 import numpy as np
 
+from .._threads import allowed_threads, map_threads, single_threaded_if
 from .._validation import check_embeddings, unit_rows
 from ._cg import conjugate_gradients
 from ._common import (
@@ -47,10 +48,7 @@ from ._common import (
     EXPONENT_FLOOR,
     FLOAT32_EXPONENT_FLOOR,
     MagnitudeWarning,
-    allowed_threads,
     duplicate_groups,
-    map_threads,
-    single_threaded_if,
 )
 from ._quadrature import _integrate
 from ._space import _Operations

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._common import map_threads
+from .._threads import map_threads
 from ._similarity import elementwise_threads
 
 

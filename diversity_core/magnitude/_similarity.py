@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import EXPONENT_FLOOR, allowed_threads
+from .._threads import allowed_threads
+from ._common import EXPONENT_FLOOR
 from ._elementwise import _SHIFT_LIMIT, _fill_similarity, _row_blocks, _shift_similarity
 
 # exp(-tD) is formed on one thread below this many distinct points: convergence scale + MagArea

@@ -17,11 +17,10 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg import lapack
 
+from .._threads import map_threads, single_threaded_if
 from ._cg import _conjugate_gradients, _conjugate_gradients_from, _symmetric_product
 from ._common import (
     MagnitudeWarning,
-    map_threads,
-    single_threaded_if,
 )
 from ._elementwise import (
     _BLOCK_ENTRIES,

@@ -9,6 +9,7 @@ import pytest
 from scipy import integrate
 
 import diversity_core as dc
+from diversity_core import _threads
 from diversity_core.magnitude import (
     MagnitudeWarning,
     _common,
@@ -723,7 +724,7 @@ def test_large_factorisations_run_single_threaded(monkeypatch, threshold, expect
                 return attr
 
             def dpotrf(*args, **kwargs):
-                controllers = _common.threadpools().select(user_api="blas").lib_controllers
+                controllers = _threads.threadpools().select(user_api="blas").lib_controllers
                 seen.append(max(c.num_threads for c in controllers))
                 return attr(*args, **kwargs)
 

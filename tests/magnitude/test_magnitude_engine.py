@@ -13,7 +13,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import diversity_core as dc
-from diversity_core.magnitude import _common, _elementwise, _search, _similarity, _solver
+from diversity_core import _threads
+from diversity_core.magnitude import _elementwise, _search, _similarity, _solver
 
 
 class _CountingPool:
@@ -33,8 +34,8 @@ class _CountingPool:
 def four_cores(monkeypatch):
     """Four usable cores and a pool of four threads, whatever this machine has."""
     pool = _CountingPool()
-    monkeypatch.setattr(_common, "usable_cores", lambda: 4)
-    monkeypatch.setattr(_common, "executor", lambda pid: pool)
+    monkeypatch.setattr(_threads, "usable_cores", lambda: 4)
+    monkeypatch.setattr(_threads, "executor", lambda pid: pool)
     yield pool
     pool.pool.shutdown()
 
@@ -63,15 +64,15 @@ def _thread_spy(monkeypatch, module, name):
 
 
 def test_allowed_threads_follow_blas_and_the_cpu_affinity(monkeypatch):
-    monkeypatch.setattr(_common.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
-    assert _common.usable_cores() == 3
+    monkeypatch.setattr(_threads.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert _threads.usable_cores() == 3
     with threadpool_limits(2, user_api="blas"):
-        assert _common.allowed_threads() == 2
+        assert _threads.allowed_threads() == 2
     with threadpool_limits(64, user_api="blas"):
-        assert _common.allowed_threads() <= 3  # never more than the usable cores
-    monkeypatch.setattr(_common.os, "sched_getaffinity", lambda pid: {5}, raising=False)
+        assert _threads.allowed_threads() <= 3  # never more than the usable cores
+    monkeypatch.setattr(_threads.os, "sched_getaffinity", lambda pid: {5}, raising=False)
     with threadpool_limits(2, user_api="blas"):
-        assert _common.allowed_threads() == 1
+        assert _threads.allowed_threads() == 1
 
 
 @pytest.mark.parametrize(("n", "threads"), [(300, 1), (2600, 2)])

@@ -8,8 +8,9 @@ import pytest
 from point_clouds import clustered
 
 import diversity_core as dc
+from diversity_core import _threads
 from diversity_core import magnitude as mg
-from diversity_core.magnitude import LargeMagnitudeSpace, _common, _large
+from diversity_core.magnitude import LargeMagnitudeSpace, _large
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def test_products_run_on_the_threads_blas_allows():
 
     from threadpoolctl import threadpool_limits
 
-    if _common.usable_cores() < 2:
+    if _threads.usable_cores() < 2:
         pytest.skip("needs two usable cores")
     space = LargeMagnitudeSpace(clustered(200, 3, 1))
     meet = threading.Barrier(2, timeout=10)

@@ -1,0 +1,64 @@
+"""Threads: how many the package's own parallel work may use, and the one pool it runs on.
+
+Shared by every stage that splits work over threads (the magnitude engine's elementwise passes,
+products and batches, the exact distance matrices of :mod:`diversity_core.measures.distances`,
+the comparison's BLAS limits), so that one rule decides: as many threads as BLAS is allowed
+(the caller's limit: a Snakemake job's ``threads``, ``OMP_NUM_THREADS``, threadpoolctl), at
+most the cores the process may run on. A leaf: it imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from threadpoolctl import ThreadpoolController
+
+
+@functools.cache
+def threadpools() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def single_threaded_if(condition: bool):
+    """A context in which BLAS/LAPACK run on one thread if ``condition``, else unchanged."""
+    if condition:
+        return threadpools().limit(limits=1, user_api="blas")
+    return contextlib.nullcontext()
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity: a SLURM or taskset allocation), not the
+    machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def allowed_threads() -> int:
+    """Threads the package's own parallel work may use (the engine's elementwise passes over
+    similarity matrices, the derivative's quadratic form, batch shares, large-n products; exact
+    distance matrices): as many as BLAS is allowed (the caller's limit: a Snakemake job's
+    ``threads``, ``OMP_NUM_THREADS``, threadpoolctl), at most the usable cores."""
+    blas = max((c.num_threads for c in threadpools().select(user_api="blas").lib_controllers),
+               default=1)
+    return max(1, min(blas, usable_cores()))
+
+
+@functools.cache
+def executor(pid: int) -> ThreadPoolExecutor:
+    """One thread pool per process (keyed by pid: a pool inherited through fork has no threads
+    behind it), as large as the usable cores; callers bound their shares by
+    :func:`allowed_threads`."""
+    return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="diversity_core")
+
+
+def map_threads(fn, items, threads: int) -> list:
+    """``[fn(item) for item in items]``, on up to ``threads`` threads of :func:`executor`
+    (NumPy's ufuncs, BLAS and the ctypes LAPACK calls release the GIL); results in order."""
+    if threads <= 1 or len(items) < 2:
+        return [fn(item) for item in items]
+    return list(executor(os.getpid()).map(fn, items))
