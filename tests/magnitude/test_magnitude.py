@@ -315,6 +315,44 @@ def test_exact_self_distances_are_cdist_bit_for_bit(metric, monkeypatch):
     assert np.array_equal(dc.pairwise_distances(X, metric), D)  # 60 points: cdist itself
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock"])
+def test_exact_distances_split_over_threads_keep_every_bit(metric, monkeypatch):
+    """From _THREADED_FROM_POINTS points on, the exact distances are cdist's row blocks over the
+    allowed threads (here lowered: 301 points in blocks of 16 over 3 shares, the last block
+    short): pdist's and cdist's bits, with duplicates, beyond float64's squares, against Y."""
+    from scipy.spatial.distance import cdist, pdist, squareform
+
+    from diversity_core.measures import distances
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(301, 7)) * 2.3
+    X[40] = X[3]
+    Y = rng.normal(size=(45, 7))
+    square = squareform(pdist(X, metric))
+    expected = {"self": square, "huge": square * 2.0**400, "Y": cdist(X, Y, metric)}
+    blocks = []
+
+    def counted(A, B, metric):
+        blocks.append(len(A))
+        return cdist(A, B, metric=metric)
+
+    monkeypatch.setattr(distances, "cdist", counted)
+    monkeypatch.setattr(distances, "_THREADED_FROM_POINTS", 100)
+    monkeypatch.setattr(distances, "_BLOCK_ROWS", 16)
+    monkeypatch.setattr(distances, "allowed_threads", lambda: 3)
+    got = {"self": dc.pairwise_distances(X, metric),
+           "huge": dc.pairwise_distances(X * 2.0**400, metric),
+           "Y": dc.pairwise_distances(X, metric, Y=Y)}
+    for name, D in got.items():
+        assert np.array_equal(D, expected[name]), name
+    assert np.array_equal(got["self"], got["self"].T) and got["self"][40, 3] == 0
+    # Each call's 19 blocks (the last one short) went through cdist, in whichever order.
+    assert sorted(blocks) == sorted([16] * 18 * 3 + [13] * 3), blocks
+    monkeypatch.setattr(distances, "allowed_threads", lambda: 1)  # one thread: pdist, as before
+    blocks.clear()
+    assert np.array_equal(dc.pairwise_distances(X, metric), expected["self"]) and not blocks
+
+
 # -- MagnitudeSpace: shared work and the mixed-precision solver ---------------------------------
 
 def test_space_reuses_evaluations(cloud):
