@@ -109,7 +109,7 @@ _CONDENSED_MAX_POINTS = 8192
 # Exact Euclidean and cityblock distances of this many points on are split over the allowed
 # threads (SciPy's cdist releases the GIL): blocks of this many rows, each pair computed by
 # cdist's own arithmetic, so the bits are pdist's and cdist's whatever the threads. Measured
-# (2-core machine, idle): 10,000 points in 64 dimensions 4.9 s on one thread, 2.5 s on two
+# (2-core machine, idle): 10,000 points in 64 dimensions 4.9–5.0 s on one thread, 2.3–2.5 s on two
 # (the NumPy engine's build at 10,000 points: 4.4 s of its 26 s on two cores, all of it on one
 # before); below 2,048 points a set takes milliseconds and runs as before.
 _THREADED_FROM_POINTS = 2048
