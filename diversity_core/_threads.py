@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import ThreadpoolController
@@ -48,17 +49,25 @@ def allowed_threads() -> int:
     return max(1, min(blas, usable_cores()))
 
 
+_POOL_PREFIX = "diversity_core"
+
+
 @functools.cache
 def executor(pid: int) -> ThreadPoolExecutor:
     """One thread pool per process (keyed by pid: a pool inherited through fork has no threads
     behind it), as large as the usable cores; callers bound their shares by
     :func:`allowed_threads`."""
-    return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="diversity_core")
+    return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix=_POOL_PREFIX)
 
 
 def map_threads(fn, items, threads: int) -> list:
     """``[fn(item) for item in items]``, on up to ``threads`` threads of :func:`executor`
-    (NumPy's ufuncs, BLAS and the ctypes LAPACK calls release the GIL); results in order."""
-    if threads <= 1 or len(items) < 2:
+    (NumPy's ufuncs, BLAS and the ctypes LAPACK calls release the GIL); results in order.
+
+    Called from one of the pool's own threads (a share that itself splits its work, say
+    distances computed inside a batch's share), it runs the items there, one after the other:
+    shares waiting for shares queued behind them on a full pool would wait for ever."""
+    if (threads <= 1 or len(items) < 2
+            or threading.current_thread().name.startswith(_POOL_PREFIX)):
         return [fn(item) for item in items]
     return list(executor(os.getpid()).map(fn, items))
