@@ -29,6 +29,11 @@ from diversity_core.experiments import model_distinguishing as md
 from diversity_core.experiments.stability import beyond_spread, outside_reach
 
 
+def _read_scores(path: Path) -> dict:
+    with np.load(path) as stored:
+        return {key: stored[key] for key in stored.files}
+
+
 def distance_changes(reference: Path, other: Path, blocks: list[str]) -> pd.DataFrame:
     """max |ΔD| / max D of every measure of every block both runs scored."""
     rows = []
@@ -36,7 +41,7 @@ def distance_changes(reference: Path, other: Path, blocks: list[str]) -> pd.Data
         paths = [run / "scores" / block.replace(".csv", ".npz") for run in (reference, other)]
         if not all(path.is_file() for path in paths):
             continue
-        ref, oth = ({key: z[key] for key in z.files} for z in map(np.load, paths))
+        ref, oth = map(_read_scores, paths)
         for measure in md.MEASURES:
             D = md.measure_distances(ref, measure)
             change = np.abs(md.measure_distances(oth, measure) - D).max() / D.max()

@@ -499,6 +499,7 @@ def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repea
     confusion_low, confusion_high = confusion.copy(), confusion.copy()
     for train, test in folds.split(np.zeros(len(labels)), labels):
         to_train, from_test = D[np.ix_(train, train)], D[np.ix_(test, train)]
+        true = np.searchsorted(classes, labels[test])
         for k in accuracy:
             knn = KNeighborsClassifier(n_neighbors=k, metric="precomputed")
             knn.fit(to_train, labels[train])
@@ -510,7 +511,6 @@ def knn_cross_validation(D, labels, *, ks: Sequence[int], n_splits: int, n_repea
             if reach is None:
                 continue
             possible = possible_knn_predictions(from_test, labels[train], classes, k, reach)
-            true = np.searchsorted(classes, labels[test])
             open_decision = possible.sum(axis=1) > 1
             gain[k].append(float(np.mean(~correct & possible[np.arange(len(test)), true])))
             loss[k].append(float(np.mean(correct & open_decision)))

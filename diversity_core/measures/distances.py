@@ -116,14 +116,20 @@ _THREADED_FROM_POINTS = 2048
 _BLOCK_ROWS = 256
 
 
+def _row_block_shares(n: int, threads: int) -> list[list[int]]:
+    """The first rows of the blocks of ``_BLOCK_ROWS``, dealt round-robin into ``threads``
+    shares (so that shares of blocks of falling length even out)."""
+    starts = list(range(0, n, _BLOCK_ROWS))
+    return [starts[k::threads] for k in range(threads)]
+
+
 def _threaded_self_distances(X: np.ndarray, metric: str, threads: int) -> np.ndarray:
     """The exact self-distances of ``pairwise_distances`` in row blocks over ``threads``: each
     block's pairs with itself and every later row (cdist), its upper triangle mirrored, as
-    squareform mirrors pdist; blocks dealt round-robin, so that the shares (of falling length)
-    even out. The blocks write disjoint parts of ``D``."""
+    squareform mirrors pdist (:func:`_row_block_shares`). The blocks write disjoint parts of
+    ``D``."""
     n = len(X)
     D = np.empty((n, n))
-    starts = list(range(0, n, _BLOCK_ROWS))
 
     def share(mine) -> None:
         for start in mine:
@@ -134,20 +140,19 @@ def _threaded_self_distances(X: np.ndarray, metric: str, threads: int) -> np.nda
             D[start:stop, stop:] = R[:, stop - start:]
             D[stop:, start:stop] = R[:, stop - start:].T
 
-    map_threads(share, [starts[k::threads] for k in range(threads)], threads)
+    map_threads(share, _row_block_shares(n, threads), threads)
     return D
 
 
 def _threaded_cdist(X: np.ndarray, Y: np.ndarray, metric: str, threads: int) -> np.ndarray:
     """``cdist(X, Y)`` in row blocks of ``X`` over ``threads`` (the same bits)."""
     D = np.empty((len(X), len(Y)))
-    starts = list(range(0, len(X), _BLOCK_ROWS))
 
     def share(mine) -> None:
         for start in mine:
             D[start:start + _BLOCK_ROWS] = cdist(X[start:start + _BLOCK_ROWS], Y, metric=metric)
 
-    map_threads(share, [starts[k::threads] for k in range(threads)], threads)
+    map_threads(share, _row_block_shares(len(X), threads), threads)
     return D
 
 
