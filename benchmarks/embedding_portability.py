@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from diversity_core.atomic import atomic_write
+
 _AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
          "ONEDNN_MAX_CPU_ISA": "AVX2"}
 _PORTABLE = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
@@ -138,7 +140,8 @@ def main() -> None:
             seconds[name] = float(Path(out + ".seconds").read_text())
             if args.save:
                 Path(args.save).mkdir(parents=True, exist_ok=True)
-                np.save(Path(args.save) / f"{name}.npy", runs[name])
+                with atomic_write(Path(args.save) / f"{name}.npy", "wb") as out:
+                    np.save(out, runs[name])
     from diversity_core.experiments.stability import perturb, perturbation_rng
 
     reference = runs["native"]
@@ -162,9 +165,11 @@ def main() -> None:
     print("  encoding s (CPU s on one thread; wall s on CUDA): "
           + ", ".join(f"{name} {s:.1f}" for name, s in seconds.items()))
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"model": args.model, "documents": args.documents, "shape": list(reference.shape),
-             "against_native": rows, "seconds": seconds}, indent=1) + "\n")
+        with atomic_write(args.json) as out:
+            out.write(json.dumps(
+                {"model": args.model, "documents": args.documents,
+                 "shape": list(reference.shape), "against_native": rows, "seconds": seconds},
+                indent=1) + "\n")
 
 
 if __name__ == "__main__":

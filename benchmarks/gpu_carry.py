@@ -31,6 +31,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from diversity_core.atomic import atomic_write
+
 MANIFEST = "manifest.json"
 FORMAT = 1
 
@@ -83,11 +85,13 @@ def split(folder, sources: list[str], parts: int) -> dict:
     listed = []
     for k in range(parts):
         chunk = data[k * size:(k + 1) * size]
-        (folder / f"part-{k}").write_bytes(chunk)
+        with atomic_write(folder / f"part-{k}", "wb") as out:
+            out.write(chunk)
         listed.append({"name": f"part-{k}", "size": len(chunk), "sha256": _sha256(chunk)})
     manifest = {"format": FORMAT, "sources": sorted(sources), "size": len(data),
                 "sha256": _sha256(data), "parts": listed}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    with atomic_write(folder / MANIFEST) as out:  # last: a split cut short has no manifest
+        out.write(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
