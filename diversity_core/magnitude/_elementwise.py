@@ -32,6 +32,12 @@ EXPONENTIAL = ("numpy" if _vexp_inplace is None
 # stay in a core's cache between steps: 1 MiB of float64 (filling exp(-tD) for 2,000 points took
 # 8.0, 8.3 and 9.7 ms with blocks of 1 MiB, 256 KiB and 64 KiB on one thread).
 _BLOCK_ENTRIES = 131072
+# With this many threads or more, blocks four times as large: each block's handful of NumPy calls
+# hold the GIL between them, and 16 threads on 1 MiB blocks queued on it (exp(-tD) and its float32
+# copy at 10,000 points on an H200 machine's host: 91 to 99 ms a scale with 16 threads on 1 MiB
+# blocks, 36 ms on 4 MiB ones; 8 threads 60 to 62 against 48 ms; 2 threads 151 to 156 against
+# 158 ms, so two keep 1 MiB). Entries are computed alone: the block size changes no bit.
+_MANY_THREADS = 8
 # exp(-tD) is formed from exp(-sD) where |t - s|·max(D) is at most this (see _shift_similarity):
 # 2^-12, where a Taylor polynomial of degree 4 is exact.
 _SHIFT_LIMIT = 2.0**-12
@@ -63,7 +69,7 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
     def worker():
         # Exponentials of a contiguous scratch block: NumPy's exp on the strided rows of the
         # upper trapezoid took twice as long (0.98 against 0.83 ms at n = 1,000).
-        scratch = np.empty(_block_rows(n) * n) if fill64 else None
+        scratch = np.empty(_block_rows(n, threads) * n) if fill64 else None
 
         def fill(block) -> None:
             if fill64:
@@ -92,7 +98,7 @@ def _shift_similarity(D, delta: float, Z, *, threads: int) -> None:
     n = D.shape[0]
 
     def worker():
-        scratch = np.empty((2, _block_rows(n) * n))
+        scratch = np.empty((2, _block_rows(n, threads) * n))
 
         def shift(block) -> None:
             x, p = (_contiguous_block(a, block, n) for a in scratch)
@@ -109,15 +115,16 @@ def _shift_similarity(D, delta: float, Z, *, threads: int) -> None:
 
 
 def _contiguous_block(scratch: np.ndarray, block, n: int) -> np.ndarray:
-    """The leading part of a flat ``scratch`` buffer (at least ``_block_rows(n) · n`` entries) as
-    a C-contiguous array of the shape of the (n, n) matrix's row block ``block``."""
+    """The leading part of a flat ``scratch`` buffer (at least ``_block_rows(n, threads) · n``
+    entries) as a C-contiguous array of the shape of the (n, n) matrix's row block ``block``."""
     height, width = block[0].stop - block[0].start, n - block[1].start
     return scratch[:height * width].reshape(height, width)
 
 
-def _block_rows(n: int) -> int:
+def _block_rows(n: int, threads: int) -> int:
     # At least 8 blocks, else the upper trapezoids add up to much more than the triangle.
-    return max(1, min(_BLOCK_ENTRIES // n, -(-n // 8)))
+    entries = _BLOCK_ENTRIES * (4 if threads >= _MANY_THREADS else 1)
+    return max(1, min(entries // n, -(-n // 8)))
 
 
 def _row_blocks(n: int, *, full: bool, threads: int, worker) -> None:
@@ -127,7 +134,7 @@ def _row_blocks(n: int, *, full: bool, threads: int, worker) -> None:
     block). ``worker()`` returns the function that takes a block (a pair of slices); it is
     called once per thread, so that it may own scratch memory. The triangle is split among
     ``threads`` Python threads (NumPy releases the GIL in ufuncs) in shares of equal entries."""
-    rows = _block_rows(n)
+    rows = _block_rows(n, threads)
 
     def run(first: int, last: int) -> None:
         work = worker()

@@ -49,6 +49,15 @@ __all__ = [
 # Entries per row block of the derivative's product (exp(-tD) formed afresh block by block:
 # one O(n²) pass beside an O(n³) factorisation, instead of a third n × n matrix in memory).
 _BLOCK_ENTRIES = 1 << 24
+# From this many points on, Euclidean distances on a device come from one matrix product (see
+# _euclidean_by_products): the NumPy side's threaded distances start there too; below it cdist's
+# differences cost little.
+_PRODUCT_DISTANCES_FROM = 2048
+# The largest relative error of a squared distance by the product; pairs that could exceed it
+# are formed from their differences (a distance's error: half of it).
+_PRODUCT_RTOL = 1e-11
+# Past this share of all pairs formed again, every pair is (cdist by rows).
+_PRODUCT_RECOMPUTE_SHARE = 1 / 16
 # Bytes of device memory per pair of distinct points: the distance matrix and the similarity
 # matrix that is factorised in place (float64 each), plus one more for the factorisation's own
 # workspace and the allocator's slack (cuSOLVER's potrf may copy an aliased output).
@@ -85,13 +94,14 @@ def torch_magnitude_memory(n_points: int, n_features: int = 0) -> int:
     """Device memory, in bytes, of a :class:`TorchMagnitudeSpace` of ``n_points`` distinct
     points and a convergence scale and MagArea of it: the float64 distance and similarity
     matrices and one matrix of workspace (24 bytes per pair of points: 2.4 GB at 10,000 points,
-    60 GB at 50,000), the points themselves (``n_features``, where the distances are formed on
-    the device) and a derivative block."""
+    60 GB at 50,000), the points themselves and their centred copy (``n_features``, where the
+    distances are formed on the device) and a derivative block."""
     n, d = int(n_points), int(n_features)
     if n < 1 or d < 0:
         raise ValueError(f"need at least one point and no negative width; got {n} x {d}.")
     block = 8 * min(n * n, _BLOCK_ENTRIES) * 2
-    return _BYTES_PER_PAIR * n * n + 8 * n * d + block + 16 * 8 * n + _OVERHEAD_BYTES
+    # The points twice: as given and centred (_euclidean_by_products).
+    return _BYTES_PER_PAIR * n * n + 16 * n * d + block + 16 * 8 * n + _OVERHEAD_BYTES
 
 
 def check_torch_memory(need: int, device, *, memory_limit: int | None = None,
@@ -219,7 +229,9 @@ class TorchMagnitudeSpace(_Operations):
                     memory_limit: int | None = None) -> TorchMagnitudeSpace:
         """The space of points ``X`` (shape (n, d)), its distances formed on the device
         (``euclidean``, ``cityblock`` or ``cosine``: those of
-        :func:`diversity_core.pairwise_distances`, to round-off)."""
+        :func:`diversity_core.pairwise_distances`, to round-off; Euclidean ones from 2,048
+        points on from a matrix product, within 5e-12 relative: see
+        :func:`_euclidean_by_products`)."""
         torch = _torch()
         from .._validation import check_embeddings
 
@@ -264,8 +276,13 @@ class TorchMagnitudeSpace(_Operations):
         torch.mul(self.D, -t, out=Z)
         # The NumPy engine's floor (EXPONENT_FLOOR): the same matrix, no subnormal products.
         Z.clamp_(min=-EXPONENT_FLOOR).exp_()
-        torch.linalg.cholesky_ex(Z, out=(Z, self._info))
-        return Z if int(self._info) == 0 else None
+        # Z is bit-symmetric, so its Fortran-order view is the same matrix in the layout the
+        # solvers work in: factorised there in place, without the transposed copies in and out
+        # that a C-order output costs (1.7 of the 13.1 ms a factorisation of 10,000 points took
+        # on an H200); the factor's bits are the same.
+        L = Z.mT
+        torch.linalg.cholesky_ex(L, out=(L, self._info))
+        return L if int(self._info) == 0 else None
 
     def _solve(self, t: float, *, weights: bool):
         """(Mag(t), w or None); the fallback (with its warning and record) where Cholesky
@@ -354,38 +371,97 @@ class TorchMagnitudeSpace(_Operations):
 def _pairwise_distances(X, metric: str):
     """(n, n) float64 distances of the rows of a tensor, on its device."""
     torch = _torch()
+    if metric == "euclidean" and X.shape[0] >= _PRODUCT_DISTANCES_FROM:
+        return _euclidean_by_products(X)
     if metric in ("euclidean", "cityblock"):
-        # Differences, not the Gram expansion: no cancellation for close points (the NumPy
-        # side's pairwise_distances is exact to round-off too). In row blocks: CUDA's cdist of
-        # 50,000 points with themselves failed to launch on an H200 ("CUDA error: invalid
-        # argument"; 10,000 ran), a block of 2²⁴ pairs runs. Each entry is summed over the
-        # same coordinates whatever the block, so D stays bit-symmetric (tested).
         n = X.shape[0]
         D = torch.empty((n, n), dtype=X.dtype, device=X.device)
-        rows = max(1, _BLOCK_ENTRIES // max(n, 1))
-        p = 2.0 if metric == "euclidean" else 1.0
-        for start in range(0, n, rows):
-            D[start:start + rows] = torch.cdist(X[start:start + rows], X, p=p,
-                                                compute_mode="donot_use_mm_for_euclid_dist")
-    elif metric == "cosine":
-        norms = X.norm(dim=1, keepdim=True)
-        if bool((norms == 0).any()):
-            raise ValueError("cosine distance is undefined for a zero vector.")
-        U = X / norms
-        D = (1.0 - U @ U.T).clamp_(min=0.0)
-    else:
+        return _distances_by_rows(X, D, p=2.0 if metric == "euclidean" else 1.0)
+    if metric != "cosine":
         raise ValueError(f"metric must be one of ('euclidean', 'cityblock', 'cosine'); got "
                          f"{metric!r}.")
+    norms = X.norm(dim=1, keepdim=True)
+    if bool((norms == 0).any()):
+        raise ValueError("cosine distance is undefined for a zero vector.")
+    U = X / norms
+    D = (1.0 - U @ U.T).clamp_(min=0.0)
+    # A product of U with itself need not be bit-symmetric: its upper triangle is mirrored.
+    _mirror_upper(D)
     D.fill_diagonal_(0.0)
-    if metric == "cosine":
-        # A product of U with itself need not be bit-symmetric: its upper triangle is mirrored,
-        # block by block (no n × n temporary). The other two are: |x - y| and |y - x| are
-        # summed alike.
-        n = D.shape[0]
-        rows = max(1, _BLOCK_ENTRIES // n)
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            D[start:stop, :start] = D[:start, start:stop].T
-            block = D[start:stop, start:stop]
-            block.copy_(torch.triu(block) + torch.triu(block, 1).T)
     return D
+
+
+def _distances_by_rows(X, D, *, p: float):
+    """``D`` filled with the Minkowski distances (p = 2 or 1) of the rows of ``X`` from their
+    differences (cdist), in row blocks: no cancellation for close points (the NumPy side's
+    pairwise_distances is exact to round-off too). Blocks, because CUDA's cdist of 50,000
+    points with themselves failed to launch on an H200 ("CUDA error: invalid argument"; 10,000
+    ran), a block of 2²⁴ pairs runs. Each entry is summed over the same coordinates whatever
+    the block, so D is bit-symmetric (tested)."""
+    torch = _torch()
+    n = X.shape[0]
+    rows = max(1, _BLOCK_ENTRIES // max(n, 1))
+    for start in range(0, n, rows):
+        D[start:start + rows] = torch.cdist(X[start:start + rows], X, p=p,
+                                            compute_mode="donot_use_mm_for_euclid_dist")
+    D.fill_diagonal_(0.0)
+    return D
+
+
+def _euclidean_by_products(X):
+    """(n, n) float64 Euclidean distances of the rows of ``X`` from one matrix product, every
+    pair whose product could have cancelled formed again from its differences.
+
+    CUDA's cdist by differences took 136 ms for 10,000 points × 64 on an H200 (its own kernel,
+    a fifth of a whole t_conv + MagArea), a product of the centred points a millisecond. By
+    the product, ``|x - y|² = |x|² + |y|² - 2 x·y`` has an absolute error of at most about
+    ``(d + 2) ε (|x|² + |y|²)`` (the centred points' norms; ε the unit round-off): where that
+    could exceed ``_PRODUCT_RTOL`` of the result, the pair is formed again from its
+    differences, so every distance is within ``_PRODUCT_RTOL / 2`` of the exact one (the
+    differences' own sums: within a few units in the last place, as cdist's). Symmetric bit
+    for bit (the upper triangle mirrored), zero on the diagonal. Past
+    ``_PRODUCT_RECOMPUTE_SHARE`` of the pairs to form again, all of them are (cdist by rows).
+    """
+    torch = _torch()
+    n, d = X.shape
+    Xc = X - X.mean(dim=0)
+    norms = (Xc * Xc).sum(dim=1)
+    D = Xc @ Xc.T
+    del Xc
+    factor = (d + 2) * torch.finfo(X.dtype).eps / _PRODUCT_RTOL
+    rows = max(1, _BLOCK_ENTRIES // n)
+    suspects = []
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        block = D[start:stop, start:]  # this block's upper part: products still
+        scale = norms[start:stop, None] + norms[None, start:]
+        block.mul_(-2.0).add_(scale)
+        pairs = torch.nonzero(block < factor * scale)
+        pairs = pairs[pairs[:, 0] < pairs[:, 1]]  # the strict upper triangle
+        if pairs.shape[0]:
+            suspects.append(pairs + torch.as_tensor([start, start], device=X.device))
+        block.clamp_(min=0.0).sqrt_()
+    pairs = torch.cat(suspects) if suspects else None
+    if pairs is not None and pairs.shape[0] > _PRODUCT_RECOMPUTE_SHARE * n * n:
+        return _distances_by_rows(X, D, p=2.0)
+    if pairs is not None:
+        per = max(1, _BLOCK_ENTRIES // max(d, 1))
+        for start in range(0, pairs.shape[0], per):
+            i, j = pairs[start:start + per].unbind(1)
+            D[i, j] = (X[i] - X[j]).square_().sum(dim=1).sqrt_()
+    _mirror_upper(D)
+    D.fill_diagonal_(0.0)
+    return D
+
+
+def _mirror_upper(D) -> None:
+    """The strict upper triangle of a square tensor copied onto its lower one, in row blocks
+    (no n × n temporary)."""
+    torch = _torch()
+    n = D.shape[0]
+    rows = max(1, _BLOCK_ENTRIES // n)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        D[start:stop, :start] = D[:start, start:stop].T
+        block = D[start:stop, start:stop]
+        block.copy_(torch.triu(block) + torch.triu(block, 1).T)

@@ -466,11 +466,14 @@ def test_conjugate_gradients_give_up_where_neither_precision_can(monkeypatch):
 
 
 @pytest.mark.parametrize("full", [False, True])
-@pytest.mark.parametrize("threads", [1, 3])
-def test_similarity_fill_matches_numpy(full, threads):
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_similarity_fill_matches_numpy(full, threads, monkeypatch):
     """The blocked, threaded exp(-tD) fills the upper triangle (everything if ``full``) and its
     float32 copy exactly as the elementwise exponential over the whole matrix at once (row
-    blocks change nothing), tiny entries clamped as documented."""
+    blocks change nothing: 3 rows, or 12 from _MANY_THREADS threads on), tiny entries clamped
+    as documented."""
+    monkeypatch.setattr(_elementwise, "_BLOCK_ENTRIES", 3 * 157)
+    assert _elementwise._block_rows(157, threads) == (12 if threads >= 8 else 3)
     rng = np.random.default_rng(13)
     D = dc.pairwise_distances(rng.normal(size=(157, 4)))  # blocks do not divide n
     t = 400.0 / D.max()  # far enough that some entries fall below exp(-345)

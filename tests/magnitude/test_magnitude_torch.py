@@ -100,6 +100,36 @@ def test_distances_on_the_device_are_formed_in_row_blocks(monkeypatch):
                                    rtol=1e-14, atol=1e-15)
 
 
+def test_euclidean_distances_from_a_product_recompute_the_pairs_that_could_cancel(monkeypatch):
+    # From _PRODUCT_DISTANCES_FROM points on (lowered here), Euclidean distances come from one
+    # product of the centred points; pairs whose product could have cancelled (here: near
+    # duplicates 1e-9 apart, far from the origin) are formed from their differences. Every
+    # distance within the documented 5e-12 of the NumPy side's exact ones, symmetric bit for bit,
+    # zero on the diagonal; past the recompute share, all pairs by differences (cdist).
+    from diversity_core.magnitude import _torch
+
+    monkeypatch.setattr(_torch, "_PRODUCT_DISTANCES_FROM", 10)
+    monkeypatch.setattr(_torch, "_BLOCK_ENTRIES", 7 * 60)  # 7-row blocks: mirrored across them
+    base = cloud(50, d=6, seed=3) + 1e3
+    X = np.vstack([base, base[:10] + 1e-9])
+    D = _torch._pairwise_distances(torch.as_tensor(X), "euclidean")
+    expected = dc.pairwise_distances(X)
+    off = ~np.eye(len(X), dtype=bool)
+    relative = np.abs(D.numpy() - expected)[off] / expected[off]
+    assert relative.max() <= 5e-12
+    # Without the recomputation the near duplicates' distances would be noise: 1e-9 against
+    # products of about 1e6 (checked: the product alone errs by orders of magnitude there).
+    Xc = torch.as_tensor(X) - torch.as_tensor(X).mean(dim=0)
+    norms = (Xc * Xc).sum(dim=1)
+    raw = (norms[:, None] + norms[None, :] - 2 * Xc @ Xc.T).clamp(min=0).sqrt()
+    assert float((raw[:10, 50:].diagonal() - 1e-9 * np.sqrt(6)).abs().max()) > 1e-9
+    assert torch.equal(D, D.T) and bool((D.diagonal() == 0).all())
+    monkeypatch.setattr(_torch, "_PRODUCT_RECOMPUTE_SHARE", 0.0)  # every suspect: all by cdist
+    rows = _torch._pairwise_distances(torch.as_tensor(X), "euclidean")
+    by_cdist = _torch._distances_by_rows(torch.as_tensor(X), torch.empty_like(rows), p=2.0)
+    assert torch.equal(rows, by_cdist)
+
+
 def test_duplicates_are_merged_in_input_order():
     X = cloud(30, seed=4)
     X = np.vstack([X[:5], X[2:3], X[5:], X[2:3], X[0:1]])  # point 2 three times, point 0 twice
@@ -172,6 +202,44 @@ def test_failed_members_do_not_stop_the_batch():
         dc.convergence_scale(good), rel=RTOL)
     with pytest.raises(ValueError, match="single space"):
         TorchMagnitudeBatch(good)
+
+
+def test_batch_members_checked_on_the_device_as_on_the_host():
+    # TorchMagnitudeBatch checks members of one size together on the device, and sends those
+    # it flags to the host: the same failures with the same messages as the NumPy batch, the
+    # same de-duplication, and initial scales bit for bit the host's _initial_scale.
+    from diversity_core.magnitude._batch import _Batch
+    from diversity_core.magnitude._search import _initial_scale
+
+    good = dc.pairwise_distances(cloud(9, seed=1))
+    members = [good, dc.pairwise_distances(cloud(9, seed=2)).astype(np.float32),
+               (good * 1000).astype(np.int64), dc.pairwise_distances(cloud(10, seed=3))]
+    for change in ("nan", "inf", "negative", "diagonal", "asymmetric"):
+        bad = good.copy()
+        value = {"nan": np.nan, "inf": np.inf, "negative": -1.0, "diagonal": 0.0,
+                 "asymmetric": 0.5}[change]
+        if change == "diagonal":
+            bad[3, 3] = 1e-3
+        else:
+            bad[1, 2] = value if change != "asymmetric" else bad[1, 2] + value
+        members.append(bad)
+    X = cloud(9, seed=4)
+    members += [dc.pairwise_distances(np.vstack([X, X[:2]])),  # two duplicates: 9 distinct
+                np.zeros((4, 4)), np.zeros((1, 1)), good[:, :5], good[0],
+                good.astype(complex)]
+    batch = TorchMagnitudeBatch(members)
+    host = _Batch(members)
+    assert set(batch.failures) == set(host.failures) == {4, 5, 6, 7, 8, 12, 13, 14}
+    for i, why in host.failures.items():  # the torch batch names its members
+        assert batch.failures[i] == why.replace("D ", f"member {i} ", 1), i
+    np.testing.assert_array_equal(batch.n_unique, host.n_unique)
+    np.testing.assert_array_equal(batch.n_points, host.n_points)
+    scales = dict(batch.initial_scales())
+    assert list(scales) == sorted(scales) == [0, 1, 2, 3, 9, 10, 11]
+    for i, t in scales.items():
+        expected = _initial_scale(host.D[i]) if host.n_unique[i] > 1 else np.nan
+        assert t == expected or (np.isnan(t) and np.isnan(expected)), i
+    np.testing.assert_array_equal(batch.D[9], host.D[9])
 
 
 def test_memory_is_refused_beforehand_in_one_line():
