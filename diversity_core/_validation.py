@@ -10,6 +10,8 @@ import re
 
 import numpy as np
 
+from ._threads import allowed_threads, map_threads
+
 __all__ = [
     "named_reason",
     "check_embeddings",
@@ -81,6 +83,8 @@ def check_distance_matrix(D, *, name: str = "D", atol: float = 1e-10) -> np.ndar
         raise ValueError(f"{name} must be a square (n, n) distance matrix; got shape {D.shape}.")
     if D.shape[0] == 0:
         raise ValueError(f"{name} is an empty set: the distance matrix has no points.")
+    if D.shape[0] >= _THREADED_CHECK_FROM and _plain_over_threads(D, atol):
+        return D
     _check_finite(D, name)
     if D.min() < 0:
         raise ValueError(f"{name} has negative distances (min {D.min():.3g}).")
@@ -99,6 +103,48 @@ def check_distance_matrix(D, *, name: str = "D", atol: float = 1e-10) -> np.ndar
     if asym > atol * scale:
         raise ValueError(f"{name} is not symmetric (largest |D - D.T| = {asym:.3g}).")
     return D
+
+
+# From this many points on, a distance matrix is checked in row blocks over the allowed threads
+# first (one thread took 0.3 to 0.7 s at 10,000 points of a t_conv + MagArea that 16 cores end in
+# 8 s); only a matrix that fails goes through the one-thread checks, for their message.
+_THREADED_CHECK_FROM = 2048
+_TILE = 128
+
+
+def _plain_over_threads(D: np.ndarray, atol: float) -> bool:
+    """Whether ``D`` (square, float64) passes every check of :func:`check_distance_matrix`,
+    decided over the allowed threads: the same decisions (finiteness as ``_check_finite``
+    decides it, and the exact minimum, maximum, diagonal and largest |D - D.T| of the same
+    tiles), tiles of 128 rows dealt round-robin (the upper triangle's rows fall in length).
+    False with one thread allowed: the one-thread checks then run as they always did."""
+    threads = allowed_threads()
+    if threads < 2:
+        return False
+    n = D.shape[0]
+    starts = list(range(0, n, _TILE))
+
+    def share(mine):
+        low, high, asym = np.inf, -np.inf, 0.0
+        for i in mine:
+            rows = D[i:i + _TILE]
+            with np.errstate(over="ignore"):
+                if not np.isfinite(rows.sum()) and not np.all(np.isfinite(rows)):
+                    return None
+            low, high = min(low, float(rows.min())), max(high, float(rows.max()))
+            for j in range(i, n, _TILE):
+                asym = max(asym, float(np.abs(D[i:i + _TILE, j:j + _TILE]
+                                              - D[j:j + _TILE, i:i + _TILE].T).max()))
+        return low, high, asym
+
+    results = map_threads(share, [starts[k::threads] for k in range(threads)], threads)
+    if any(r is None for r in results):
+        return False
+    low = min(r[0] for r in results)
+    scale = max(r[1] for r in results) or 1.0
+    asym = max(r[2] for r in results)
+    return (low >= 0 and not np.any(np.abs(np.diag(D)) > atol * scale)
+            and asym <= atol * scale)
 
 
 def check_scales(ts, *, name: str = "ts") -> np.ndarray:

@@ -853,3 +853,46 @@ def test_plain_functions_share_a_prepared_space_keyed_by_content(cloud):
     assert found is not space and found.D[0, 1] == cloud[0, 1]
     magnitude_pkg.clear_cache()
     assert len(_space._prepared) == 0
+
+
+def test_large_matrices_are_checked_and_searched_for_duplicates_over_threads(monkeypatch):
+    # From _THREADED_CHECK_FROM / _THREADED_SEARCH_FROM points on (lowered here, with three
+    # threads allowed and tiles of 4 rows), a distance matrix is checked and searched for
+    # duplicates in row blocks over the threads: every matrix the one-thread checks accept is
+    # accepted, every other one fails with the one-thread message, and the duplicates found are
+    # the same.
+    from diversity_core import _validation
+    from diversity_core.magnitude import _space
+
+    def outcome(D):
+        try:
+            return _validation.check_distance_matrix(D).shape
+        except ValueError as exc:
+            return str(exc)
+
+    good = dc.pairwise_distances(np.random.default_rng(21).normal(size=(23, 3)))
+    matrices = [good, np.zeros((23, 23))]
+    for i, j, value in [(1, 2, np.nan), (3, 20, np.inf), (0, 22, -1.0), (5, 5, 1e-3),
+                        (2, 17, None), (22, 21, None)]:
+        bad = good.copy()
+        bad[i, j] = bad[i, j] + 0.5 if value is None else value
+        matrices.append(bad)
+    huge = good / good.max() * 1e308  # finite entries whose sum overflows: still finite
+    matrices.append(huge)
+    serial = [outcome(D) for D in matrices]
+    monkeypatch.setattr(_validation, "_THREADED_CHECK_FROM", 10)
+    monkeypatch.setattr(_validation, "_TILE", 4)
+    monkeypatch.setattr(_validation, "allowed_threads", lambda: 3)
+    assert [outcome(D) for D in matrices] == serial
+    assert sum(isinstance(o, tuple) for o in serial) == 3  # good, zeros, huge
+    X = np.random.default_rng(22).normal(size=(40, 3))
+    copies = dc.pairwise_distances(np.vstack([X, X[5:7], X[30:31] + 1e-14]))
+    expected = [dc.MagnitudeSpace(D).group_of_point for D in (good, copies)]
+    monkeypatch.setattr(_space, "_THREADED_SEARCH_FROM", 10)
+    monkeypatch.setattr(_space, "_SEARCH_ROWS", 4)
+    monkeypatch.setattr(_space, "allowed_threads", lambda: 3)
+    assert not _space._has_close_pairs(good) and _space._has_close_pairs(copies)
+    got = [dc.MagnitudeSpace(D).group_of_point for D in (good, copies)]
+    assert got[0] is None and expected[0] is None
+    np.testing.assert_array_equal(got[1], expected[1])
+    assert dc.MagnitudeSpace(copies).n_unique == 40
