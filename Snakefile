@@ -7,6 +7,10 @@
 
 from snakemake.utils import min_version
 
+# The package's process settings, inherited by every job: OpenBLAS's idle threads sleep almost at
+# once instead of holding cores for 0.1 s (diversity_core/_threads.py, quiet_blas_workers).
+import diversity_core  # noqa: F401
+
 min_version("9.0")
 
 

@@ -17,6 +17,10 @@ matrix of shape (n_points, n_points) and raises ``ValueError`` naming the proble
 
 __version__ = "0.1.0"
 
+from ._threads import quiet_blas_workers  # noqa: E402  (a leaf: loads no NumPy)
+
+quiet_blas_workers()  # before NumPy loads OpenBLAS, in this process and those it starts
+
 # The public names and the wing each comes from. Each is imported when first asked for (PEP 562),
 # as are the wings themselves (``dc.embed.embed_texts``, ``dc.files.read_texts``): ``import
 # diversity_core`` costs nothing beyond Python, so that a rule script importing one leaf

@@ -17,6 +17,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import ThreadpoolController
 
+# How long OpenBLAS's worker threads spin after each call before they sleep, as OpenBLAS reads it
+# when it loads (2^value cycles; OpenBLAS's default 2^28, about 0.1 s). Spinning, they held the
+# cores that the engine's own threads needed next (the exp(-tD) fills between the conjugate
+# gradients' products): t_conv + MagArea of 10,000 points on an H200 machine's host, the fills
+# 3.6 s of 7.6 s on 16 cores, 1.1 s of 4.7 s at 2^4; the whole job 7.98 against 4.09 s on 16
+# cores, 21.7 against 20.7 s on 2 (the same bits: the work is split alike).
+OPENBLAS_THREAD_TIMEOUT = "4"
+
+
+def quiet_blas_workers() -> None:
+    """Let OpenBLAS's idle worker threads sleep almost at once (``OPENBLAS_THREAD_TIMEOUT``,
+    above), unless the environment says otherwise. Effective only before NumPy or SciPy load
+    OpenBLAS: ``import diversity_core`` calls it (it loads neither), and every process it
+    starts, a Snakemake job or a benchmark's case, inherits it."""
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", OPENBLAS_THREAD_TIMEOUT)
+
 
 @functools.cache
 def threadpools() -> ThreadpoolController:
