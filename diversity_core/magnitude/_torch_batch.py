@@ -146,12 +146,15 @@ class TorchMagnitudeBatch(PreparedBatch):
         on_device: dict[int, tuple] = {}  # member -> (stack as given, its row)
         for n, members in by_size.items():
             raw = torch.empty((len(members), n, n), dtype=torch.float64, device=self.device)
+            given = {}
             for k, i in enumerate(members):
-                raw[k].copy_(torch.as_tensor(arrays[i]))
+                # float64 in native byte order on the host (no copy if it is already)
+                given[i] = np.ascontiguousarray(arrays[i], dtype=np.float64)
+                raw[k].copy_(torch.from_numpy(given[i]))
             plain = _plain_members(raw)
             for k, i in enumerate(members):
                 if plain[k]:
-                    self.D[i] = np.asarray(arrays[i], dtype=np.float64)
+                    self.D[i] = given[i]
                     self.n_points[i] = self.n_unique[i] = n
                     on_device[i] = (raw, k)
                 else:
@@ -193,14 +196,17 @@ class TorchMagnitudeBatch(PreparedBatch):
         self.D[i] = D
 
     def _stack(self, members: list[int], on_device: dict):
-        """The members' distance matrices stacked on the device, in the order given: the stack
-        they came in where it is exactly theirs (no copy), else gathered."""
+        """The members' distance matrices stacked on the device, in the order given. Where
+        they all came in one stack (the common case), that stack, its rows moved up over those
+        of members that failed or were de-duplicated (in place: no second stack in memory);
+        else gathered."""
         torch = _torch()
         raw = on_device.get(members[0], (None,))[0]
-        if raw is not None and raw.shape[0] == len(members) and all(
-                i in on_device and on_device[i][0] is raw and on_device[i][1] == k
-                for k, i in enumerate(members)):
-            return raw
+        if raw is not None and all(i in on_device and on_device[i][0] is raw for i in members):
+            for new, old in enumerate(on_device[i][1] for i in members):  # rows ascending
+                if new != old:
+                    raw[new].copy_(raw[old])
+            return raw[:len(members)]
         return torch.stack([on_device[i][0][on_device[i][1]] if i in on_device
                             else torch.as_tensor(self.D[i], device=self.device)
                             for i in members])

@@ -226,7 +226,7 @@ def test_batch_members_checked_on_the_device_as_on_the_host():
     X = cloud(9, seed=4)
     members += [dc.pairwise_distances(np.vstack([X, X[:2]])),  # two duplicates: 9 distinct
                 np.zeros((4, 4)), np.zeros((1, 1)), good[:, :5], good[0],
-                good.astype(complex)]
+                good.astype(complex), good.astype(">f8")]  # the last: big-endian
     batch = TorchMagnitudeBatch(members)
     host = _Batch(members)
     assert set(batch.failures) == set(host.failures) == {4, 5, 6, 7, 8, 12, 13, 14}
@@ -235,7 +235,7 @@ def test_batch_members_checked_on_the_device_as_on_the_host():
     np.testing.assert_array_equal(batch.n_unique, host.n_unique)
     np.testing.assert_array_equal(batch.n_points, host.n_points)
     scales = dict(batch.initial_scales())
-    assert list(scales) == sorted(scales) == [0, 1, 2, 3, 9, 10, 11]
+    assert list(scales) == sorted(scales) == [0, 1, 2, 3, 9, 10, 11, 15]
     for i, t in scales.items():
         expected = _initial_scale(host.D[i]) if host.n_unique[i] > 1 else np.nan
         assert t == expected or (np.isnan(t) and np.isnan(expected)), i
