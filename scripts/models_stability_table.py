@@ -18,11 +18,9 @@ def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Ou
     runs' range, the spread and whether the printed value moves; the bounds within reach of a
     change of machine that moves every distance by at most MAX_DISTANCE_CHANGE of the block's
     largest, as models_classify computed them) and ``table2_markdown``."""
-    # round_trip: compare the accuracies exactly as computed (see models_tables).
-    reference = pd.concat([pd.read_csv(path, float_precision="round_trip") for path in accuracy],
-                          ignore_index=True)
-    perturbed = pd.concat([pd.read_csv(path, float_precision="round_trip")
-                           for path in stability], ignore_index=True)
+    # the accuracies compared exactly as computed
+    reference = pd.concat([ms.read_exact_csv(path) for path in accuracy], ignore_index=True)
+    perturbed = pd.concat([ms.read_exact_csv(path) for path in stability], ignore_index=True)
     spreads = ms.spread_table(reference, perturbed).merge(
         ms.reach_table(reference), on=list(ms.MODEL_CELL), validate="one_to_one")
     with atomic_path(stability_table) as tmp:

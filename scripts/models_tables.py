@@ -7,6 +7,7 @@ from _contract import Inputs, Output
 from _job import run
 
 from diversity_core.atomic import atomic_path
+from diversity_core.experiments import stability as ms
 
 _BLOCK = ["dataset", "preprocessing", "distance"]
 _ACCURACY = [*_BLOCK, "measure", "k", "accuracy_mean", "accuracy_std"]
@@ -14,9 +15,7 @@ _CONFUSION = [*_BLOCK, "true_model", "predicted_model", "count"]
 
 
 def _read(path, columns) -> pd.DataFrame:
-    # round_trip: the accuracies were written at full precision, and rounding must see them
-    # exactly as computed (pandas' default parser can be one unit off in the last place).
-    table = pd.read_csv(path, float_precision="round_trip")
+    table = ms.read_exact_csv(path)  # rounding must see the accuracies as computed
     missing = [c for c in columns if c not in table.columns]
     if missing or table.empty:
         raise ValueError(f"{path}: not a block's classification (missing columns {missing} or "

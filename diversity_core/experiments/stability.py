@@ -33,6 +33,7 @@ __all__ = [
     "MODEL_CELL",
     "perturb",
     "perturbation_rng",
+    "read_exact_csv",
     "possible_knn_predictions",
     "reach_table",
     "beyond_spread",
@@ -45,6 +46,19 @@ __all__ = [
 # magnitude), measure, k.
 BLOCK = ["dataset", "preprocessing", "distance"]
 MODEL_CELL = (*BLOCK, "measure", "k")
+
+
+# pandas reads every float with its round-trip converter from 3.1 on, and deprecates choosing
+# it; before 3.1 its default converter could be a unit off in the last place.
+_ROUND_TRIP = ({} if tuple(int(part) for part in pd.__version__.split(".")[:2]) >= (3, 1)
+               else {"float_precision": "round_trip"})
+
+
+def read_exact_csv(path) -> pd.DataFrame:
+    """A CSV of the experiment's classifications (accuracies, confusion counts) with every float
+    exactly as written at full precision: tables round them, and rounding must see them as
+    computed."""
+    return pd.read_csv(path, **_ROUND_TRIP)
 
 
 def perturb(X, relative_to_column: float, rng: np.random.Generator, *,

@@ -395,3 +395,17 @@ def test_embedding_portability_measures_what_the_vectors_share():
     independent = module.differences(reference, reference + 1e-6 * rng.standard_normal((400, 16)))
     assert 0.02 < independent["common_share"] < 0.1  # 1/sqrt(400) = 0.05
     assert not independent["identical"] and module.differences(reference, reference)["identical"]
+
+
+def test_classifications_are_read_back_exactly_as_written(tmp_path):
+    # Tables round the accuracies, so they are read back bit for bit as models_classify wrote
+    # them (full precision), without pandas' deprecation warning for choosing its converter.
+    import warnings
+
+    values = np.random.default_rng(3).random(2000) * np.logspace(-9, 3, 2000)
+    path = tmp_path / "accuracy.csv"
+    pd.DataFrame({"accuracy_mean": values}).to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read = ms.read_exact_csv(path)
+    np.testing.assert_array_equal(read["accuracy_mean"].to_numpy(), values)
