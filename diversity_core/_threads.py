@@ -76,6 +76,14 @@ def executor(pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix=_POOL_PREFIX)
 
 
+def row_block_shares(n: int, rows: int, threads: int) -> list[list[int]]:
+    """The first rows of an (n, ·) matrix's blocks of ``rows`` rows, dealt round-robin into
+    ``threads`` shares (blocks of an upper triangle fall in length: dealt so, the shares even
+    out)."""
+    starts = list(range(0, n, rows))
+    return [starts[k::threads] for k in range(threads)]
+
+
 def map_threads(fn, items, threads: int) -> list:
     """``[fn(item) for item in items]``, on up to ``threads`` threads of :func:`executor`
     (NumPy's ufuncs, BLAS and the ctypes LAPACK calls release the GIL); results in order.

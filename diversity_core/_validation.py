@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from ._threads import allowed_threads, map_threads
+from ._threads import allowed_threads, map_threads, row_block_shares
 
 __all__ = [
     "named_reason",
@@ -122,7 +122,6 @@ def _plain_over_threads(D: np.ndarray, atol: float) -> bool:
     if threads < 2:
         return False
     n = D.shape[0]
-    starts = list(range(0, n, _TILE))
 
     def share(mine):
         low, high, asym = np.inf, -np.inf, 0.0
@@ -137,7 +136,7 @@ def _plain_over_threads(D: np.ndarray, atol: float) -> bool:
                                               - D[j:j + _TILE, i:i + _TILE].T).max()))
         return low, high, asym
 
-    results = map_threads(share, [starts[k::threads] for k in range(threads)], threads)
+    results = map_threads(share, row_block_shares(n, _TILE, threads), threads)
     if any(r is None for r in results):
         return False
     low = min(r[0] for r in results)

@@ -9,9 +9,8 @@ from _job import run
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import stability as ms
 
-_BLOCK = ["dataset", "preprocessing", "distance"]
-_ACCURACY = [*_BLOCK, "measure", "k", "accuracy_mean", "accuracy_std"]
-_CONFUSION = [*_BLOCK, "true_model", "predicted_model", "count"]
+_ACCURACY = [*ms.BLOCK, "measure", "k", "accuracy_mean", "accuracy_std"]
+_CONFUSION = [*ms.BLOCK, "true_model", "predicted_model", "count"]
 
 
 def _read(path, columns) -> pd.DataFrame:

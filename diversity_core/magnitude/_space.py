@@ -10,7 +10,7 @@ from collections import OrderedDict
 import numpy as np
 import xxhash
 
-from .._threads import allowed_threads, map_threads
+from .._threads import allowed_threads, map_threads, row_block_shares
 from .._validation import check_distance_matrix, check_scales
 from ._common import (
     DEFAULT_INTEGRATION,
@@ -97,21 +97,21 @@ _THREADED_SEARCH_FROM = 2048
 _SEARCH_ROWS = 256
 
 
-def _has_close_pairs(D: np.ndarray) -> bool:
-    """Whether two distinct points of ``D`` lie within ``DUPLICATE_RTOL`` of its largest
-    distance (an off-diagonal entry that small): in row blocks over the allowed threads from
-    ``_THREADED_SEARCH_FROM`` points on, with no (n, n) mask."""
+def _close_pairs_tolerance(D: np.ndarray) -> float | None:
+    """``DUPLICATE_RTOL`` times the largest distance of ``D`` if two distinct points lie within
+    it (an off-diagonal entry that small), else None: in row blocks over the allowed threads
+    from ``_THREADED_SEARCH_FROM`` points on, with no (n, n) mask."""
     n = D.shape[0]
     threads = allowed_threads() if n >= _THREADED_SEARCH_FROM else 1
-    starts = list(range(0, n, _SEARCH_ROWS))
-    shares = [starts[k::threads] for k in range(threads)]
+    shares = row_block_shares(n, _SEARCH_ROWS, threads)
     tol = DUPLICATE_RTOL * max(map_threads(
         lambda mine: max(float(D[i:i + _SEARCH_ROWS].max()) for i in mine), shares, threads))
 
     def close(mine) -> int:
         return sum(int(np.count_nonzero(D[i:i + _SEARCH_ROWS] <= tol)) for i in mine)
 
-    return sum(map_threads(close, shares, threads)) > int(np.count_nonzero(np.diagonal(D) <= tol))
+    closes = sum(map_threads(close, shares, threads))
+    return tol if closes > int(np.count_nonzero(np.diagonal(D) <= tol)) else None
 
 
 class MagnitudeSpace(_Operations):
@@ -176,10 +176,9 @@ class MagnitudeSpace(_Operations):
         # distances; without any (the common case) the graph of duplicate_groups is not needed
         # (it cost 0.4 ms of 0.6 at 300 points).
         keep = None
-        if _has_close_pairs(D):
-            near = D <= DUPLICATE_RTOL * float(D.max())
-            keep, group = duplicate_groups(self.n_points, *np.nonzero(near))
-            del near
+        tol = _close_pairs_tolerance(D)
+        if tol is not None:
+            keep, group = duplicate_groups(self.n_points, *np.nonzero(D <= tol))
         if keep is not None and len(keep) < self.n_points:
             self.group_of_point = group
             self.multiplicity = np.bincount(group, minlength=len(keep))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
-from .._threads import allowed_threads, map_threads
+from .._threads import allowed_threads, map_threads, row_block_shares
 from .._validation import check_embeddings, rescaled, unit_rows
 
 __all__ = ["pairwise_distances", "METRICS", "ALGORITHMS"]
@@ -116,17 +116,10 @@ _THREADED_FROM_POINTS = 2048
 _BLOCK_ROWS = 256
 
 
-def _row_block_shares(n: int, threads: int) -> list[list[int]]:
-    """The first rows of the blocks of ``_BLOCK_ROWS``, dealt round-robin into ``threads``
-    shares (so that shares of blocks of falling length even out)."""
-    starts = list(range(0, n, _BLOCK_ROWS))
-    return [starts[k::threads] for k in range(threads)]
-
-
 def _threaded_self_distances(X: np.ndarray, metric: str, threads: int) -> np.ndarray:
     """The exact self-distances of ``pairwise_distances`` in row blocks over ``threads``: each
     block's pairs with itself and every later row (cdist), its upper triangle mirrored, as
-    squareform mirrors pdist (:func:`_row_block_shares`). The blocks write disjoint parts of
+    squareform mirrors pdist (row blocks dealt round-robin). The blocks write disjoint parts of
     ``D``."""
     n = len(X)
     D = np.empty((n, n))
@@ -140,7 +133,7 @@ def _threaded_self_distances(X: np.ndarray, metric: str, threads: int) -> np.nda
             D[start:stop, stop:] = R[:, stop - start:]
             D[stop:, start:stop] = R[:, stop - start:].T
 
-    map_threads(share, _row_block_shares(n, threads), threads)
+    map_threads(share, row_block_shares(n, _BLOCK_ROWS, threads), threads)
     return D
 
 
@@ -152,7 +145,7 @@ def _threaded_cdist(X: np.ndarray, Y: np.ndarray, metric: str, threads: int) -> 
         for start in mine:
             D[start:start + _BLOCK_ROWS] = cdist(X[start:start + _BLOCK_ROWS], Y, metric=metric)
 
-    map_threads(share, _row_block_shares(len(X), threads), threads)
+    map_threads(share, row_block_shares(len(X), _BLOCK_ROWS, threads), threads)
     return D
 
 

@@ -891,7 +891,8 @@ def test_large_matrices_are_checked_and_searched_for_duplicates_over_threads(mon
     monkeypatch.setattr(_space, "_THREADED_SEARCH_FROM", 10)
     monkeypatch.setattr(_space, "_SEARCH_ROWS", 4)
     monkeypatch.setattr(_space, "allowed_threads", lambda: 3)
-    assert not _space._has_close_pairs(good) and _space._has_close_pairs(copies)
+    assert _space._close_pairs_tolerance(good) is None
+    assert _space._close_pairs_tolerance(copies) is not None
     got = [dc.MagnitudeSpace(D).group_of_point for D in (good, copies)]
     assert got[0] is None and expected[0] is None
     np.testing.assert_array_equal(got[1], expected[1])
