@@ -51,7 +51,7 @@ from ._common import (
     member_warning_category,
 )
 from ._quadrature import _CC_LEVELS, _cc_levels, _cc_refine, _integrate, check_integration
-from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch
+from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch, first_scale
 from ._solver import _CG_MIN_POINTS
 from ._space import (
     CACHE_BYTES,
@@ -133,6 +133,11 @@ class PreparedBatch:
     def initial_scales(self):
         """(member, first scale of its convergence-scale search) of every valid member, in the
         order the searches are run; NaN for a member of one distinct point."""
+        raise NotImplementedError
+
+    def pair_sums(self, i: int, t: float) -> tuple[float, float]:
+        """The first-order sums of member ``i`` at ``t`` (a space's ``pair_sums``): where its
+        search starts from ``FIRST_ORDER_FROM`` points on (``_search.first_scale``)."""
         raise NotImplementedError
 
     def known_magnitude(self, i: int, t: float) -> float | None:
@@ -246,6 +251,9 @@ class _Batch(PreparedBatch):
         """What the caller's own space has evaluated already (see
         :meth:`MagnitudeSpace.known_magnitude`)."""
         return self.spaces[i].known_magnitude(t) if self.given[i] else None
+
+    def pair_sums(self, i: int, t: float) -> tuple[float, float]:
+        return self.space(i).pair_sums(t)
 
     def space(self, i: int) -> MagnitudeSpace:
         """Member i as a prepared space (made from its de-duplicated matrix on first need)."""
@@ -377,6 +385,8 @@ def convergence_scales(spaces, target: float, *, rtol: float, max_iter: int = DE
         if n == 1:
             failures[i] = _no_convergence_scale(int(batch.n_points[i]))
             continue
+        # From FIRST_ORDER_FROM points on, the same first scale as the member's own search.
+        t = first_scale(n, target * n, t, functools.partial(batch.pair_sums, i))
         searches[i] = _ScaleSearch(n, target * n, t, rtol=rtol, max_iter=max_iter)
     while searches:  # one evaluation of every unfinished search per step
         idx = np.fromiter(searches, dtype=np.intp, count=len(searches))

@@ -369,6 +369,12 @@ class LargeMagnitudeSpace(_Operations):
             self._cache[t] = self._solve(t, atol=atol)[0]
         return self._cache[t]
 
+    def pair_sums(self, t: float) -> tuple[float, float]:
+        """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)`` (see
+        ``_search.first_order_scale``): one float64 product with the vector of ones."""
+        Z1, DZ1 = self._product64(float(t), np.ones(self.n_unique), derivative=True)
+        return float(Z1.sum()) - self.n_unique, float(DZ1.sum())
+
     def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
         mag, dmag, _ = self._solve(float(t), derivative=True)
         self._cache[float(t)] = mag  # _solve recorded its error

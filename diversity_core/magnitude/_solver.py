@@ -357,13 +357,44 @@ class _DenseSolver:
 
     def weighted_distance_form(self, t: float, w: np.ndarray) -> float:
         """wᵀ (D ∘ exp(-tD)) w = 2 Σ_{i<j} w_i D_ij exp(-t D_ij) w_j (as D_ii = 0), over one
-        triangle in row blocks: the buffer's upper triangle if it holds exp(-tD) (conjugate
-        gradients leave it intact), else its lower one if that does (see ``_factor``), else
-        exponentials afresh; O(block · n) extra memory per thread.
+        triangle in row blocks (see :meth:`_triangle_blocks`)."""
+
+        def form(E, Db, start, stop, cols) -> float:
+            E *= Db
+            return float(w[start:stop] @ (E @ w[cols]))
+
+        total = 0.0
+        for value in self._triangle_blocks(t, form):
+            total += value
+        return 2.0 * total
+
+    def pair_sums(self, t: float) -> tuple[float, float]:
+        """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)`` (the first-order bound
+        on Mag(t) and its slope, see ``_search.first_order_scale``), in one pass over one
+        triangle (see :meth:`_triangle_blocks`)."""
+
+        def sums(E, Db, start, stop, cols) -> tuple[float, float]:
+            similarity = float(E.sum())
+            E *= Db
+            return similarity, float(E.sum())
+
+        total = [0.0, 0.0]
+        for similarity, weighted in self._triangle_blocks(t, sums):
+            total[0] += similarity
+            total[1] += weighted
+        return 2.0 * total[0], 2.0 * total[1]
+
+    def _triangle_blocks(self, t: float, reduce) -> list:
+        """``reduce(E, Db, start, stop, cols)`` of each row block of one strict triangle of
+        exp(-tD), in block order: ``E`` is the block's exp(-tD) (a fresh array, zero outside
+        the strict triangle; the caller's to overwrite), ``Db`` = ``D[start:stop, cols]``.
+        exp(-tD) is read from the buffer's upper triangle if it holds t (conjugate gradients
+        leave it intact), else from its lower one if that does (see ``_factor``), else formed
+        afresh; O(block · n) extra memory per thread.
 
         The blocks are shared among the buffer's elementwise threads (from 2,500 points on) in
-        contiguous runs, and their sums added in block order on one thread: the bits do not
-        depend on the thread count."""
+        contiguous runs, and the values come back in block order, to be added on one thread:
+        the bits do not depend on the thread count."""
         n = self.n
         # Short blocks: the diagonal block's triangle is cut out with a copy (np.tril/triu),
         # which cost as much as the rest of the product when the block was the whole matrix.
@@ -372,22 +403,21 @@ class _DenseSolver:
         upper = self.buffer.scale == t
         lower = not upper and self.buffer.lower_scale == t
 
-        def block(start: int) -> float:
+        def block(start: int):
             stop = min(start + rows, n)
             cols = slice(0, stop) if lower else slice(start, n)
             Db = self.D[start:stop, cols]
             if upper or lower:
-                Mb = Db * Z[start:stop, cols]
+                E = Z[start:stop, cols].copy()
             else:
-                Mb = np.multiply(Db, -t)
-                _exp_inplace(Mb)
-                Mb *= Db
+                E = np.multiply(Db, -t)
+                _exp_inplace(E)
             # Of the diagonal block, only the strict lower (upper) triangle belongs to the sum.
             if lower:
-                Mb[:, start:stop] = np.tril(Mb[:, start:stop], -1)
+                E[:, start:stop] = np.tril(E[:, start:stop], -1)
             else:
-                Mb[:, :stop - start] = np.triu(Mb[:, :stop - start], 1)
-            return float(w[start:stop] @ (Mb @ w[cols]))
+                E[:, :stop - start] = np.triu(E[:, :stop - start], 1)
+            return reduce(E, Db, start, stop, cols)
 
         starts = list(range(0, n, rows))
         threads = min(self.buffer.threads(), len(starts))
@@ -397,11 +427,7 @@ class _DenseSolver:
         # on its thread count, each output entry being one dot product).
         with single_threaded_if(threads > 1):
             parts = map_threads(lambda share: [block(start) for start in share], shares, threads)
-        total = 0.0
-        for part in parts:
-            for value in part:
-                total += value
-        return 2.0 * total
+        return [value for part in parts for value in part]
 
     def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
         """Mag(t) and dMag/dt = wᵀ (D ∘ Z_t) w, with the weighting w (Mag as in

@@ -244,6 +244,12 @@ class MagnitudeSpace(_Operations):
         with self._solver.blas_threads():
             return self._solver.weights(float(t))
 
+    def pair_sums(self, t: float) -> tuple[float, float]:
+        """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)``: the first-order bound
+        from which a convergence-scale search starts (``_search.first_order_scale``)."""
+        with self._solver.blas_threads():
+            return self._solver.pair_sums(float(t))
+
     def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
         """Mag(t) and dMag/dt = wᵀ (D ∘ Z_t) w."""
         with self._solver.blas_threads():

@@ -318,6 +318,11 @@ class TorchMagnitudeSpace(_Operations):
             total += (w[start:start + rows, 0] @ (Mb @ w[:, 0]))
         return float(total)
 
+    def pair_sums(self, t: float) -> tuple[float, float]:
+        """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)`` on the device (see
+        ``_search.first_order_scale``)."""
+        return _pair_sums(self.D, float(t))
+
     def magnitude(self, t: float) -> float:
         """Mag(t) at one scale t >= 0."""
         t = float(t)
@@ -366,6 +371,22 @@ class TorchMagnitudeSpace(_Operations):
     def release(self) -> None:
         """Free the similarity buffer (the distance matrix stays)."""
         self._Z = None
+
+
+def _pair_sums(D, t: float) -> tuple[float, float]:
+    """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)`` of a distance tensor, in row
+    blocks on its device (the diagonal's exp(0) = 1 taken off the first)."""
+    torch = _torch()
+    n = D.shape[0]
+    rows = max(1, _BLOCK_ENTRIES // n)
+    sums = torch.zeros(2, dtype=torch.float64, device=D.device)
+    for start in range(0, n, rows):
+        Db = D[start:start + rows]
+        E = torch.mul(Db, -t).clamp_(min=-EXPONENT_FLOOR).exp_()
+        sums[0] += E.sum()
+        sums[1] += E.mul_(Db).sum()
+    similarity, weighted = sums.tolist()
+    return similarity - n, weighted
 
 
 def _pairwise_distances(X, metric: str):

@@ -45,7 +45,7 @@ from ._common import (
 )
 from ._solver import fallback_solve
 from ._space import MagnitudeSpace
-from ._torch import _duplicate_groups, _torch, _torch_device, check_torch_memory
+from ._torch import _duplicate_groups, _pair_sums, _torch, _torch_device, check_torch_memory
 
 __all__ = ["TorchMagnitudeBatch", "torch_convergence_scales", "torch_magnitude_functions",
            "torch_mag_areas", "torch_batch_memory"]
@@ -234,6 +234,10 @@ class TorchMagnitudeBatch(PreparedBatch):
                                   (5.0 / median.cpu().numpy()).tolist(), strict=True))
         for i in sorted(scales):
             yield i, scales[i]
+
+    def pair_sums(self, i: int, t: float) -> tuple[float, float]:
+        _, _, stack = self.groups[self.group_of[i]]
+        return _pair_sums(stack[int(self.row_of[i])], float(t))
 
     def evaluate(self, idx, ts, *, derivative: bool = False, complement: float | None = None):
         """Mag (and dMag/dt) of member ``idx[k]`` at scale ``ts[k] > 0``: arrays of len(idx)

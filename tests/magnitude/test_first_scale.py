@@ -1,0 +1,159 @@
+"""The convergence-scale search's first scale from the first-order bound on magnitude (issue 44
+item 3): the bound, the sums every kind of space forms for it, and its use from
+``FIRST_ORDER_FROM`` distinct points on (below, the former first scale, bit for bit)."""
+
+import numpy as np
+import pytest
+
+import diversity_core as dc
+from diversity_core.magnitude import (
+    LargeMagnitudeSpace,
+    MagnitudeSpace,
+    _search,
+    convergence_scales,
+)
+
+
+def cloud(n, d=32, seed=0, clusters=6):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=3.0, size=(clusters, d))
+    return centres[rng.integers(clusters, size=n)] + rng.normal(size=(n, d))
+
+
+@pytest.fixture(scope="module")
+def X():
+    return cloud(600, seed=1)
+
+
+@pytest.fixture(scope="module")
+def D(X):
+    return dc.pairwise_distances(X)
+
+
+def direct_sums(D, t):
+    E = np.exp(-t * D)
+    np.fill_diagonal(E, 0.0)
+    return E.sum(), (D * E).sum()
+
+
+def test_every_kind_of_space_sums_over_its_distinct_pairs(X, D):
+    t = 0.7 * dc.convergence_scale(D)
+    expected = direct_sums(D, t)
+    fresh = MagnitudeSpace(D)
+    np.testing.assert_allclose(fresh.pair_sums(t), expected, rtol=1e-12)
+    # exp(-tD) read back from the similarity buffer: its upper triangle (conjugate gradients
+    # leave it), and its lower one (a factorisation overwrites the upper).
+    cg = MagnitudeSpace(D)
+    cg.magnitude(t)
+    direct = MagnitudeSpace(D, solver="direct")
+    direct.magnitude(t)
+    for space in (cg, direct):
+        np.testing.assert_allclose(space.pair_sums(t), expected, rtol=1e-12)
+    # The large-n path's float32 distances: within their own accuracy.
+    np.testing.assert_allclose(LargeMagnitudeSpace(X).pair_sums(t), expected, rtol=1e-5)
+    # Duplicates are merged first: the sums are those of the distinct points.
+    doubled = dc.pairwise_distances(np.vstack([X, X[:50]]))
+    np.testing.assert_allclose(MagnitudeSpace(doubled).pair_sums(t), expected, rtol=1e-12)
+
+
+def test_the_torch_spaces_sum_as_the_numpy_engine(D):
+    torch = pytest.importorskip("torch")  # noqa: F841
+    from diversity_core.magnitude import TorchMagnitudeBatch, TorchMagnitudeSpace
+
+    t = 0.7 * dc.convergence_scale(D)
+    expected = direct_sums(D, t)
+    np.testing.assert_allclose(TorchMagnitudeSpace(D, device="cpu").pair_sums(t), expected,
+                               rtol=1e-12)
+    small = dc.pairwise_distances(cloud(40, seed=2))
+    batch = TorchMagnitudeBatch([small, D, small], device="cpu")
+    np.testing.assert_allclose(batch.pair_sums(1, t), expected, rtol=1e-12)
+    np.testing.assert_allclose(batch.pair_sums(2, t), direct_sums(small, t), rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", [0.95, 0.99])
+def test_the_bound_reaches_the_goal_at_or_just_after_the_convergence_scale(D, target):
+    space = MagnitudeSpace(D)
+    n = space.n_unique
+    t_conv = space.convergence_scale(target)
+    t_bound = _search.first_order_scale(space.pair_sums, (1 - target) * n,
+                                        space.initial_scale())
+    # The root is found to _FIRST_ORDER_RTOL; it lies after t_conv, within 5 % here.
+    assert t_conv <= t_bound * (1 + 2 * _search._FIRST_ORDER_RTOL)
+    assert t_bound <= 1.05 * t_conv
+    # The bound itself: Mag(t) >= n - Σ_{i≠j} exp(-t d_ij) wherever Z_t is positive definite.
+    for t in (0.2 * t_conv, t_conv, 3 * t_conv):
+        assert space.magnitude(t) >= n - space.pair_sums(t)[0] - 1e-9 * n
+
+
+def test_the_bound_is_found_from_far_below_and_far_above(D):
+    space = MagnitudeSpace(D)
+    deficit = 0.05 * space.n_unique
+    t0 = space.initial_scale()
+    reference = _search.first_order_scale(space.pair_sums, deficit, t0)
+    # Far above, exp(-tD) underflows off the diagonal (no slope): steps back by 4 until not.
+    for start in (1e-3 * t0, 1e3 * t0):
+        assert _search.first_order_scale(space.pair_sums, deficit, start) == pytest.approx(
+            reference, rel=3 * _search._FIRST_ORDER_RTOL)
+
+
+def test_below_the_threshold_the_former_first_scale_is_kept():
+    asked = []
+
+    def pair_sums(t):
+        asked.append(t)
+        return 1.0, 1.0
+
+    n = _search.FIRST_ORDER_FROM - 1
+    assert _search.first_scale(n, 0.95 * n, 0.123, pair_sums) == 0.123 and not asked
+    n = _search.FIRST_ORDER_FROM
+    assert _search.first_scale(n, 0.95 * n, 0.123, pair_sums) != 0.123 and asked
+
+
+def _search_evaluations(space, target):
+    solved = []
+    evaluate = space.magnitude_and_derivative
+
+    def counted(t):
+        solved.append(t)
+        return evaluate(t)
+
+    space.magnitude_and_derivative = counted
+    return space.convergence_scale(target), len(solved)
+
+
+def test_from_the_threshold_on_the_search_takes_fewer_evaluations(D, monkeypatch):
+    """With the threshold lowered to this 600-point cloud: fewer solves, the same convergence
+    scale to the search's tolerance, and the batch's search taking the very same steps."""
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 10**9)
+    former, former_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 500)
+    bound, bound_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
+    assert bound_solves < former_solves
+    assert bound == pytest.approx(former, rel=1e-8)
+    small = dc.pairwise_distances(cloud(100, seed=3))
+    scales = convergence_scales([small, D], 0.95)
+    assert scales[1] == bound and scales[0] == dc.convergence_scale(small, 0.95)
+
+
+def test_the_torch_path_starts_from_the_same_bound(D, monkeypatch):
+    pytest.importorskip("torch")
+    from diversity_core.magnitude import TorchMagnitudeSpace, torch_convergence_scales
+
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 500)
+    numpy_scale = dc.convergence_scale(MagnitudeSpace(D), 0.95)
+    space = TorchMagnitudeSpace(D, device="cpu")
+    assert dc.convergence_scale(space, 0.95) == pytest.approx(numpy_scale, rel=1e-10)
+    assert space.evaluations["convergence_scale"] <= 4
+    assert torch_convergence_scales([D], 0.95)[0] == pytest.approx(numpy_scale, rel=1e-10)
+
+
+def test_the_large_path_starts_from_the_same_bound(X, D, monkeypatch):
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 10**9)
+    former = LargeMagnitudeSpace(X)
+    former.convergence_scale(0.95)
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 500)
+    large = LargeMagnitudeSpace(X)
+    t_conv = large.convergence_scale(0.95)
+    assert large.evaluations["convergence_scale"] < former.evaluations["convergence_scale"]
+    # To the large path's own accuracy (solver_rtol 1e-7 of n in Mag).
+    assert t_conv == pytest.approx(dc.convergence_scale(D, 0.95), rel=1e-5)
