@@ -140,8 +140,8 @@ def main() -> None:
             seconds[name] = float(Path(out + ".seconds").read_text())
             if args.save:
                 Path(args.save).mkdir(parents=True, exist_ok=True)
-                with atomic_write(Path(args.save) / f"{name}.npy", "wb") as out:
-                    np.save(out, runs[name])
+                with atomic_write(Path(args.save) / f"{name}.npy", "wb") as stream:
+                    np.save(stream, runs[name])
     from diversity_core.experiments.stability import perturb, perturbation_rng
 
     reference = runs["native"]

@@ -89,7 +89,7 @@ def first_scale(n: int, goal: float, t0: float, pair_sums) -> float:
     """The search's first scale for a space of ``n`` distinct points: ``t0`` (5 / median
     nearest-neighbour distance) below ``FIRST_ORDER_FROM`` points, the first-order bound's
     root from there on (see :func:`first_order_scale`)."""
-    if n < FIRST_ORDER_FROM or not goal < n:
+    if n < FIRST_ORDER_FROM:
         return t0
     return first_order_scale(pair_sums, n - goal, t0)
 

@@ -309,13 +309,9 @@ class TorchMagnitudeSpace(_Operations):
         """wᵀ (D ∘ exp(-tD)) w, exp(-tD) formed afresh in row blocks (the buffer holds the
         factor)."""
         torch = _torch()
-        n = self.n_unique
-        rows = max(1, _BLOCK_ENTRIES // n)
         total = torch.zeros((), dtype=torch.float64, device=self.device)
-        for start in range(0, n, rows):
-            Db = self.D[start:start + rows]
-            Mb = torch.mul(Db, -t).clamp_(min=-EXPONENT_FLOOR).exp_().mul_(Db)
-            total += (w[start:start + rows, 0] @ (Mb @ w[:, 0]))
+        for start, Db, E in _similarity_blocks(self.D, t):
+            total += (w[start:start + Db.shape[0], 0] @ (E.mul_(Db) @ w[:, 0]))
         return float(total)
 
     def pair_sums(self, t: float) -> tuple[float, float]:
@@ -373,20 +369,27 @@ class TorchMagnitudeSpace(_Operations):
         self._Z = None
 
 
+def _similarity_blocks(D, t: float):
+    """``(start, Db, exp(-t Db))`` for each row block ``Db`` of a distance tensor, the exponent
+    floored as the NumPy engine's (``EXPONENT_FLOOR``); each exp block a fresh tensor, the
+    caller's to overwrite (only one block is held at a time)."""
+    torch = _torch()
+    rows = max(1, _BLOCK_ENTRIES // D.shape[0])
+    for start in range(0, D.shape[0], rows):
+        Db = D[start:start + rows]
+        yield start, Db, torch.mul(Db, -t).clamp_(min=-EXPONENT_FLOOR).exp_()
+
+
 def _pair_sums(D, t: float) -> tuple[float, float]:
     """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)`` of a distance tensor, in row
     blocks on its device (the diagonal's exp(0) = 1 taken off the first)."""
     torch = _torch()
-    n = D.shape[0]
-    rows = max(1, _BLOCK_ENTRIES // n)
     sums = torch.zeros(2, dtype=torch.float64, device=D.device)
-    for start in range(0, n, rows):
-        Db = D[start:start + rows]
-        E = torch.mul(Db, -t).clamp_(min=-EXPONENT_FLOOR).exp_()
+    for _, Db, E in _similarity_blocks(D, t):
         sums[0] += E.sum()
         sums[1] += E.mul_(Db).sum()
     similarity, weighted = sums.tolist()
-    return similarity - n, weighted
+    return similarity - D.shape[0], weighted
 
 
 def _pairwise_distances(X, metric: str):
