@@ -47,12 +47,13 @@ def _initial_scale(D: np.ndarray) -> float:
 # From this many distinct points on, the search starts from the root of the first-order bound
 # (first_order_scale) instead of 5 / median nearest-neighbour distance: for the benchmark's
 # 10,000 clustered points × 64 its solves went from 5 to 3, on the large-n path at 50,000 from 6
-# to 3 (2,000 points, seven clouds and targets: 5 to 3 in three, 4 to 3, 5 to 4 for uniform
-# points in 3-d, unchanged in two: 3, and 5 at target 0.5). Below, the former first guess
-# stays: every set of the committed tables has fewer points (1,000 at most), and a different
-# start ends the search at another scale within its rtol, which would move their last digits.
+# to 3 (2,000 points, seven clouds, metrics and targets of benchmarks/bench_first_scale.py:
+# 5 to 3 in three, 4 to 3, 5 to 4 for uniform points in 3-d, unchanged in two: 3, and 5 at
+# target 0.5). Below, the former first guess stays: every set of the committed tables has fewer
+# points (1,000 at most), and a different start ends the search at another scale within its
+# rtol, which would move their last digits.
 FIRST_ORDER_FROM = 2048
-# The bound's root is wanted to this relative accuracy (it lies 0.1 to 5 % above the
+# The bound's root is wanted to this relative accuracy (it lies 0.1 to 6 % above the
 # convergence scale at targets 0.95 to 0.99), and Newton's steps on it are capped.
 _FIRST_ORDER_RTOL = 1e-3
 _FIRST_ORDER_MAX_STEPS = 12
@@ -65,7 +66,7 @@ def first_order_scale(pair_sums, deficit: float, t: float) -> float:
 
     Where Z_t is positive definite, Z⁻¹ ⪰ 2I - Z ((Z - I) Z⁻¹ (Z - I) ⪰ 0), so
     Mag(t) = 1ᵀZ⁻¹1 >= n - S0(t): the bound reaches the goal at or after the convergence
-    scale, 0.1 to 5 % after it in the clouds measured (targets 0.95 to 0.99; at 0.5 it is
+    scale, 0.1 to 6 % after it in the clouds measured (targets 0.95 to 0.99; at 0.5 it is
     looser, 15 %). One pass costs what one exp(-tD) fill does, a small share of a solve at
     these sizes. log S0 is convex and decreasing in t (a log-sum-exp), so Newton's steps on it
     approach the root from below after the first one; a step to a scale where S0 underflows

@@ -154,3 +154,21 @@ def test_the_large_path_starts_from_the_same_bound(X, D, monkeypatch):
     assert large.evaluations["convergence_scale"] < former.evaluations["convergence_scale"]
     # To the large path's own accuracy (solver_rtol 1e-7 of n in Mag).
     assert t_conv == pytest.approx(dc.convergence_scale(D, 0.95), rel=1e-5)
+
+
+def test_the_benchmark_compares_both_first_scales():
+    """benchmarks/bench_first_scale.py at a small size: both runs reported, the bound's with
+    fewer solves and passes over the distances, the former's with none."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_first_scale.py"
+    run = subprocess.run([sys.executable, str(script), "--points", "2500", "--path", "numpy"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    counts = {name: (int(solves), int(passes)) for name, solves, passes in re.findall(
+        r"(former|bound): (\d+) solves, (\d+) passes", run.stdout)}
+    assert counts["former"][1] == 0 and counts["bound"][1] >= 1
+    assert counts["bound"][0] < counts["former"][0]
