@@ -2,6 +2,7 @@
 user), results and resources go to a temporary folder given on the command line."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,25 @@ def run_tiny(experiment: str, out: Path, *extra: str, resources: Path | None = N
         "--config", f"results_dir={out / 'results'}", f"resources_dir={resources}",
         *extra, check=check,
     )
+
+
+def git(*args: str, cwd: Path) -> str:
+    """``git args`` in ``cwd`` (with an identity of its own for commits); its output."""
+    command = ["git", "-c", "user.name=test", "-c", "user.email=test@localhost", *args]
+    return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def clean_copy(dest: Path) -> Path:
+    """A fresh checkout as a user's clone would be: the repository's working tree without what
+    git ignores (build outputs, resources/, earlier runs' files), committed into a new git
+    repository at ``dest``, so that ``git status`` there shows what a run changes."""
+    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=REPO)
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():  # a deleted, not yet committed file is listed but absent
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    git("init", "-q", cwd=dest)
+    git("add", "-A", cwd=dest)
+    git("commit", "-q", "-m", "clone", cwd=dest)
+    return dest
