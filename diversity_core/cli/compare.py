@@ -20,6 +20,7 @@ import numpy as np
 from .. import __version__
 from ..atomic import check_destination
 from ..comparison import compare
+from ..comparison.protocol import SCALE_GAP
 from ..files.embeddings import InputError
 from ..magnitude import DEFAULT_N_TS, DEFAULT_TARGET
 from ..magnitude.settings import MagnitudeSettings
@@ -50,7 +51,10 @@ def add_compare_command(sub) -> None:
                     "convergence scale of the sets; with --reference the reference's; or "
                     "--t-cut), MagDiff between every pair, every reference-free baseline "
                     f"({', '.join(FREE_MEASURES[1:])}), and with --reference "
-                    f"{', '.join(REFERENCE_MEASURES)} against it.",
+                    f"{', '.join(REFERENCE_MEASURES)} against it. Every table, --csv and --json "
+                    "name the measures as above, as Python's compare(...).table does; a set "
+                    f"whose convergence scale lies more than {SCALE_GAP:g}x from t_cut gets a "
+                    "note.",
         epilog="Exit status: 0 when the results were printed (a value undefined for one set is "
                "shown as 'undefined' with its reason, the other sets are still computed); 2 for "
                "a bad file or option.")

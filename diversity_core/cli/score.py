@@ -39,14 +39,14 @@ def render_table(result: dict, headers: dict) -> str:
     lines = [f"{c}: {headers[c]}" for c in columns]
     free = list(dict.fromkeys(m for c in columns for m in scores[c]))
     if free:
-        rows = [[MEASURES[m].description, *(_format_value(scores[c].get(m)) for c in columns),
-                 notes.get(m, "")] for m in free]
-        lines += ["", *aligned(["metric", *columns, "note"], rows, free_last=True)]
+        rows = [[m, *(_format_value(scores[c].get(m)) for c in columns),
+                 MEASURES[m].description, notes.get(m, "")] for m in free]
+        lines += ["", *aligned(["metric", *columns, "about", "note"], rows, free_last=True)]
     if scores["comparison"]:
-        rows = [[MEASURES[m].description, _format_value(v), notes.get(m, "")]
+        rows = [[m, _format_value(v), MEASURES[m].description, notes.get(m, "")]
                 for m, v in scores["comparison"].items()]
         lines += ["", "embeddings compared with the reference:",
-                  *aligned(["metric", "value", "note"], rows, free_last=True)]
+                  *aligned(["metric", "value", "about", "note"], rows, free_last=True)]
     return "\n".join(lines)
 
 
@@ -67,7 +67,8 @@ def add_score_command(sub) -> None:
         "score", help="score one embedding file, optionally against a reference",
         description="Score embeddings (n_points x n_features, .npy/.npz/.csv). Reference-free "
                     f"metrics: {', '.join(FREE_MEASURES)}. With --reference also: "
-                    f"{', '.join(REFERENCE_MEASURES)} (aliases: prdc, mmd).",
+                    f"{', '.join(REFERENCE_MEASURES)} (aliases: prdc, mmd). The table and --json "
+                    "name the metrics so, as --metrics takes them.",
         epilog="Exit status: 0 when the scores were printed (a measure undefined for this input "
                "is shown as 'undefined' with its reason); 2 for a bad file or option, or when no "
                "requested measure is defined.")

@@ -118,6 +118,23 @@ def _single_threaded_blas():
 GRID_BEYOND = 0.5
 # Progress bars (stderr, on a terminal) from this many sets on, unless asked for or off.
 PROGRESS_MIN_SETS = 5
+# A set whose own convergence scale lies more than this factor from t_cut (either way) gets a
+# note: its MagArea then measures it where its magnitude is still about 1, or already about its
+# number of distinct points, so it says little about that set's diversity.
+SCALE_GAP = 100.0
+
+
+def scale_gap_note(t_conv: float, t_cut: float, rule: str) -> str | None:
+    """The note of a set whose convergence scale ``t_conv`` lies more than :data:`SCALE_GAP`
+    from ``t_cut`` (chosen by ``rule``); None when it does not, or either is undefined."""
+    if not (np.isfinite(t_conv) and t_conv > 0 and t_cut is not None and t_cut > 0):
+        return None
+    ratio = t_cut / t_conv
+    if 1 / SCALE_GAP <= ratio <= SCALE_GAP:
+        return None
+    return (f"t_cut = {t_cut:.6g} ({rule}) is {ratio:.3g} times this set's own convergence "
+            f"scale t_conv = {t_conv:.6g}: its MagArea is measured far from the scales where its "
+            "magnitude changes; compare sets of similar scale, or rescale them")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +169,8 @@ class Comparison:
         ``{set: {measure: reason}}`` for every undefined value.
     notes : dict
         ``{set: [message, ...]}``: warnings raised while measuring a set (a magnitude fallback
-        solver, IsoScore on fewer points than dimensions, ...).
+        solver, IsoScore on fewer points than dimensions, ...), and one line for a set whose
+        convergence scale lies more than :data:`SCALE_GAP` times from ``t_cut``.
     warned : dict
         ``{set: {measure: [message, ...]}}``: the same warnings of the baselines, by the measure
         that raised them (data, not text to parse).
@@ -463,6 +481,9 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     for i, name in enumerate(all_names):
         notes[name].extend(mag.warnings[i])
         notes[name].extend(fallback_note(record) for record in mag.fallbacks[i])
+        gap = scale_gap_note(mag.t_conv[i], mag.t_cut, source)
+        if gap:
+            notes[name].append(gap)
         if mag.n_distinct[i]:  # warned by a batch of several sets, which named none of them
             notes[name].extend(f"a batch of sets warned, naming none: {text}"
                                for text in mag.unattributed_warnings)

@@ -2,7 +2,9 @@
 Markdown (a report with the exact command and the figure), and as a figure.
 
 Sets are labelled ``[1]``, ``[2]``, ... in the order given and the reference ``[R]``, so that the
-MagDiff matrix stays narrow however long the files' names are. Numbers have six significant
+MagDiff matrix stays narrow however long the files' names are. The tables' columns are the
+measures' names (``magarea``, ``vendi``, ...): the columns of :attr:`Comparison.table` and of
+the CSV, the keys of the JSON and the names ``--metrics`` takes. Numbers have six significant
 digits; an undefined value reads ``undefined`` and its reason is listed under the tables.
 """
 
@@ -15,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_write
-from ..measures.registry import FREE_MEASURES, LABELS, REFERENCE_MEASURES
+from ..measures.registry import FREE_MEASURES, REFERENCE_MEASURES
 from ..reporting.text import aligned
 
 __all__ = ["heading", "labels", "plot_comparison", "render_markdown", "render_text",
@@ -52,7 +54,7 @@ def _tables(result, normalise: str | None):
     free = ["t_conv", *FREE_MEASURES]
     rows = [[f"{tags[name]} {name}", _number(row["n_points"]), _number(row["n_distinct"]),
              *(_number(row[m]) for m in free)] for name, row in T.iterrows()]
-    tables = [("", ["set", "points", "distinct", *(LABELS[m] for m in free)], rows)]
+    tables = [("", ["set", "points", "distinct", *free], rows)]
     M = result.mag_diff_matrix(normalise)
     matrix_rows = [[tags[name], *(_number(v) for v in M.loc[name])] for name in M.index]
     tables.append((_magdiff_title(result, normalise), ["", *(tags[n] for n in M.columns)],
@@ -67,7 +69,7 @@ def _tables(result, normalise: str | None):
         tables.append((f"against the reference {tags[result.reference]} {result.reference} "
                        f"(MagDiff = set − reference; PRDC: reference = real, set = fake, "
                        f"k = {k}; MMD² Euclidean):",
-                       ["set", *(LABELS[m] for m in against)], ref_rows))
+                       ["set", *against], ref_rows))
     return tables
 
 
@@ -87,7 +89,7 @@ def _reasons(result) -> list[str]:
         by_reason: dict[str, list[str]] = {}
         for measure, why in undefined.items():
             why = why[len(name) + 2:] if why.startswith(f"{name}: ") else why
-            by_reason.setdefault(why, []).append(LABELS.get(measure, measure))
+            by_reason.setdefault(why, []).append(measure)
         if by_reason:
             lines.append(f"{tags[name]} {name}: " + "; ".join(
                 f"{', '.join(measures)}: {why.rstrip('.')}" for why, measures in by_reason.items()))
