@@ -1,6 +1,6 @@
 """Speed of ``diversity_core.compare`` on many sets, beside magnipy's ``Diversipy`` on them.
 
-Issue 21's target: 20 sets × 1,000 points × 384 dimensions (the size of sentence embeddings) in at
+The target: 20 sets × 1,000 points × 384 dimensions (the size of sentence embeddings) in at
 most 30 s on 2 cores. Run from the repository root with our venv's python (magnipy runs in its
 own venv through tests/support/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse one)::
 

@@ -7,7 +7,7 @@ interim file, and N - 1 jobs each reading it and writing one file of 7 bytes: on
 one job per file, the crate's worst case), each with the record the real writer
 (``write_records``) writes. Then it times ``audit`` (two hashing threads, as the command
 does) and ``write_crate`` of that audit's report, and prints both with their ratio (crate /
-audit). Issue 41 asks for a
+audit). The target is a
 ratio of at most 3 at 10,000 files; docs/auditing.md records the numbers. The load average is
 printed beside the times: the machine is shared.
 """

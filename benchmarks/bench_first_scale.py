@@ -1,4 +1,4 @@
-"""The convergence-scale search from its two first scales, on the same space (issue 44 item 3).
+"""The convergence-scale search from its two first scales, on the same space.
 
     python benchmarks/bench_first_scale.py --points 10000 --path numpy
     python benchmarks/bench_first_scale.py --points 10000 --path torch      # CPU torch

@@ -1,6 +1,6 @@
-"""The magnitude engine's torch path beside the NumPy engine, in the same run (issue 36).
+"""The magnitude engine's torch path beside the NumPy engine, in the same run.
 
-    python benchmarks/bench_gpu.py                        # on cuda, the issue's sizes
+    python benchmarks/bench_gpu.py                        # on cuda, the target sizes
     python benchmarks/bench_gpu.py --device cpu --sizes small   # smoke run (CPU torch)
 
 Jobs (clustered clouds in 64 dimensions, Euclidean distances):
@@ -16,7 +16,7 @@ Jobs (clustered clouds in 64 dimensions, Euclidean distances):
   MagArea: ``torch_convergence_scales`` + ``torch_mag_areas`` against
   ``convergence_scales`` + ``mag_areas``; the device's job run twice (``repeat_s``).
 
-Issue 36's targets on one H200: 10,000 points <= 0.5 s, 50,000 points <= 60 s, 200 x 300
+The targets on one H200: 10,000 points <= 0.5 s, 50,000 points <= 60 s, 200 x 300
 <= 0.1 s. Each line gives both times, their ratio and the largest relative difference of the
 results. The NumPy engine is skipped above ``--numpy-max`` points (its 50,000-point run took
 about 8 minutes on 16 cores). Times are wall-clock seconds of one run after a warm-up (CUDA
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     parser.add_argument("--numpy-max", type=int, default=10_000,
                         help="largest single set the NumPy engine is timed on (default 10,000)")
     parser.add_argument("--large", default="",
-                        help="comma-separated sizes for the device's large-n path (issue 44)")
+                        help="comma-separated sizes for the device's large-n path")
     parser.add_argument("--numpy-cores", default="",
                         help="comma-separated core counts for the NumPy engine's first size")
     parser.add_argument("--only-extra", action="store_true",

@@ -1,4 +1,4 @@
-"""The large-n path on 1 and 2 cores: wall time, CPU time, utilisation, evaluations (issue 44).
+"""The large-n path on 1 and 2 cores: wall time, CPU time, utilisation, evaluations.
 
     .venv/bin/python benchmarks/bench_large.py --sizes 10000,30000,50000 --cores 1,2
     .venv/bin/python benchmarks/bench_large.py --sizes 12000 --points gaussian --json out.json
@@ -7,8 +7,8 @@ Each case runs in a fresh process whose CPU affinity is limited to the first ``c
 (``os.sched_setaffinity``); the space is made without ``threads``, so its threads follow that
 affinity (``allowed_threads()``), as ``compare`` and ``score`` give them. Points in ``--dim``
 dimensions (default 32) in float32, as embeddings come: ``--points clustered`` (default: five
-Gaussian clusters, ``tests/support/point_clouds.clustered``, the shape of issue 44's 30,000-point
-case) or ``gaussian`` (one Gaussian); Euclidean; convergence scale and MagArea at the package's
+Gaussian clusters, ``tests/support/point_clouds.clustered``, the shape of the 30,000-point case)
+or ``gaussian`` (one Gaussian); Euclidean; convergence scale and MagArea at the package's
 defaults. Reported per case: the build, the convergence scale and MagArea, each with its wall
 time, its CPU time (user + system of the process) and their ratio (the utilisation: 2.0 is two
 busy cores), the evaluations of Mag(t) per phase and the float32 CG products, and the load

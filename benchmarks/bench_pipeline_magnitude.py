@@ -1,6 +1,5 @@
 """The magnitude stages of the text-temperature and model-distinguishing experiments: batched, as
-the pipeline runs them, against one set at a time, as they ran before the batch functions
-(issue 20), on the pipeline's own interim files.
+the pipeline runs them, against one set at a time, on the pipeline's own interim files.
 
 Run from the repository root after the two experiments (``snakemake text_temperature
 model_distinguishing``), on a quiet machine::

@@ -1,5 +1,5 @@
 """Which cells of the model experiment another run moved beyond the published spread and
-outside their bounds (issue 42).
+outside their bounds.
 
     .venv/bin/python benchmarks/cells_beyond_spread.py results/models/interim \\
         /elsewhere/results/models/interim results/models/stability.csv [--collection fortunes]

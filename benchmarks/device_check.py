@@ -1,4 +1,4 @@
-"""Every CUDA path of the pipeline run for real, each compared with its CPU path (issue 36).
+"""Every CUDA path of the pipeline run for real, each compared with its CPU path.
 
     python benchmarks/device_check.py                 # on cuda: about 1-3 minutes on one GPU
     python benchmarks/device_check.py --device cpu --tiny   # the CI smoke run (seconds)

@@ -1,4 +1,4 @@
-"""How far a change of CPU moves the sentence embeddings (issue 42), measured on one machine.
+"""How far a change of CPU moves the sentence embeddings, measured on one machine.
 
     .venv/bin/python benchmarks/embedding_portability.py all-MiniLM-L6-v2 \\
         resources/text/models/all-MiniLM-L6-v2 results/models/interim/documents/fortunes.json \\
@@ -13,9 +13,9 @@ asks MKL for results that do not depend on the CPU (``MKL_CBWR=COMPATIBLE``) and
 and oneDNN's generic code: if ``portable`` and ``portable_avx2`` give the same bits, those
 settings remove this machine difference.
 
-``cuda`` embeds on the GPU instead (issue 44: does a GPU move the vectors more than the
+``cuda`` embeds on the GPU instead (does a GPU move the vectors more than the
 stability check assumes?), ``cuda_again`` a second time (does the GPU repeat itself bit for
-bit?); on a lent GPU machine, whose host's CPU runs ``native`` with the same libraries, the
+bit?); on a GPU machine whose host's CPU runs ``native`` with the same libraries, the
 difference is the GPU's alone (docs/gpu.md says how the model gets there).
 
 Each variant embeds the first ``--n`` documents in a fresh process (one thread, the variables

@@ -1,15 +1,14 @@
-"""Files too large for one call of the lent GPU machine, carried in parts over several calls.
+"""Files too large for one transfer to a remote GPU machine, carried in parts over several.
 
     .venv/bin/python benchmarks/gpu_carry.py split .gpu_carry/minilm --parts 2 \\
         resources/text/models/all-MiniLM-L6-v2 results/models/interim/documents
-    # device call 1 carries .gpu_carry/minilm/part-0 and the manifest, call 2 part-1; then there:
+    # transfer 1 carries .gpu_carry/minilm/part-0 and the manifest, transfer 2 part-1; then there:
     python3 benchmarks/gpu_carry.py join .gpu_carry/minilm      # the paths again, checked
 
-A call to the lent machine carries at most 64 MiB (the working tree included) and the machine
-has no network, so a pinned model of 88 MB (all-MiniLM-L6-v2) cannot reach it in one call. An
-ignored path carried by one call stays on a machine that is still warm at the next call (the
-device tool keeps ignored outputs between calls), so the parts of one archive can arrive over
-several calls and be joined there.
+For a GPU machine that takes at most 64 MiB per transfer (the working tree included), has no
+network and keeps what earlier transfers brought: a pinned model of 88 MB (all-MiniLM-L6-v2)
+cannot reach it in one transfer, so the parts of one archive arrive over several and are
+joined there.
 
 ``split`` writes one uncompressed tar of the sources (their paths relative to the current
 folder, sorted, no owner or time: the same sources give the same bytes) cut into ``--parts``
@@ -107,7 +106,7 @@ def join(folder, to=".") -> list[str]:
     for part in manifest["parts"]:
         path = folder / part["name"]
         if not path.is_file():
-            raise ValueError(f"{path}: missing (carry it in a call while the machine is warm).")
+            raise ValueError(f"{path}: missing (carry it over before joining).")
         chunk = path.read_bytes()
         if len(chunk) != part["size"] or _sha256(chunk) != part["sha256"]:
             raise ValueError(f"{path}: {len(chunk):,} bytes, SHA-256 {_sha256(chunk)[:12]}; "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU measurement of issue 44 in one prepared run, for a lent GPU machine (no network, a
+# Every GPU measurement in one prepared run, for a GPU machine without a network (and with a
 # python3 with torch, transformers and sentence-transformers; no install of this project):
 #
 #     OUT=/some/folder bash benchmarks/gpu_checks.sh      # from the repository's root
@@ -8,7 +8,7 @@
 # seconds (default 540): a step that would start past the budget is skipped and says so.
 #   env          the card, driver, CPU and package versions; builds the _vexp extension in place
 #   magnitude    device_check.py --only magnitude (torch path against the NumPy engine)
-#   bench_gpu    bench_gpu.py at the issue's sizes (10,000 and 50,000 points, batches) and the
+#   bench_gpu    bench_gpu.py at the target sizes (10,000 and 50,000 points, batches) and the
 #                device's large-n path at 50,000 points against the dense one
 #   cores        the NumPy engine's t_conv + MagArea at 10,000 points on 2, 4, 8, 16 host cores
 #   sentences, inception, lm   device_check.py's encoder checks (random weights, see its doc)

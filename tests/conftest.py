@@ -150,7 +150,7 @@ def link_image_assets(resources: Path) -> Path:
 
 # The text assets a tiny run reads from the repository's resources/text (fetched there by the
 # pipeline's rules when missing, as for a user); the embedding cache of the model experiment stays
-# in the session's own resources, so that each session embeds from scratch once.
+# in the test run's own resources, so that each test run embeds from scratch once.
 SHARED_TEXT_ASSETS = ("corpora", "models", "lm")
 
 
@@ -189,13 +189,13 @@ class TinyRuns:
                     (text / name).symlink_to(shared, target_is_directory=True)
 
     def _lock(self, name: str) -> FileLock:
-        """The lock of one of the session's runs: the test processes (pytest-xdist's workers)
+        """The lock of one of the shared runs: the test processes (pytest-xdist's workers)
         share the session folder, and the first to ask for a run makes it while the others
         wait for it."""
         return FileLock(self.root / f".{name}.lock")
 
     def _once(self, name: str, run) -> None:
-        """``run()`` unless this session has already made ``name`` (in any test process): a
+        """``run()`` unless this test run has already made ``name`` (in any test process): a
         marker file, written when the run succeeded, says so."""
         if name in self._done:
             return

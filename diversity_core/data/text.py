@@ -262,8 +262,8 @@ _HF_DATASETS: dict[str, dict] = {
                                "g/train-00001-of-00018.parquet": None},
                      "column": "abstract", "max_rows": 20000},
     # arXiv abstracts up to 2021 (about 2 million records in one gzipped JSON-lines file), at the
-    # commit a public pin names. Its SHA-256 is published only abridged (REFERENCE.md §5:
-    # 72d5dc60...682b, 939,914,256 bytes, at a nearby commit): checked against the listing's
+    # commit a public pin names. Its SHA-256 is published only abridged (72d5dc60...682b,
+    # 939,914,256 bytes, at a nearby commit): checked against the listing's
     # LFS digest and size on download, its SHA-256 logged to pin here.
     "arxiv": {"kind": "hf", "repo": "gfissore/arxiv-abstracts-2021",
               "revision": "e4c5fbd4dec8e46a5dc869216fe1c94cc585757a",

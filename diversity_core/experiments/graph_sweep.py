@@ -36,7 +36,7 @@ __all__ = ["EXPERIMENTS", "MIN_STEPS", "SWEEPS", "cluster_graphs", "collapse_set
 
 EXPERIMENTS = ("collapse", "dropping")
 
-# Fewest steps a sweep should have (issue 22): with a handful of steps, rho = 1 asks no more of a
+# Fewest steps a sweep should have: with a handful of steps, rho = 1 asks no more of a
 # measure than monotonicity over a few states; the prepare step warns below this.
 MIN_STEPS = 20
 

@@ -544,7 +544,7 @@ def classify_block(summary: Mapping[str, np.ndarray], *, ks: Sequence[int], k: i
 
     ``max_distance_change``: if given, how far a change of machine may move any distance
     between two sets, as a fraction of the measure's largest distance in the block; every
-    value is then given the bounds that such a change can reach (issue 42).
+    value is then given the bounds that such a change can reach.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Which digits of an experiment's tables are a property of the data (issue 42).
+"""Which digits of an experiment's tables are a property of the data.
 
 The same text embedded on two machines, or with another thread count or batch order, gives
 embeddings that differ in their last bits (float32 kernels sum in other orders). A cell of a
@@ -70,7 +70,7 @@ def perturb(X, relative_to_column: float, rng: np.random.Generator, *,
     the same as before it existed), ``rms_j`` the root mean square of column ``j`` over ``X``'s
     vectors.
 
-    Why this model (issue 42; docs/model_distinguishing.md, "Reproducibility"): the same 2,000
+    Why this model (docs/model_distinguishing.md, "Reproducibility"): the same 2,000
     texts embedded with AVX2 instead of AVX-512 kernels moved, in every dimension, by about the
     same fraction of that dimension's scale (root mean square of the change over the column's:
     median 0.9e-6 to 1.6e-6, at most 2.2e-6, for all-MiniLM-L6-v2, sre-MiniLM and
@@ -133,7 +133,7 @@ def possible_knn_predictions(distances, train_labels, classes, k: int,
     partial sort).
 
     Why by hand: no library bounds a k-NN decision under a bounded change of its distances; the
-    check of issue 42 needs every decision that a change of machine can reach, where a few
+    stability check needs every decision that a change of machine can reach, where a few
     sampled perturbations had missed cells that another CPU's kernels moved.
 
     Parameters

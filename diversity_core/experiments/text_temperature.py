@@ -20,7 +20,7 @@ well the measure tracks the ground-truth diversity.
 * :func:`spearman_bootstrap`: Spearman's ρ of a measure with the temperature and its percentile
   bootstrap interval (Figure 4: 95%, 1,000 resamples);
 * :func:`ranking_by_max_temperature`: every measure's R² and rank when only the sets generated at
-  ``τ ≤ τ_max`` are kept, for every cap ``τ_max`` (issue 22: is a measure's lead made by the
+  ``τ ≤ τ_max`` are kept, for every cap ``τ_max`` (is a measure's lead made by the
   hottest temperatures alone?);
 * :func:`dictionary_share` and :func:`temperature_cap`: the decTest design's measured cap, the
   highest temperature at which the language model still writes words (the share of a set's

@@ -153,7 +153,7 @@ __all__ = [
     "mag_diff",
     "reference_free_t_cut",
     "reference_based_t_cut",
-    # batches, large n and memory (issue 20)
+    # batches, large n and memory
     "convergence_scales",
     "magnitude_functions",
     "mag_areas",
@@ -166,7 +166,7 @@ __all__ = [
     "LargeMagnitudeSpace",
     "ScaleGrid",
     "clear_cache",
-    # many sets on one integration limit: the reference-free protocol (issue 34)
+    # many sets on one integration limit: the reference-free protocol
     "measure_sets",
     "SetMagnitudes",
     "TCutRule",
@@ -175,8 +175,8 @@ __all__ = [
     "ReferenceTCut",
     "MemberWarning",
     "trapezoid_weights",
-    # the torch path (CUDA, or the CPU to check it; issue 36): where it runs is a
-    # diversity_core.device.Device (issue 43)
+    # the torch path (CUDA, or the CPU to check it): where it runs is a
+    # diversity_core.device.Device
     "space_on_device",
     "batch_on_device",
     "TorchMagnitudeSpace",
@@ -187,7 +187,7 @@ __all__ = [
     "torch_magnitude_memory",
     "torch_batch_memory",
     "check_torch_memory",
-    # the device's memory decides; the large-n path on a torch device (issue 44)
+    # the device's memory decides; the large-n path on a torch device
     "device_path",
     "TorchLargeMagnitudeSpace",
     "torch_large_memory",

@@ -237,7 +237,7 @@ def prdc(real, fake, k: int = 5, *, block_size: int | None = None) -> dict[str, 
     Notes
     -----
     The inequalities are strict, as in ``prdc`` 0.2, so a set of identical points has zero-radius
-    balls that contain nothing (all four metrics 0; prdc issue #7). ``k = N − 1`` is allowed (the
+    balls that contain nothing (all four metrics 0, as in ``prdc``). ``k = N − 1`` is allowed (the
     package fails there, argpartition out of bounds), and data so large or small that squared
     distances would overflow or underflow float64 are rescaled by a power of two (exact).
 

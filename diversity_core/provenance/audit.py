@@ -23,7 +23,7 @@ A fresh clone holds the committed final results and their records, but not ``int
 ``resources/``: their inputs are then *not on disk*, which the report says, and which is a
 finding only with ``require_chain``.
 
-Every audit ends (issue 35). It reads only regular files: a FIFO, device or socket (or a link to
+Every audit ends. It reads only regular files: a FIFO, device or socket (or a link to
 one) where a file should be is a finding (its bytes cannot be checked), one inside a folder
 input is set aside with a note; a link to a folder inside the results tree is not followed (a
 note). Each read is bounded by the file's size (:mod:`.digests`), each walk by
@@ -33,7 +33,7 @@ and they end with the audit on Ctrl-C. A folder that holds no provenance record 
 the writer's format, or names a path outside its root, makes its file ``unrecorded`` with the
 reason (:func:`.records.read_record`).
 
-No blind spots (issue 41): a file, input or record that leaves its root through a link (a
+No blind spots: a file, input or record that leaves its root through a link (a
 folder's or its own) is a finding and is never read; a name that is not valid UTF-8 or holds a
 control character is a finding, printed escaped (:func:`.paths.printable`: the text report is
 one line per item, whatever a name holds); and every output a record lists, not only the file it

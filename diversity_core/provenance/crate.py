@@ -18,7 +18,7 @@ The crate holds
   contextual entities ``#resources/...`` / ``#results/...`` with the same digests, whether they
   are pinned and by which configuration key.
 
-The crate agrees with itself (issue 35): every file copied into it carries the SHA-256 and size
+The crate agrees with itself: every file copied into it carries the SHA-256 and size
 of the bytes written there, hashed while they were copied (a file changed since its record says
 so in its ``description``, beside the recorded digest); the records copied are read back from
 the crate's own copies. A script whose bytes differ from the digest its records name (a result
@@ -33,7 +33,7 @@ when complete: never half a crate. ``DIR`` must be new or an empty folder; a non
 (a previous crate included: remove it first), a file, a link or a place that cannot be written
 is a ``ValueError`` (one line), checked by :func:`check_destination` before the audit starts.
 
-Only what the records vouch for, from inside its root (issue 41): every file is copied in one
+Only what the records vouch for, from inside its root: every file is copied in one
 read that hashes what it copies (the crate's digest is that of the bytes it holds, with no
 second read that a link could redirect), opened through :func:`.paths.open_inside`, so a file
 or folder that leaves its root through a link is never copied (it is described, with the
@@ -44,7 +44,7 @@ audit would find the crate's copies unrecorded).
 
 Built with the ``rocrate`` library (pinned in ``envs/requirements.txt``) for the entities and
 the metadata file; validated in ``tests/provenance/test_audit.py`` against the Workflow Run Crate
-profile of ``roc-validator``. In linear time (issue 41; ``benchmarks/bench_crate.py``): rocrate's
+profile of ``roc-validator``. In linear time (``benchmarks/bench_crate.py``): rocrate's
 ``get``/``dereference`` scans every entity for subcrates on each identifier it does not hold,
 so the builder keeps its own index of the jobs it added instead of asking the crate, and never
 looks up an identifier rocrate lacks. The copies are written with exclusive creation into the

@@ -19,7 +19,7 @@
 :class:`Hasher` hashes each file once per process (keyed on its size, mtime and inode, so a
 file rewritten in between is hashed again) and counts the bytes and seconds it spent.
 
-Only regular files are read, and each read is bounded (issue 35): a FIFO, a device file or a
+Only regular files are read, and each read is bounded: a FIFO, a device file or a
 socket (or a link to one) is never opened (:class:`NotRegularFile`); a file is read up to the
 size it had when it was opened, and one that grows meanwhile (a log being written, a ``/proc``
 file) is an error, not an endless read. A folder's walk lists its regular files, follows no
@@ -154,7 +154,7 @@ def scan_folder(folder) -> tuple[list[str], dict[str, str]]:
     without manifests, provenance records and Snakemake's marker; and ``{relative path: what it
     is}`` of what the walk did not read: FIFOs, devices, sockets, dangling links and links to
     them, links to folders (not followed: ``find -type f`` does not follow them either), links
-    to a file outside the folder (issue 41: a folder's digest vouches only for its own bytes),
+    to a file outside the folder (a folder's digest vouches only for its own bytes),
     names that are not valid UTF-8 or hold a control character. Raises ``ValueError`` past
     :data:`MAX_FOLDER_ENTRIES` entries."""
 

@@ -1,5 +1,5 @@
 """Paths inside the records' roots: names the pipeline can write, links that leave a root, and
-reads that cannot be redirected out of it (issue 41).
+reads that cannot be redirected out of it.
 
 * :func:`name_problem`: why a name (walked or recorded) is not one the pipeline writes: not
   valid UTF-8, a control character (a newline would forge a line of the text report), longer

@@ -159,7 +159,7 @@ def write_records(outputs: dict[str, list], inputs: dict[str, list], *, roots: R
             record = {"artifact": Path(path).name, **common}
             text = json.dumps(record, indent=2, sort_keys=True, default=_jsonable) + "\n"
             # A fresh temporary name, replaced in one step: never a half-written record, and
-            # never a write through a link planted at <record>.tmp (issue 35).
+            # never a write through a link planted at <record>.tmp.
             with atomic_write(out, "w", what="provenance record") as stream:
                 stream.write(text)
             written.append(out)

@@ -1,4 +1,4 @@
-"""The chain of custody of assets and caches (diversity_core.assets, issue 19): nothing is read
+"""The chain of custody of assets and caches (diversity_core.assets): nothing is read
 before it is checked, no name from a pin or an archive leaves its folder, no value handed to
 apt, dpkg or pip can be an option, strict mode refuses unpinned assets before fetching, killed
 fetches leave nothing for long, and caches are keyed on what changes them and shared safely."""

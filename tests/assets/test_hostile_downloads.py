@@ -1,5 +1,5 @@
 """Downloads and hub listings against a hostile local server (tests/support/hostile_server.py), one
-regression test per class of issue 40: every transfer ends, nothing bad is kept or pinned, every
+regression test per class of problem: every transfer ends, nothing bad is kept or pinned, every
 failure is one line naming what failed. The limits are short (:func:`diversity_core.assets.http.
 limits`), so that each test takes well under a second or two; no test measures time."""
 

@@ -159,7 +159,7 @@ def test_magarea_not_computable_keeps_the_other_metrics(tmp_path, capsys):
     assert rc == 0 and "undefined" in out
 
 
-# --- issue 14: errors name the file, undefined measures keep the others, JSON stays JSON ------
+# --- errors name the file, undefined measures keep the others, JSON stays JSON --------------------
 
 def test_errors_name_the_file_and_line(files, capsys):
     tmp, X, R = files
@@ -312,7 +312,7 @@ def test_bad_options(files, capsys, option, message):
 
 
 def test_the_engine_device_gives_the_same_scores(files, capsys):
-    """``--device torch:cpu`` runs magnitude on the engine's torch path (issue 36): the same
+    """``--device torch:cpu`` runs magnitude on the engine's torch path: the same
     numbers as the NumPy engine to 1e-9, for ``score`` and ``compare``; a GPU the machine lacks
     is one line, exit 2."""
     pytest.importorskip("torch")

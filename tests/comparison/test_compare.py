@@ -1,4 +1,4 @@
-"""Comparing many sets (issue 21): ``diversity_core.compare`` and ``python -m diversity_core
+"""Comparing many sets: ``diversity_core.compare`` and ``python -m diversity_core
 compare``, against the package's single-set functions and the text experiment's protocol.
 
 The agreement with magnipy's ``Diversipy`` is in tests/comparison/test_compare_magnipy.py
@@ -434,7 +434,7 @@ def test_cli_tables_need_no_matplotlib(files):
                            "installed: pip install 'diversity_core[pipeline]'.\n")
 
 
-# Hardened surfaces (issue 35): every numeric option has a range checked before work; every
+# Hardened surfaces: every numeric option has a range checked before work; every
 # output goes where it was asked, atomically, never through a link; a place that cannot be
 # written is one line, exit 2 (1 is the audit's findings), not a traceback.
 

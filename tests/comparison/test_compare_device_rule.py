@@ -1,4 +1,4 @@
-"""Issue 44: on a torch device compare and score put a set where the device's memory says (dense
+"""On a torch device, compare and score put a set where the device's memory says (dense
 whenever it holds it, whatever its size; else the large-n path on the device; else a one-line
 refusal before anything is computed). CPU torch, thresholds lowered; no GPU needed."""
 

@@ -47,7 +47,7 @@ def _gauss(t_cut: float) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def ours():
-    # MagArea to rtol 1e-8 (the default is 1e-6 since the engine's issue 20), as said above.
+    # MagArea to rtol 1e-8 (the default is 1e-6), as said above.
     settings = dc.MagnitudeSettings(integration_rtol=1e-8)
     return {metric: dc.compare(_sets(), metric=metric, settings=settings) for metric in METRICS}
 

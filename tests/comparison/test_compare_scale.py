@@ -123,7 +123,7 @@ def test_a_large_set_takes_the_engines_large_n_path(monkeypatch):
                                rtol=1e-5)
 
 
-# --- issue 34: `score` is `compare` of one set ------------------------------------------------
+# --- `score` is `compare` of one set --------------------------------------------------------------
 
 def test_score_and_compare_give_the_same_numbers_for_one_set(tmp_path, capsys):
     rng = np.random.default_rng(7)

@@ -234,7 +234,7 @@ def text_assets():
 
 @pytest.mark.slow
 def test_pipeline_tiny_twice(tiny_runs, text_assets):
-    """Snakemake runs the experiment end to end (the session's tiny run, read only); a second run
+    """Snakemake runs the experiment end to end (the shared tiny run, read only); a second run
     from empty results (embeddings from the cache) gives byte-identical tables."""
     first, second = (run / "results" / "models" for run in (
         tiny_runs("model_distinguishing"), tiny_runs.rerun("model_distinguishing")))

@@ -1,4 +1,4 @@
-"""The model experiment's robustness to the last bits of its embeddings (issue 42): the
+"""The model experiment's robustness to the last bits of its embeddings: the
 projections' numerical-rank rule, the perturbation, and the stability table."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_preprocess_refuses_an_unknown_rank_rule():
 
 def test_perturb_moves_each_value_by_a_fraction_of_its_dimensions_scale():
     # A change of CPU kernels moved every dimension by about the same fraction of that
-    # dimension's scale, from ordinary ones to nearly dead and dead ones (issue 42): so does the
+    # dimension's scale, from ordinary ones to nearly dead and dead ones: so does the
     # perturbation, whatever the size of the value itself.
     X = _embeddings_with_a_dead_dimension()
     X[:, 1] *= 1e-6  # a nearly dead dimension, as all-mpnet-base-v2 has (scale 1e-7)

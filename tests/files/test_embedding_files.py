@@ -1,7 +1,7 @@
 """The one reader of embedding files (diversity_core.files.embeddings), and the command line's
 promise around it: each input reads as the user meant, or ends in one line ``error: ...`` and
-exit 2 — never a traceback, never a wait (issue 19, "The command line mis-reads some files
-without a word"). The CSV reader's Hypothesis properties: tests/measures/test_properties.py.
+exit 2 — never a traceback, never a wait, never a file mis-read
+without a word. The CSV reader's Hypothesis properties: tests/measures/test_properties.py.
 """
 
 import codecs

@@ -1,4 +1,4 @@
-"""Hostile inputs to the readers and caches (issue 35): sizes checked before bytes are
+"""Hostile inputs to the readers and caches: sizes checked before bytes are
 unpacked, no FIFO or device opened, caches checked against what they must hold, devices named.
 
 One test per class of problem, each failing before its fix: a refusal in one line naming the

@@ -248,8 +248,8 @@ def test_generate_plan_batches_and_caches_per_prompt(tiny_lm, tmp_path):
 
 
 def _former_processor(temperatures, seeds, device="cpu"):
-    """The processor as it was before issue 36 (generators and noise on the model's device),
-    kept here to show that drawing the noise on the CPU changed no CPU-sampled token."""
+    """A processor with its generators and noise on the model's device, kept here to show that
+    drawing the noise on the CPU (the package's way) changes no CPU-sampled token."""
     from transformers import LogitsProcessor
 
     class Former(LogitsProcessor):

@@ -1,4 +1,4 @@
-"""benchmarks/device_check.py (issue 36) as CI runs it: ``--device cpu --tiny``, every check
+"""benchmarks/device_check.py as CI runs it: ``--device cpu --tiny``, every check
 (the language model's sampler, the sentence encoder, Inception, magnitude) within tolerance,
 and its refusal of a device torch does not see."""
 

@@ -1,5 +1,5 @@
-"""The convergence-scale search's first scale from the first-order bound on magnitude (issue 44
-item 3): the bound, the sums every kind of space forms for it, and its use from
+"""The convergence-scale search's first scale from the first-order bound on magnitude:
+the bound, the sums every kind of space forms for it, and its use from
 ``FIRST_ORDER_FROM`` distinct points on (below, the former first scale, bit for bit)."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_carry.py: files too large for one call of the lent GPU machine, carried in
+"""benchmarks/gpu_carry.py: files too large for one transfer to a remote GPU machine, carried in
 parts and joined there only after every part and the whole are checked; and the CUDA variants
 of benchmarks/embedding_portability.py, refused in one line where torch sees no GPU."""
 

@@ -1,4 +1,4 @@
-"""Issue 44: the large-n path on a torch device (CPU torch here, small panels), the memory rule
+"""The large-n path on a torch device (CPU torch here, small panels), the memory rule
 that chooses a device path (dense whenever the device holds it, whatever the size; else the
 large-n path; else a one-line refusal), and the evaluations of Mag(t) counted per phase."""
 

@@ -1,4 +1,4 @@
-"""The magnitude engine against closed forms (REFERENCE.md §1), axioms and its own slower paths."""
+"""The magnitude engine against closed forms, axioms and its own slower paths."""
 
 import platform
 import sys

@@ -1,4 +1,4 @@
-"""The engine's internal contracts (issue 34 item 4, issue 36 item 3): accuracy passed as an
+"""The engine's internal contracts: accuracy passed as an
 argument, values recorded through the space's own methods, the paired-scale hint safe in any
 order, and the work split over the cores the process may use, in both exponential variants,
 without a bit depending on the thread count."""

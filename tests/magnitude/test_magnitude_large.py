@@ -44,7 +44,7 @@ def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks):
 
 
 def test_products_run_on_the_threads_blas_allows():
-    # Issue 44: with threads left to the space (as compare and score make it), the products'
+    # With threads left to the space (as compare and score make it), the products'
     # shares ran one after the other, since the count was read after BLAS was limited to one
     # thread. Two shares meeting at a barrier prove they run at the same time.
     import threading

@@ -1,4 +1,4 @@
-"""The magnitude engine's torch path (issue 36) against the NumPy engine, on CPU torch float64
+"""The magnitude engine's torch path against the NumPy engine, on CPU torch float64
 (and on CUDA where torch sees a GPU): t_conv, MagArea (three rules), MagDiff, magnitude
 functions and the batch functions agree to 1e-9 relative; duplicates, the fallback's warning,
 the memory and device refusals."""
@@ -433,7 +433,7 @@ def test_a_gpu_the_machine_lacks_is_refused_when_the_settings_are_made():
 
 def test_factorisations_are_counted_per_phase():
     """``evaluations``: one factorisation per scale solved, counted under the phase that asked
-    for it, through the methods and the package's functions alike (issue 44 item 3)."""
+    for it, through the methods and the package's functions alike."""
     space = TorchMagnitudeSpace.from_points(cloud(200, seed=4), device="cpu")
     t_conv = dc.convergence_scale(space)
     search = space.evaluations["convergence_scale"]

@@ -1,5 +1,5 @@
 """Extreme scales, constant data and complex numbers: every measure gives the right number or a
-ValueError that says why, never a silent wrong value (issue 14)."""
+ValueError that says why, never a silent wrong value."""
 
 import numpy as np
 import pytest

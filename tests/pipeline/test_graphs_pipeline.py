@@ -16,8 +16,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def two_runs(tiny_runs):
-    """The session's tiny run (shared: read only) and a rerun from an empty results folder, both
-    with the session's resources folder."""
+    """The shared tiny run (read only) and a rerun from an empty results folder, both
+    with the shared resources folder."""
     outs = [run / "results" / "graphs" for run in (tiny_runs("graph_mode_collapse"),
                                                   tiny_runs.rerun("graph_mode_collapse"))]
     return outs, tiny_runs.resources

@@ -123,7 +123,7 @@ def test_inception_features(image_assets):
 @pytest.mark.slow
 def test_pipeline_tiny(tiny_runs, image_assets):
     """Snakemake runs the whole experiment on a tiny configuration (1 + 10 images per class,
-    three fractions, one resample per class): the session's tiny run, read only."""
+    three fractions, one resample per class): the shared tiny run, read only."""
     root = tiny_runs("image_mode_dropping")
     out = root / "results" / "images"
     table = pd.read_csv(out / "mode_dropping.csv")

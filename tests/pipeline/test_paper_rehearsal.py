@@ -5,7 +5,7 @@ write (addresses and checksums in
 a configuration file of their own, HF_ENDPOINT for the Hugging Face hub), end to end with
 Snakemake on tiny overlays (.test/paper_*.yaml), producing every table and figure.
 
-Each test also checks what the first real run would have got wrong (issue 33): Tevet & Berant's
+Each test also checks what the first real run would have got wrong: Tevet & Berant's
 release holds 2 to 4 temperature-labelled files per task and the paper's are the raw 1,000-set
 ones; big_patent's parquet files are found from the hub's (paginated) listings, config a's train
 split as partial-train shards on refs/convert/parquet; Presto's documents are the first rows

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def two_runs(tiny_runs):
-    """The session's tiny run (shared: read only) and a rerun from an empty folder."""
+    """The shared tiny run (read only) and a rerun from an empty folder."""
     first = tiny_runs("curvature")
     second = tiny_runs.rerun("curvature")
     return first / "results" / "curvature", second / "results" / "curvature"
@@ -121,7 +121,7 @@ def _audit(results, *options):
 
 
 def test_a_hand_edited_t_cut_is_caught_by_the_audit(two_runs, tmp_path):
-    """Issue 19: interim/t_cut.json edited by hand (t_cut x 1.5). With its mtime put back,
+    """interim/t_cut.json edited by hand (t_cut x 1.5). With its mtime put back,
     Snakemake sees nothing to do, yet `snakemake audit` and `python -m diversity_core audit`
     name the file (changed) and the chunks made from it (stale); after a rerun that rebuilds
     Table 1 from the edited file, the audit still names it and marks Table 1's chain."""

@@ -32,7 +32,7 @@ def _job_counts(output: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def report(tiny_runs):
-    """The tiny configurations of all experiments in one results folder (each the session's one
+    """The tiny configurations of all experiments in one results folder (each the shared
     run of it), then rule `all` over them all (one run: only results/summary.md is left to
     make), then the report."""
     for experiment in EXPERIMENTS:

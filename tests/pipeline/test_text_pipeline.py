@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def two_runs(tiny_runs):
-    """The session's tiny run (shared: read only) and a rerun from an empty results folder (this
+    """The shared tiny run (read only) and a rerun from an empty results folder (this
     module's own: a test adds a run with another batching to it)."""
     return [tiny_runs("text_temperature"), tiny_runs.rerun("text_temperature")]
 

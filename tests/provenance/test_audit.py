@@ -306,8 +306,8 @@ def test_the_committed_results_pass_the_audit_as_a_fresh_clone_would(tmp_path):
     records = [name for name in tracked if name.endswith(".provenance.json")]
     formats = {json.loads((repo / name).read_text()).get("format", 1) for name in records}
     if formats == {1}:
-        pytest.skip("the committed records predate digests (format 1): regenerate the results "
-                    "(issue 19), then this test checks them")
+        pytest.skip("the committed records predate digests (format 1): regenerate the results, "
+                    "then this test checks them")
     for name in tracked:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(repo / name, tmp_path / name)

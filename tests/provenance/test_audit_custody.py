@@ -1,4 +1,4 @@
-"""Custody without blind spots (issue 41), one regression test per class of problem:
+"""Custody without blind spots, one regression test per class of problem:
 
 1. links: a file, a folder on the way, or a record that leaves ``results/`` through a link is a
    finding, never read and never copied into the crate (:func:`.paths.open_inside` refuses a

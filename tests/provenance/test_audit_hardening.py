@@ -1,4 +1,4 @@
-"""The audit and its RO-Crate against hostile or careless input (issue 35), one test per class
+"""The audit and its RO-Crate against hostile or careless input, one test per class
 of problem:
 
 1. every audit ends: FIFOs, devices, sockets and links to them are never opened (set aside

@@ -1,5 +1,5 @@
 """One local HTTP server on 127.0.0.1 that misbehaves in every way a download or a hub listing
-must survive (issue 40), one behaviour per path, each bounded so that it stops by itself:
+must survive, one behaviour per path, each bounded so that it stops by itself:
 
 ==============================  ============================================================
 path                            behaviour

@@ -2,7 +2,7 @@
 out, built from code (tiny, synthetic: no real data), served on 127.0.0.1 for the dress
 rehearsal (tests/pipeline/test_paper_rehearsal.py).
 
-The layouts follow public evidence (REFERENCE.md §5; docs/*.md, "The paper's configuration"):
+The layouts follow public evidence (docs/*.md, "The paper's configuration"):
 
 * Tevet & Berant's ``data.zip``: per task ``dec_test_1000_no_hds_<task>_gen.csv`` (the paper's
   sets) and ``dec_test_200_with_hds_<task>_gen.csv`` under ``data/raw/decTest/`` and again, with
@@ -120,7 +120,7 @@ def tevet_berant_release(path: Path, *, n_sets: int = 36, n_responses: int = 10,
 # -- Hugging Face datasets -----------------------------------------------------------------------
 
 # repository -> revision -> {path: (columns, text column) or None for a non-data file}: the
-# paths public references name (REFERENCE.md §5), at the revisions they name. Each revision's
+# paths public references name, at the revisions they name. Each revision's
 # tree listing is served too, paginated (the hub's tree API).
 HF_DATASETS = {
     "abisee/cnn_dailymail": {"96df5e686bee6baa90b8bee7c28b81fa3fa6223d": {

@@ -1,4 +1,4 @@
-"""The configuration checked whole, first (issue 41): before any value is used (the results and
+"""The configuration checked whole, first: before any value is used (the results and
 resources folders included), a dry run (`snakemake -n`) stops with one line per problem naming
 the key, the value and what is allowed, never the schema, the expanded instance nor a traceback.
 One dry run per class of problem (a dry run reports every problem of its stage at once); the

@@ -184,7 +184,7 @@ rule models_tables:
         "../../scripts/models_tables.py"
 
 
-# The stability check (issue 42): each block scored and classified again on embeddings moved at
+# The stability check: each block scored and classified again on embeddings moved at
 # the level of their round-off, to show which printed digits are a property of the models.
 rule models_stability:
     input:

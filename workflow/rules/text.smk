@@ -385,7 +385,7 @@ rule text_r2:
         "../../scripts/text_r2.py"
 
 
-# The stability check (issue 42): the R² table computed again on embeddings moved at the level of
+# The stability check: the R² table computed again on embeddings moved at the level of
 # their round-off (target text_stability; results/text/r2_stability.csv).
 rule text_stability_scores:
     """Every measure of every set of one (task, model), the embeddings perturbed (draw p)."""
