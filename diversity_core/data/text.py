@@ -255,8 +255,8 @@ _HF_DATASETS: dict[str, dict] = {
     "big_patent": {"kind": "hf", "repo": "NortheasternUniversity/big_patent",
                    "revision": ["main", "refs/convert/parquet"], "config": "a",
                    "split": "train", "files": {}, "column": "abstract", "max_rows": 20000},
-    # The same, CPC section G (physics): this pipeline's choice until 2026-11-26, from references
-    # that named section g's shards of a parquet layout on main (models.collections: big_patent_g).
+    # The same, CPC section G (physics), as references that name section g's shards of a
+    # parquet layout on main (models.collections: big_patent_g).
     "big_patent_g": {"kind": "hf", "repo": "NortheasternUniversity/big_patent", "revision": "main",
                      "files": {"g/train-00000-of-00018.parquet": None,
                                "g/train-00001-of-00018.parquet": None},

@@ -76,9 +76,9 @@ def perturb(X, relative_to_column: float, rng: np.random.Generator, *,
     median 0.9e-6 to 1.6e-6, at most 2.2e-6, for all-MiniLM-L6-v2, sre-MiniLM and
     all-mpnet-base-v2), from the ordinary dimensions (scale 0.03) to nearly dead ones (scale
     1e-7: they moved by 1e-13) and dead ones (1e-33, moved by 1e-39: they stay dead). A
-    fraction of each value (this function until 2026-11-27) moved the values near zero of an
-    ordinary dimension far less than a change of CPU does; a fraction of the vector's length
-    moved the nearly dead dimensions a million times more.
+    fraction of each value would move the values near zero of an ordinary dimension far less
+    than a change of CPU does; a fraction of the vector's length would move the nearly dead
+    dimensions a million times more.
 
     Why the shared shift: the change of CPU was not independent from vector to vector. Its mean
     over the 2,000 vectors was 0.14 to 0.28 of its root mean square (independent draws: 0.02),
