@@ -1,9 +1,11 @@
 """The workflow on a real SLURM cluster through its profile (workflow/profiles/slurm).
 
 tests/support/slurm/cluster.sh starts a one-node cluster on 127.0.0.1 (munged, slurmctld, slurmd; no
-cgroups). The tiny configurations of two experiments run through it with
-``--workflow-profile workflow/profiles/slurm`` (the snakemake-executor-plugin-slurm submits every
-job with sbatch); the same configurations run locally; the tables must be the same bytes.
+cgroups). The tiny configurations of two experiments run through it with docs/cluster.md's
+command, as written, in a fresh clone: the targets, ``--profile`` (a copy of
+workflow/profiles/slurm-site filled in for this cluster), ``--workflow-profile
+workflow/profiles/slurm`` (the snakemake-executor-plugin-slurm submits every job with sbatch);
+the same configurations run locally; the tables must be the same bytes.
 
 Skipped, with the reason, where the daemons cannot run (not root, or Debian's ``slurm-wlm`` and
 ``munge`` not installed). With ``DIVERSITY_CORE_REQUIRE_SLURM=1`` (set by .ci/run once it has
@@ -20,7 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
-from workflow_runner import REPO, tiny_config
+import yaml
+from workflow_runner import REPO, clean_copy, git, tiny_config
 
 pytestmark = pytest.mark.slow
 
@@ -60,27 +63,41 @@ def _tables(results: Path) -> dict[str, bytes]:
     return {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*.csv"))}
 
 
+def _site_profile(folder: Path, cluster: Path) -> Path:
+    """The user's copy of workflow/profiles/slurm-site for this cluster: its partition, no
+    account (it keeps no accounting), and the options docs/cluster.md gives for a cluster
+    without an accounting database, plus the job logs the test reads."""
+    text = (REPO / "workflow" / "profiles" / "slurm-site" / "config.yaml").read_text()
+    lines = [line for line in text.replace("<partition>", "test").splitlines()
+             if "slurm_account" not in line]
+    lines += ["slurm-status-command: squeue",
+              # Poll from the first second on (finished jobs stay listed for MinJobAge = 10 min).
+              "slurm-init-seconds-before-status-checks: 1",
+              "slurm-keep-successful-logs: true",
+              f"slurm-logdir: {cluster / 'slurm_logs'}"]
+    folder.mkdir()
+    (folder / "config.yaml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
 def test_tiny_experiments_through_sbatch_equal_a_local_run(cluster, tmp_path, tiny_runs):
     folder, env = cluster
     started = time.monotonic()
-    out = tmp_path / "slurm"
+    # docs/cluster.md's command, as written, in a fresh clone: the target first, the user's
+    # profile, the workflow profile, the tiny configurations (which write to .test/results).
+    clone = clean_copy(tmp_path / "clone")
+    site = _site_profile(tmp_path / "slurm-site", tmp_path)
     command = [
         sys.executable, "-m", "snakemake", *EXPERIMENTS,
-        "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"),
-        "--configfile", *(str(tiny_config(e)) for e in EXPERIMENTS),
-        "--config", f"results_dir={out / 'results'}", f"resources_dir={out / 'resources'}",
-        "--nolock",
-        # This cluster keeps no accounting database, so job states come from squeue (finished
-        # jobs stay listed for MinJobAge = 10 min); poll from the first second on.
-        "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
-        "--slurm-keep-successful-logs", "--slurm-logdir", str(out / "slurm_logs"),
+        "--profile", str(site), "--workflow-profile", "workflow/profiles/slurm",
+        "--configfile", *(str(tiny_config(e).relative_to(REPO)) for e in EXPERIMENTS),
     ]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
     slurm_seconds = time.monotonic() - started
+    out = clone / ".test"
+    assert git("status", "--porcelain", cwd=clone) == ""  # results/ untouched
 
-    # Every job went through sbatch: the plugin reports a SLURM job id for each, SLURM's job
-    # completion record lists each as COMPLETED, and each rule has the plugin's job logs.
     output = done.stdout + done.stderr
     submitted = set(re.findall(r"has been submitted with SLURM jobid (\d+)", output))
     records = (folder / "log" / "jobcomp.txt").read_text().splitlines()
@@ -88,10 +105,18 @@ def test_tiny_experiments_through_sbatch_equal_a_local_run(cluster, tmp_path, ti
                  if "JobState=COMPLETED" in r}
     assert len(submitted) >= len(RULES), output[-4000:]
     assert submitted <= completed, (submitted - completed, records[-5:])
-    logged = {p.name.removeprefix("rule_") for p in (out / "slurm_logs").glob("rule_*")}
+    # Each job ran in the user's partition with a rule's run time and memory from the workflow
+    # profile (the partition itself has no time limit, and the node offers all its memory).
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    asked = {(str(r["runtime"]), f"{r['mem_mb']}M") for r in profile["set-resources"].values()}
+    for record in (r for r in records if re.search(r"JobId=(\d+)", r).group(1) in submitted):
+        limits = (re.search(r"TimeLimit=(\S+)", record).group(1),
+                  re.search(r"\bmem=(\w+)", record).group(1))
+        assert "Partition=test " in record and limits in asked, record
+    logged = {p.name.removeprefix("rule_") for p in (tmp_path / "slurm_logs").glob("rule_*")}
     assert logged == RULES
 
-    # The same configurations locally (the session's tiny runs, beside the other experiments'):
+    # The same configurations locally (the shared tiny runs, beside the other experiments'):
     # the same tables, byte for byte.
     for experiment in EXPERIMENTS:
         local = tiny_runs(experiment)
