@@ -35,6 +35,11 @@ RUN_LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash
                  "shell": "bash"}
 MARKER = re.compile(r"^\s*<!--\s*no-run:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^\s`{]*)")
+# A shell block that would run the workflow into the committed results/ is refused unrun: it has
+# to be a dry run, use a .test/ configuration (which writes to .test/results/) or name its own
+# results_dir, or carry a no-run marker.
+WORKFLOW = re.compile(r"\bsnakemake\b")
+SAFE_WORKFLOW = re.compile(r"(\s-n\b|--dry-run|--configfile\s+\.test/|results_dir=)")
 # Generated pages (docs/gen_pages.py) and the build's helpers are not hand-written pages.
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
 
@@ -105,6 +110,10 @@ def test_examples_run(page, tmp_path, monkeypatch):
         if kind == "python":
             exec(compile(block.code, where, "exec"), namespace)  # noqa: S102
         else:
+            unsafe = [line for line in block.code.splitlines()
+                      if WORKFLOW.search(line) and not SAFE_WORKFLOW.search(line)]
+            assert not unsafe, (f"{where}: runs the workflow into results/ ({unsafe[0].strip()}):"
+                                " make it a dry run or a .test/ configuration, or mark it no-run")
             done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=REPO,
                                   env=env, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, (
