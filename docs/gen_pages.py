@@ -6,9 +6,8 @@
   parsers themselves;
 - ``api.md``: every public name of ``diversity_core`` (its ``__all__``), rendered by mkdocstrings
   from the docstrings where the name is defined;
-- ``results/**/*.png``: the committed figures, so that a page shows
-  ``![...](results/curvature/figure2.png)`` without a copy in ``docs/`` (tables are included
-  from their files: ``{{ read_csv('results/...csv') }}``, ``{% include-markdown "../results/...md" %}``);
+- ``results/**/*.png``: the committed figures, so that a page shows them without a copy in
+  ``docs/`` (``docs/hooks.py`` points a page's ``../results/...png`` links at these);
 - ``changelog.md``: ``CHANGELOG.md``.
 """
 
