@@ -80,11 +80,15 @@ def _allowed(spec: dict) -> str:
 
 
 def _rows(properties: dict, prefix: str = ""):
+    """Every key below ``properties``: nested objects as ``a.b``, the objects of a list as
+    ``a[].b``, those under any name as ``a.<name>.b``."""
     for name, spec in properties.items():
         key = f"{prefix}{name}"
         yield key, spec
-        if isinstance(spec.get("properties"), dict):
-            yield from _rows(spec["properties"], key + ".")
+        for inner, suffix in ((spec, "."), (spec.get("items"), "[]."),
+                              (spec.get("additionalProperties"), ".<name>.")):
+            if isinstance(inner, dict) and isinstance(inner.get("properties"), dict):
+                yield from _rows(inner["properties"], key + suffix)
 
 
 def configuration_page(schema: dict) -> str:
@@ -105,18 +109,20 @@ def configuration_page(schema: dict) -> str:
         "line, `compare --t-cut T` fixes it by hand.",
         "",
     ]
+    header = ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+
+    def row(key: str, sub: dict) -> str:
+        default = f"`{_short(sub['default'])}`" if "default" in sub else "—"
+        return (f"| `{key}` | {_cell(_type(sub))} | {_cell(default)} | {_cell(_allowed(sub))} | "
+                f"{_cell(sub.get('description', ''))} |")
+
+    top = {k: v for k, v in schema["properties"].items() if "properties" not in v}
+    out += ["## General", "", *header, *(row(k, v) for k, v in top.items()), ""]
     for section, spec in schema["properties"].items():
-        out += [f"## `{section}`", "", _cell(spec.get("description", "")), ""]
-        nested = list(_rows(spec.get("properties", {}), section + "."))
-        if not nested:
-            nested = [(section, spec)]
-        out += ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|"]
-        for key, sub in nested:
-            default = f"`{_short(sub['default'])}`" if "default" in sub else "—"
-            meaning = "" if sub is spec and key == section else sub.get("description", "")
-            out.append(f"| `{key}` | {_cell(_type(sub))} | {_cell(default)} | "
-                       f"{_cell(_allowed(sub))} | {_cell(meaning)} |")
-        out.append("")
+        if section in top:
+            continue
+        out += [f"## `{section}`", "", _cell(spec.get("description", "")), "", *header,
+                *(row(k, v) for k, v in _rows(spec["properties"], section + ".")), ""]
     return "\n".join(out)
 
 
