@@ -119,7 +119,10 @@ def test_examples_run(page, tmp_path, monkeypatch):
             assert done.returncode == 0, (
                 f"{where}: exit status {done.returncode}\n{done.stdout[-3000:]}\n"
                 f"{done.stderr[-3000:]}")
-    assert _git_status() == before, f"{_page_id(page)}'s examples changed the repository"
+    after = _git_status()
+    changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
+    assert after == before, (f"{_page_id(page)}'s examples changed the repository (write into "
+                             "$TMPDIR instead):\n" + "\n".join(changed))
 
 
 def test_no_run_markers():
