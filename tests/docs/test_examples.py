@@ -144,6 +144,15 @@ def test_no_run_markers():
     assert run > 0
 
 
+@pytest.mark.parametrize("block", [b for p in PAGES for b in blocks(p)
+                                   if b.language in RUN_LANGUAGES and b.no_run],
+                         ids=lambda b: f"{b.page}:{b.line}")
+def test_marked_example(block):
+    """Each example marked no-run, reported as skipped with its reason (``pytest -ra`` lists
+    them), so that the count of what is not run here is in every test report."""
+    pytest.skip(f"{block.page}:{block.line - 1}: no-run: {block.no_run}")
+
+
 def test_setup_commands_are_what_ci_runs():
     """The README's commands marked as run by .ci/run are there, verbatim."""
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
