@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from record import add_record_options, recording
 
 REPO = Path(__file__).resolve().parents[1]
 for _p in (REPO, REPO / "tests"):  # the package (also when run from elsewhere) and the bridge
@@ -130,7 +131,13 @@ def main(argv=None) -> int:
     parser.add_argument("--one-by-one", action="store_true",
                         help="also time the magnitude work one space at a time")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    add_record_options(parser)
     args = parser.parse_args(argv)
+    with recording(args.record, args.note):
+        return _run(args)
+
+
+def _run(args) -> int:
 
     limit = None
     if args.threads:

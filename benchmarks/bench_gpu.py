@@ -33,6 +33,7 @@ import sys
 import time
 
 import numpy as np
+from record import add_record_options, recording
 
 SIZES = {
     "full": {"single": [10_000, 50_000], "batch": [(200, 300), (1_000, 10)]},
@@ -192,10 +193,16 @@ def main(argv=None) -> int:
                         help="skip the single and batch jobs (only --large, --numpy-cores)")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--_numpy-case", dest="numpy_case", help=argparse.SUPPRESS)
+    add_record_options(parser)
     args = parser.parse_args(argv)
     if args.numpy_case:
         print(json.dumps(_numpy_case(*json.loads(args.numpy_case))))
         return 0
+    with recording(args.record, args.note):
+        return _run(args)
+
+
+def _run(args) -> int:
     import torch
 
     from diversity_core.atomic import atomic_write

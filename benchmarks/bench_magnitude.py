@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from record import add_record_options, recording
 
 REPO = Path(__file__).resolve().parents[1]
 for _p in (REPO, REPO / "tests"):  # the package (also when run from elsewhere) and the bridge
@@ -368,6 +369,7 @@ def main(argv=None) -> dict:
                     help="section 3: compare with the exact dense path (n up to ~10,000)")
     ap.add_argument("--json", type=Path, help="write all figures to this JSON file")
     ap.add_argument("--_large-case", help=argparse.SUPPRESS)
+    add_record_options(ap)
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -378,28 +380,29 @@ def main(argv=None) -> dict:
         print(json.dumps(large_case(*json.loads(args._large_case)), default=float))
         return {}
 
-    import scipy
+    with recording(args.record, args.note):
+        import scipy
 
-    report = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                          "threads": args.threads, "load_start": _load()},
-              "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
-                           "diversity_core": diversity_core.__version__}}
-    if not args.no_defaults:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-        report["defaults"], magnipy_versions = bench_defaults(sizes, args.repeats,
-                                                              args.skip_magnipy)
-        if magnipy_versions:
-            report["versions"]["magnipy"] = magnipy_versions
-    if not args.no_batches:
-        report["batches"] = bench_batches(
-            [("text", 1000, 10, text_like_sets), ("table2", 200, 300, model_like_sets)],
-            args.repeats, args.skip_magnipy)
-    if args.large:
-        cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.large_cases.split(",")]
-        report["large"] = bench_large(args.large, cases, args.large_rtol, args.large_check,
-                                      args.large_validate)
-    report["machine"]["load_end"] = _load()
-    print_report(report)
+        report = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                              "threads": args.threads, "load_start": _load()},
+                  "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
+                               "diversity_core": diversity_core.__version__}}
+        if not args.no_defaults:
+            sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+            report["defaults"], magnipy_versions = bench_defaults(sizes, args.repeats,
+                                                                  args.skip_magnipy)
+            if magnipy_versions:
+                report["versions"]["magnipy"] = magnipy_versions
+        if not args.no_batches:
+            report["batches"] = bench_batches(
+                [("text", 1000, 10, text_like_sets), ("table2", 200, 300, model_like_sets)],
+                args.repeats, args.skip_magnipy)
+        if args.large:
+            cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.large_cases.split(",")]
+            report["large"] = bench_large(args.large, cases, args.large_rtol, args.large_check,
+                                          args.large_validate)
+        report["machine"]["load_end"] = _load()
+        print_report(report)
     if args.json:
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")
         tmp.write_text(json.dumps(report, indent=2, default=float))

@@ -254,7 +254,7 @@ def run_compare(args, argv) -> int:
                          + describe_file(read, data[read.path], args.subsample, args.seed))
     settings = MagnitudeSettings(target=args.target, n_ts=args.n_ts, device=args.device)
     # The magnitude functions on the grid only where they are shown (JSON, figure, report): on
-    # a large set they cost more than t_conv and MagArea together (docs/package.md).
+    # a large set they cost more than t_conv and MagArea together.
     shown = args.json or args.plot is not None or args.report is not None
     result = compare({name: data[name] for name in args.sets}, data.get(args.reference),
                      t_cut=args.t_cut, reference_name=args.reference or "reference",

@@ -246,7 +246,7 @@ _HF_DATASETS: dict[str, dict] = {
                       "column": "highlights", "max_rows": 20000},
     # BigPatent, abstracts of CPC section A (human necessities), Presto's load_dataset(
     # "big_patent", "a"): config "a", split "train", found in the repository's listing, not at a
-    # guessed path (docs/paper_configurations.md, "big_patent"). The main branch is listed
+    # guessed path (the hub's listing, assets/hub.py). The main branch is listed
     # first (third-party code reads per-config shards there, g/train-00000-of-00018.parquet);
     # where it holds a loading script only, the hub's parquet conversion on refs/convert/parquet
     # (config a's train split is over the converter's 5 GB limit: a/partial-train/NNNN.parquet,
