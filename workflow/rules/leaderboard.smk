@@ -17,7 +17,8 @@ rule leaderboard:
                         category="Summary"),
         figure=report(LEADERBOARD["png"], caption="../report/leaderboard_figure.rst",
                       category="Summary"),
-        figure_pdf=LEADERBOARD["pdf"],
+        figure_pdf=report(LEADERBOARD["pdf"], caption="../report/leaderboard_figure.rst",
+                          category="Summary"),
     params:
         results_dir=lambda wildcards, output: str(Path(output.table).parent),
         experiments=config["experiments"],
