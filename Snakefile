@@ -38,6 +38,7 @@ include: "workflow/rules/text.smk"
 include: "workflow/rules/models.smk"
 # After every experiment: it reads their final files.
 include: "workflow/rules/summary.smk"
+include: "workflow/rules/leaderboard.smk"
 # `snakemake audit`: the results against their provenance records.
 include: "workflow/rules/audit.smk"
 
@@ -50,4 +51,5 @@ rule all:
     input:
         experiment_targets(),
         SUMMARY,
+        list(LEADERBOARD.values()),
     default_target: True
