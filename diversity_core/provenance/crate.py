@@ -31,9 +31,10 @@ are copied, each read bounded by its size (:func:`.digests.read_blocks`).
 The crate is written into a fresh temporary folder beside ``DIR`` and renamed to ``DIR`` only
 when complete: never half a crate. A file of the crate that cannot be written whole (a full
 disk, a file size limit) ends it: the staging folder is removed and a ``ValueError`` names the
-file (the command exits 2); only a file that cannot be *read* is described instead of copied. ``DIR`` must be new or an empty folder; a non-empty folder
-(a previous crate included: remove it first), a file, a link or a place that cannot be written
-is a ``ValueError`` (one line), checked by :func:`check_destination` before the audit starts.
+file (the command exits 2); only a file that cannot be *read* is described instead of copied.
+``DIR`` must be new or an empty folder; a non-empty folder (a previous crate included: remove
+it first), a file, a link or a place that cannot be written is a ``ValueError`` (one line),
+checked by :func:`check_destination` before the audit starts.
 
 Only what the records vouch for, from inside its root (issue 41): every file is copied in one
 read that hashes what it copies (the crate's digest is that of the bytes it holds, with no
