@@ -257,8 +257,13 @@ def read_tu_graphs(
     edges, edge_graph = edges[order], edge_graph[order]
     bounds = np.searchsorted(edge_graph, graph_ids, side="left")
     ends = np.searchsorted(edge_graph, graph_ids, side="right")
-    for gid, lo, hi in zip(graph_ids, bounds, ends, strict=True):
-        nodes = np.flatnonzero(indicator == gid) + 1
+    # Each graph's nodes in one sort, not one scan of the indicator per graph (a file naming
+    # every node a graph of its own must not cost the square of its length).
+    by_graph = np.argsort(indicator, kind="stable")
+    node_lo = np.searchsorted(indicator[by_graph], graph_ids, side="left")
+    node_hi = np.searchsorted(indicator[by_graph], graph_ids, side="right")
+    for lo, hi, n_lo, n_hi in zip(bounds, ends, node_lo, node_hi, strict=True):
+        nodes = by_graph[n_lo:n_hi] + 1
         g = nx.Graph()
         g.add_nodes_from(nodes.tolist())
         g.add_edges_from(edges[lo:hi].tolist())
@@ -311,18 +316,58 @@ def citeseer_ego_graphs(
     # Only dicts, lists, sets and ints are built: anything else is refused before it exists.
     adjacency = restricted_load(graph_file, _ADJACENCY_CLASSES, what=f"graph pickle {graph_file}",
                                 encoding="latin1")
-    if not isinstance(adjacency, dict):
-        raise ValueError(f"{graph_file} does not hold an adjacency dict.")
+    _check_adjacency(adjacency, graph_file)
     G = nx.from_dict_of_lists(adjacency)
     G.remove_edges_from(list(nx.selfloop_edges(G)))
     G = G.subgraph(max(nx.connected_components(G), key=len))
     G = nx.convert_node_labels_to_integers(G, ordering="sorted")
     graphs = []
     for i in range(G.number_of_nodes()):
-        ego = nx.ego_graph(G, i, radius=radius)
-        if min_nodes <= ego.number_of_nodes() <= max_nodes:
-            graphs.append(_clean(ego))
+        # Counted first, stopping past max_nodes: a dense graph's large balls cost max_nodes
+        # each, and only a kept one is built.
+        if min_nodes <= _ball_size(G, i, radius, max_nodes) <= max_nodes:
+            graphs.append(_clean(nx.ego_graph(G, i, radius=radius)))
     return graphs
+
+
+def _check_adjacency(adjacency, graph_file) -> None:
+    """An adjacency dict ``{int: list or set of ints}`` whose entries number at most the file's
+    bytes; else a ``ValueError`` naming the file. A pickle names a list once and refers to it
+    again in two bytes, so a 23 kB file can hold the same 3,000-entry list for 3,000 nodes (9
+    million edges): the bound is checked on the unpickled dict, before any graph is built."""
+    if not isinstance(adjacency, dict):
+        raise ValueError(f"{graph_file} does not hold an adjacency dict (it holds "
+                         f"{type(adjacency).__name__}); fetch the Planetoid file again "
+                         "(graphs.ego).")
+    budget, entries = Path(graph_file).stat().st_size, 0
+    for node, neighbours in adjacency.items():
+        if not isinstance(node, int) or not isinstance(neighbours, (list, set)) or not all(
+                isinstance(n, int) for n in neighbours):
+            raise ValueError(f"{graph_file}: node {node!r} is not an int with a list of int "
+                             "neighbours; not a Planetoid adjacency dict (graphs.ego).")
+        entries += len(neighbours)
+        if entries > budget:
+            raise ValueError(f"{graph_file} asks for more than {budget:,} adjacency entries "
+                             f"(its size in bytes): its lists are shared or repeated, not "
+                             "those of a citation graph; fetch the Planetoid file again "
+                             "(graphs.ego).")
+
+
+def _ball_size(G: nx.Graph, source, radius: int, limit: int) -> int:
+    """The number of nodes within ``radius`` of ``source`` (that of ``nx.ego_graph``), or
+    ``limit + 1`` as soon as it exceeds ``limit``."""
+    seen, frontier = {source}, [source]
+    for _ in range(radius):
+        following = []
+        for node in frontier:
+            for neighbour in G.adj[node]:
+                if neighbour not in seen:
+                    seen.add(neighbour)
+                    if len(seen) > limit:
+                        return limit + 1
+                    following.append(neighbour)
+        frontier = following
+    return len(seen)
 
 
 def read_smiles_graphs(path, *, n_graphs: int, seed: int) -> list[nx.Graph]:
