@@ -32,6 +32,7 @@ from ..assets.fetch import (
 from ..assets.formats import check_zip_members
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.verify import check_file, restricted_load
+from .reading import decoding
 
 __all__ = [
     "SYNTHETIC_DATASETS",
@@ -227,12 +228,14 @@ def read_tu_graphs(
     min_nodes: int | None = None,
     max_nodes: int | None = None,
     drop_isolates: bool = False,
+    remedy: str = "replace it with the data set's own file.",
 ) -> list[nx.Graph]:
     """Read a TU Dortmund text-format dataset (``<name>_A.txt``, ``<name>_graph_indicator.txt``).
 
     Only the structure is read (labels and attributes are not needed: the GIN sees degrees).
     Self-loops are removed; with ``drop_isolates`` isolated nodes are removed too (GRAN and
     GGM-metrics do so for DD). Graphs are kept if their node count lies in [min_nodes, max_nodes].
+    A file that is not integers is one ``ValueError`` naming it, ending with ``remedy``.
 
     Returns
     -------
@@ -244,8 +247,10 @@ def read_tu_graphs(
     for f in (a_file, ind_file):
         if not f.is_file():
             raise ValueError(f"TU dataset file missing: {f}")
-    indicator = np.loadtxt(ind_file, dtype=np.int64, ndmin=1)
-    edges = np.loadtxt(a_file, delimiter=",", dtype=np.int64, ndmin=2)
+    with decoding(ind_file, "TU graph indicator file (one integer per line)", remedy):
+        indicator = np.loadtxt(ind_file, dtype=np.int64, ndmin=1)
+    with decoding(a_file, "TU adjacency file (lines 'i, j' of integers)", remedy):
+        edges = np.loadtxt(a_file, delimiter=",", dtype=np.int64, ndmin=2)
     n_nodes = indicator.shape[0]
     if edges.size and (edges.min() < 1 or edges.max() > n_nodes):
         raise ValueError(f"{a_file.name} refers to nodes outside 1..{n_nodes}.")
@@ -314,8 +319,10 @@ def citeseer_ego_graphs(
     in [min_nodes, max_nodes] is kept, in node order.
     """
     # Only dicts, lists, sets and ints are built: anything else is refused before it exists.
-    adjacency = restricted_load(graph_file, _ADJACENCY_CLASSES, what=f"graph pickle {graph_file}",
-                                encoding="latin1")
+    with decoding(graph_file, "Planetoid graph pickle",
+                  f"delete it to fetch it again ({DOWNLOADS['ego']['config_key']})."):
+        adjacency = restricted_load(graph_file, _ADJACENCY_CLASSES,
+                                    what=f"graph pickle {graph_file}", encoding="latin1")
     _check_adjacency(adjacency, graph_file)
     G = nx.from_dict_of_lists(adjacency)
     G.remove_edges_from(list(nx.selfloop_edges(G)))
@@ -485,7 +492,10 @@ def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:
                           archive_size=archive.stat().st_size)
         with staged_folder(out) as (_, staging):
             for w in wanted:  # extract by base name only: no path from the archive is trusted
-                (staging / w).write_bytes(zf.read(members[w]))
+                with decoding(archive, "zip archive", f"delete it to fetch it again ({key}).",
+                              member=members[w]):
+                    data = zf.read(members[w])
+                (staging / w).write_bytes(data)
             # Fixed by the archive's pin when there is one: pinned (hashed here); else not.
             write_manifest(staging, asset="proteins", config_key="graphs.proteins",
                            source=f"{url} (DD.zip, sha256 {digest}"
@@ -564,7 +574,9 @@ def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
     folder = fetch_graph_asset(name, resources_dir, opts)
     reader_options = {k: v for k, v in opts.items() if k not in _PIN_KEYS[name]}
     if name == "proteins":
-        return read_tu_graphs(folder, "DD", drop_isolates=True, **reader_options)
+        return read_tu_graphs(folder, "DD", drop_isolates=True, **reader_options,
+                              remedy=f"delete the folder {folder} to unpack it again from DD.zip "
+                                     f"({DOWNLOADS['proteins']['config_key']}).")
     if name == "ego":
         return citeseer_ego_graphs(folder / "ind.citeseer.graph", **reader_options)
     return read_smiles_graphs(folder / Path(opts["member"]).name, seed=seed, **reader_options)
