@@ -5,38 +5,26 @@ with the sum of the chains' lengths. ``benchmarks/bench_audit_chain.py`` times t
 """
 
 import importlib
+import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from diversity_core.provenance import Hasher, Roots, audit, write_records
-from diversity_core.provenance.digests import file_sha256
+from diversity_core.provenance import Roots, audit
 
 audit_module = importlib.import_module("diversity_core.provenance.audit")
 
 
 def _chain(root: Path, n_links: int) -> None:
-    results, resources = root / "results", root / "resources"
-    roots = Roots.of(results, resources, root)
-    script = root / "scripts" / "job.py"
-    script.parent.mkdir(parents=True)
-    script.write_text("print('job')\n")
-    asset = resources / "seed" / "seed.txt"
-    asset.parent.mkdir(parents=True)
-    asset.write_text("seed\n")
-    (asset.parent / ".pins.json").write_text(json.dumps({
-        "asset": "seed", "config_key": "assets.seed", "source": "test:local",
-        "files": {"seed.txt": {"sha256": file_sha256(asset), "pinned": True}}}))
-    (results / "chain").mkdir(parents=True)
-    hasher, previous = Hasher(), asset
-    for i in range(n_links):
-        made = results / "chain" / f"r{i:03d}.txt"
-        made.write_text(f"link {i}\n")
-        write_records({"out": [made]}, {"previous": [previous]}, roots=roots, hasher=hasher,
-                      rule="link", script=script)
-        previous = made
+    """The benchmark's chain: ``n_links`` recorded files, each the input of the next."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_audit_chain", Path(__file__).resolve().parents[2] / "benchmarks" /
+        "bench_audit_chain.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.build(root, n_links)
 
 
 def _counted_audit(root: Path, monkeypatch) -> tuple[object, int]:
@@ -75,27 +63,27 @@ def test_a_chain_of_records_is_audited_in_work_linear_in_its_length(chains, monk
     assert large_calls <= 3.6 * small_calls, (small_calls, large_calls)
     assert large_calls <= 40 * 90
     assert not large.findings
-    last = large.chains[("results", "chain/r089.txt")]
+    last = large.chains[("results", "chain/r00089.txt")]
     assert len(last.members) == 90  # the 89 links before it and the asset
-    assert ("results", "chain/r000.txt") in last.members
-    assert ("results", "chain/r089.txt") not in last.members
+    assert ("results", "chain/r00000.txt") in last.members
+    assert ("results", "chain/r00089.txt") not in last.members
     assert last.pinned_assets == [("resources", "seed/seed.txt")]
 
 
 def test_a_change_at_the_head_of_a_long_chain_reaches_every_result_after_it(chains,
                                                                             monkeypatch):
-    head = chains[30] / "results" / "chain" / "r000.txt"
+    head = chains[30] / "results" / "chain" / "r00000.txt"
     kept = head.read_bytes()
     head.write_text("edited\n")
     try:
         report, _ = _counted_audit(chains[30], monkeypatch)
     finally:
         head.write_bytes(kept)
-    assert report.files[("results", "chain/r000.txt")].status == "changed"
-    assert report.files[("results", "chain/r001.txt")].status == "stale"
-    causes = [("results", "chain/r000.txt"), ("results", "chain/r001.txt")]
+    assert report.files[("results", "chain/r00000.txt")].status == "changed"
+    assert report.files[("results", "chain/r00001.txt")].status == "stale"
+    causes = [("results", "chain/r00000.txt"), ("results", "chain/r00001.txt")]
     for i in range(30):
-        chain = report.chains[("results", f"chain/r{i:03d}.txt")]
+        chain = report.chains[("results", f"chain/r{i:05d}.txt")]
         expected = [causes[1], causes[0]] if i == 1 else causes[:i + 1]  # itself first
         assert chain.findings == expected, i
         assert len(chain.members) == i + 1
@@ -107,15 +95,15 @@ def test_records_that_name_each_other_end_and_share_their_upstream(chains, tmp_p
     the cycle reaches the others, never itself."""
     root = tmp_path / "cycle"
     shutil.copytree(chains[30], root)
-    first = root / "results" / "chain" / "r005.txt.provenance.json"
-    last = json.loads((root / "results" / "chain" / "r010.txt.provenance.json").read_text())
+    first = root / "results" / "chain" / "r00005.txt.provenance.json"
+    last = json.loads((root / "results" / "chain" / "r00010.txt.provenance.json").read_text())
     record = json.loads(first.read_text())
     record["inputs"]["later"] = last["outputs"]["out"]
     first.write_text(json.dumps(record))
     report, _ = _counted_audit(root, monkeypatch)
-    five = report.chains[("results", "chain/r005.txt")]
-    ten = report.chains[("results", "chain/r010.txt")]
-    assert ("results", "chain/r010.txt") in five.members
-    assert ("results", "chain/r005.txt") in ten.members
-    assert ("results", "chain/r005.txt") not in five.members
-    assert len(five.members) == len(ten.members) == 11  # r000..r010 but itself; the asset
+    five = report.chains[("results", "chain/r00005.txt")]
+    ten = report.chains[("results", "chain/r00010.txt")]
+    assert ("results", "chain/r00010.txt") in five.members
+    assert ("results", "chain/r00005.txt") in ten.members
+    assert ("results", "chain/r00005.txt") not in five.members
+    assert len(five.members) == len(ten.members) == 11  # r00000..r00010 but itself; the asset
