@@ -403,7 +403,7 @@ def _coerced(value, node):
     types = node.get("type", [])
     types = [types] if isinstance(types, str) else list(types)
     if isinstance(value, float) and "integer" in types and "number" not in types:
-        # One rule for every integer key: a whole number written 60.0 (or 3e1) is the integer
+        # The same for every integer key. A whole number written 60.0 is the integer
         # 60, as JSON Schema's "integer" has it; 60.5 stays a float, which the schema refuses.
         return int(value) if value.is_integer() else value
     if not isinstance(value, str):
