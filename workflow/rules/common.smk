@@ -268,7 +268,7 @@ def invisible_character(text):
 def text_problems(config):
     """``[(key, line)]``: one line for each text of the configuration, a key or a value, that
     holds a control or invisible character (invisible_character), naming it (``key``: the
-    key it concerns, whose schema problems it replaces); the same rule for every path, name,
+    key it concerns, whose schema problems it replaces); one check for every path, name,
     address and pin."""
     problems, todo = [], [((), config)]
     while todo:
@@ -283,9 +283,10 @@ def text_problems(config):
                     key = _key((*path, name)) if what == "the value" else _key(path)
                     i, char = found
                     name_of = unicodedata.name(char, f"a {unicodedata.category(char)} character")
-                    problems.append((_key((*path, name)), f"{key}: {what} {_short(text)} holds U+{ord(char):04X} "
-                                     f"({name_of}) at position {i}, a control or invisible "
-                                     "character; allowed: text without one (retype it)"))
+                    problems.append((_key((*path, name)), (
+                        f"{key}: {what} {_short(text)} holds U+{ord(char):04X} ({name_of}) at "
+                        f"position {i}, a control or invisible character; allowed: text "
+                        "without one (retype it)")))
     return sorted(set(problems))
 
 
