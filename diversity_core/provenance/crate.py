@@ -243,8 +243,8 @@ class _Builder:
         """A new file of the crate, created exclusively (never through a link) in the private
         staging folder, as a ``write(bytes)`` function; removed if the write fails. A failure
         to write (a full disk, a file size limit) is a :class:`CrateWriteError`: the crate
-        cannot be whole, so no crate is made; ``FileExistsError`` (a name taken twice) is
-        not."""
+        cannot be whole, so no crate is made; a name taken twice (``FileExistsError``, a
+        file where a folder goes) is not."""
         path = self.staging / crate_path
         try:
             if path.parent not in self.folders:
@@ -252,8 +252,8 @@ class _Builder:
                 self.folders.add(path.parent)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except FileExistsError:
-            raise
+        except (FileExistsError, NotADirectoryError, IsADirectoryError):
+            raise  # a name the crate holds already: that entry is described, not copied
         except OSError as err:
             raise CrateWriteError(crate_path, err) from None
         out = os.fdopen(fd, "wb")
