@@ -4,7 +4,8 @@ the RO-Crate export, :mod:`.crate`). ``diversity_core/cli.py`` registers it as a
 Exit status: 0 when nothing was found, 1 on an audit finding and for nothing else, 2 for a usage
 or input error (said in one line ``error: ...`` on stderr, before any file is read where it
 can be: ``--workers`` out of 1..32, ``--ro-crate`` onto a file, a link, a non-empty folder or a
-place that cannot be written, a results folder that is not one).
+place that cannot be written, a results folder that is not one), and when the crate cannot be
+written whole (a full disk): then no crate is made.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ import json
 import re
 from pathlib import Path
 
+from .reading import decoding
+
 __all__ = [
     "load_dictd",
     "load_wordnet",
@@ -28,11 +30,16 @@ def normalise_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+# What to do about a corpus file that cannot be decoded.
+_REFETCH = "delete its corpus folder to fetch it again (text_assets.corpora)."
+
+
 def read_text(path: Path, encoding: str = "utf-8") -> str:
     """The whole text of ``path``; a missing file is a ``ValueError`` that says to fetch."""
     if not path.is_file():
         raise ValueError(f"{path} is missing: fetch the corpus first (fetch_corpus).")
-    return path.read_text(encoding=encoding)
+    with decoding(path, f"{encoding} text file", _REFETCH):
+        return path.read_text(encoding=encoding)
 
 
 _WORDNET_POS = (("noun", "n"), ("verb", "v"), ("adj", "a"), ("adv", "r"))
@@ -89,7 +96,8 @@ def load_dictd(folder, name: str) -> list[tuple[str, str]]:
     index_path, dict_path = folder / f"{name}.index", folder / f"{name}.dict.dz"
     if not dict_path.is_file():
         raise ValueError(f"{dict_path} is missing: fetch the corpus first (fetch_corpus).")
-    data = gzip.decompress(dict_path.read_bytes())  # dictzip is gzip with a random-access index
+    with decoding(dict_path, "dictzip (gzip) file", _REFETCH):
+        data = gzip.decompress(dict_path.read_bytes())  # dictzip: gzip with a random-access index
     seen: dict[tuple[int, int], str] = {}
     meta: set[tuple[int, int]] = set()
     for number, line in enumerate(read_text(index_path).splitlines(), start=1):

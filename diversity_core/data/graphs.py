@@ -32,6 +32,7 @@ from ..assets.fetch import (
 from ..assets.formats import check_zip_members
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.verify import check_file, restricted_load
+from .reading import decoding
 
 __all__ = [
     "SYNTHETIC_DATASETS",
@@ -227,12 +228,14 @@ def read_tu_graphs(
     min_nodes: int | None = None,
     max_nodes: int | None = None,
     drop_isolates: bool = False,
+    remedy: str = "replace it with the data set's own file.",
 ) -> list[nx.Graph]:
     """Read a TU Dortmund text-format dataset (``<name>_A.txt``, ``<name>_graph_indicator.txt``).
 
     Only the structure is read (labels and attributes are not needed: the GIN sees degrees).
     Self-loops are removed; with ``drop_isolates`` isolated nodes are removed too (GRAN and
     GGM-metrics do so for DD). Graphs are kept if their node count lies in [min_nodes, max_nodes].
+    A file that is not integers is one ``ValueError`` naming it, ending with ``remedy``.
 
     Returns
     -------
@@ -244,8 +247,10 @@ def read_tu_graphs(
     for f in (a_file, ind_file):
         if not f.is_file():
             raise ValueError(f"TU dataset file missing: {f}")
-    indicator = np.loadtxt(ind_file, dtype=np.int64, ndmin=1)
-    edges = np.loadtxt(a_file, delimiter=",", dtype=np.int64, ndmin=2)
+    with decoding(ind_file, "TU graph indicator file (one integer per line)", remedy):
+        indicator = np.loadtxt(ind_file, dtype=np.int64, ndmin=1)
+    with decoding(a_file, "TU adjacency file (lines 'i, j' of integers)", remedy):
+        edges = np.loadtxt(a_file, delimiter=",", dtype=np.int64, ndmin=2)
     n_nodes = indicator.shape[0]
     if edges.size and (edges.min() < 1 or edges.max() > n_nodes):
         raise ValueError(f"{a_file.name} refers to nodes outside 1..{n_nodes}.")
@@ -257,8 +262,13 @@ def read_tu_graphs(
     edges, edge_graph = edges[order], edge_graph[order]
     bounds = np.searchsorted(edge_graph, graph_ids, side="left")
     ends = np.searchsorted(edge_graph, graph_ids, side="right")
-    for gid, lo, hi in zip(graph_ids, bounds, ends, strict=True):
-        nodes = np.flatnonzero(indicator == gid) + 1
+    # Each graph's nodes in one sort, not one scan of the indicator per graph (a file naming
+    # every node a graph of its own must not cost the square of its length).
+    by_graph = np.argsort(indicator, kind="stable")
+    node_lo = np.searchsorted(indicator[by_graph], graph_ids, side="left")
+    node_hi = np.searchsorted(indicator[by_graph], graph_ids, side="right")
+    for lo, hi, n_lo, n_hi in zip(bounds, ends, node_lo, node_hi, strict=True):
+        nodes = by_graph[n_lo:n_hi] + 1
         g = nx.Graph()
         g.add_nodes_from(nodes.tolist())
         g.add_edges_from(edges[lo:hi].tolist())
@@ -309,20 +319,62 @@ def citeseer_ego_graphs(
     in [min_nodes, max_nodes] is kept, in node order.
     """
     # Only dicts, lists, sets and ints are built: anything else is refused before it exists.
-    adjacency = restricted_load(graph_file, _ADJACENCY_CLASSES, what=f"graph pickle {graph_file}",
-                                encoding="latin1")
-    if not isinstance(adjacency, dict):
-        raise ValueError(f"{graph_file} does not hold an adjacency dict.")
+    with decoding(graph_file, "Planetoid graph pickle",
+                  f"delete it to fetch it again ({DOWNLOADS['ego']['config_key']})."):
+        adjacency = restricted_load(graph_file, _ADJACENCY_CLASSES,
+                                    what=f"graph pickle {graph_file}", encoding="latin1")
+    _check_adjacency(adjacency, graph_file)
     G = nx.from_dict_of_lists(adjacency)
     G.remove_edges_from(list(nx.selfloop_edges(G)))
     G = G.subgraph(max(nx.connected_components(G), key=len))
     G = nx.convert_node_labels_to_integers(G, ordering="sorted")
     graphs = []
     for i in range(G.number_of_nodes()):
-        ego = nx.ego_graph(G, i, radius=radius)
-        if min_nodes <= ego.number_of_nodes() <= max_nodes:
-            graphs.append(_clean(ego))
+        # Counted first, stopping past max_nodes: a dense graph's large balls cost max_nodes
+        # each, and only a kept one is built.
+        if min_nodes <= _ball_size(G, i, radius, max_nodes) <= max_nodes:
+            graphs.append(_clean(nx.ego_graph(G, i, radius=radius)))
     return graphs
+
+
+def _check_adjacency(adjacency, graph_file) -> None:
+    """An adjacency dict ``{int: list or set of ints}`` whose entries number at most the file's
+    bytes; else a ``ValueError`` naming the file. A pickle names a list once and refers to it
+    again in two bytes, so a 23 kB file can hold the same 3,000-entry list for 3,000 nodes (9
+    million edges): the bound is checked on the unpickled dict, before any graph is built."""
+    if not isinstance(adjacency, dict):
+        raise ValueError(f"{graph_file} does not hold an adjacency dict (it holds "
+                         f"{type(adjacency).__name__}); fetch the Planetoid file again "
+                         "(graphs.ego).")
+    budget, entries = Path(graph_file).stat().st_size, 0
+    for node, neighbours in adjacency.items():
+        if not isinstance(node, int) or not isinstance(neighbours, (list, set)) or not all(
+                isinstance(n, int) for n in neighbours):
+            raise ValueError(f"{graph_file}: node {node!r} is not an int with a list of int "
+                             "neighbours; not a Planetoid adjacency dict (graphs.ego).")
+        entries += len(neighbours)
+        if entries > budget:
+            raise ValueError(f"{graph_file} asks for more than {budget:,} adjacency entries "
+                             f"(its size in bytes): its lists are shared or repeated, not "
+                             "those of a citation graph; fetch the Planetoid file again "
+                             "(graphs.ego).")
+
+
+def _ball_size(G: nx.Graph, source, radius: int, limit: int) -> int:
+    """The number of nodes within ``radius`` of ``source`` (that of ``nx.ego_graph``), or
+    ``limit + 1`` as soon as it exceeds ``limit``."""
+    seen, frontier = {source}, [source]
+    for _ in range(radius):
+        following = []
+        for node in frontier:
+            for neighbour in G.adj[node]:
+                if neighbour not in seen:
+                    seen.add(neighbour)
+                    if len(seen) > limit:
+                        return limit + 1
+                    following.append(neighbour)
+        frontier = following
+    return len(seen)
 
 
 def read_smiles_graphs(path, *, n_graphs: int, seed: int) -> list[nx.Graph]:
@@ -440,7 +492,10 @@ def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:
                           archive_size=archive.stat().st_size)
         with staged_folder(out) as (_, staging):
             for w in wanted:  # extract by base name only: no path from the archive is trusted
-                (staging / w).write_bytes(zf.read(members[w]))
+                with decoding(archive, "zip archive", f"delete it to fetch it again ({key}).",
+                              member=members[w]):
+                    data = zf.read(members[w])
+                (staging / w).write_bytes(data)
             # Fixed by the archive's pin when there is one: pinned (hashed here); else not.
             write_manifest(staging, asset="proteins", config_key="graphs.proteins",
                            source=f"{url} (DD.zip, sha256 {digest}"
@@ -519,7 +574,9 @@ def load_dataset(name: str, options: dict | None = None, *, seed: int = 0,
     folder = fetch_graph_asset(name, resources_dir, opts)
     reader_options = {k: v for k, v in opts.items() if k not in _PIN_KEYS[name]}
     if name == "proteins":
-        return read_tu_graphs(folder, "DD", drop_isolates=True, **reader_options)
+        return read_tu_graphs(folder, "DD", drop_isolates=True, **reader_options,
+                              remedy=f"delete the folder {folder} to unpack it again from DD.zip "
+                                     f"({DOWNLOADS['proteins']['config_key']}).")
     if name == "ego":
         return citeseer_ego_graphs(folder / "ind.citeseer.graph", **reader_options)
     return read_smiles_graphs(folder / Path(opts["member"]).name, seed=seed, **reader_options)

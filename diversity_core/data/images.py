@@ -25,6 +25,7 @@ from ..assets.fetch import apt_download, download, extract_deb, extract_tar, sta
 from ..assets.manifest import verify_manifest, write_manifest
 from ..assets.pinned import verify_pinned_files
 from ..assets.verify import check_file, inside, relative_name, restricted_load
+from .reading import decoding
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,8 @@ def read_idx(path) -> np.ndarray:
     array with the file's shape, e.g. (n, 28, 28) uint8 for images, (n,) uint8 for labels.
     """
     opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as stream:
+    with decoding(path, "idx file", "delete its folder to fetch it again (images)."), \
+            opener(path, "rb") as stream:
         raw = stream.read()
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
         raise ValueError(f"{path} is not an idx file (bad magic number).")
@@ -237,8 +239,11 @@ def load_cifar10(folder, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"split must be 'train' or 'test'; got {split!r}.")
     images, labels = [], []
     for name in names:
-        batch = restricted_load(Path(folder) / name, _CIFAR_PICKLE_CLASSES,
-                                what=f"CIFAR-10 batch {name}", encoding="bytes")
+        path = Path(folder) / name
+        with decoding(path, "CIFAR-10 batch (a pickle)", f"delete the folder {folder} to unpack "
+                      "it again from the verified archive (images.cifar10)."):
+            batch = restricted_load(path, _CIFAR_PICKLE_CLASSES, what=f"CIFAR-10 batch {path}",
+                                    encoding="bytes")
         if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
             raise ValueError(f"{name}: not a CIFAR-10 batch (a dict with data and labels).")
         data = np.asarray(batch[b"data"], dtype=np.uint8)

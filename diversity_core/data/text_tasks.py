@@ -35,6 +35,7 @@ import numpy as np
 from ..assets.fetch import download
 from ..assets.manifest import verify_manifest, write_manifest
 from ..atomic import atomic_write
+from .reading import decoding
 
 __all__ = [
     "TASKS",
@@ -314,34 +315,54 @@ def _open_release(zip_path):
                          ) from None
 
 
-def _first_row(archive, name: str) -> dict | None:
-    """The header and first row of CSV member ``name``, read from at most its first 64 KiB
-    (None if they cannot be read as CSV there)."""
+# What to do about a release that cannot be read.
+_REFETCH = "delete it to fetch it again (text.tevet_berant.url)."
+
+
+def _first_row(archive, name: str, zip_path) -> dict | None:
+    """The header and first row of CSV member ``name``, read from at most its first 64 KiB;
+    None if they cannot be read as CSV there, :data:`_TOO_LONG` if they do not end within it
+    (a ``ValueError`` naming the member if its bytes cannot be decoded)."""
     import csv
     import io
 
-    with archive.open(name) as raw:
-        head = raw.read(_MAX_HEADER)
+    with decoding(zip_path, "zip archive (Tevet & Berant's release)", _REFETCH, member=name), \
+            archive.open(name) as raw:
+        head = raw.read(_MAX_HEADER + 1)
+    text = head[:_MAX_HEADER].decode("utf-8", errors="replace")
     try:  # the csv module, not line splitting: a response may hold a quoted newline
-        return next(csv.DictReader(io.StringIO(head.decode("utf-8", errors="replace"))), None)
+        rows = [row for row in csv.reader(io.StringIO(text)) if row]
     except csv.Error:
         return None
+    if len(head) > _MAX_HEADER and len(rows) < 3:  # the first row goes on past 64 KiB
+        return _TOO_LONG
+    if len(rows) < 2:
+        return None
+    header, row = rows[0], rows[1]
+    return {field: row[i] if i < len(row) else None for i, field in enumerate(header)}
 
 
-def _temperature_csvs(archive, zip_path) -> dict[str, list[str]]:
+# _first_row's answer for a member whose header and first row do not end within 64 KiB.
+_TOO_LONG = {"too long": None}
+
+
+def _temperature_csvs(archive, zip_path) -> tuple[dict[str, list[str]], list[str]]:
     """CSV members of the release whose sets are labelled by a temperature, each member's size
-    checked from the archive's directory before a byte of it is read."""
+    checked from the archive's directory before a byte of it is read; and the members whose
+    first row is too long to tell."""
     from ..assets.formats import check_zip_members
 
     names = [name for name in sorted(archive.namelist()) if name.lower().endswith(".csv")]
     check_zip_members(archive, what=f"{zip_path} (text.tevet_berant)", names=names,
                       archive_size=Path(zip_path).stat().st_size)
-    found = {}
+    found, too_long = {}, []
     for name in names:
-        first = _first_row(archive, name)
-        if first and _is_temperature(first.get("label_name")) and "resp_0" in first:
+        first = _first_row(archive, name, zip_path)
+        if first is _TOO_LONG:
+            too_long.append(name)
+        elif first and _is_temperature(first.get("label_name")) and "resp_0" in first:
             found[name] = list(first)
-    return found
+    return found, too_long
 
 
 def _check_release(zip_path) -> None:
@@ -365,7 +386,7 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
         _check_release(zip_path)
     members = dict(members or {})
     with _open_release(zip_path) as archive:
-        candidates = _temperature_csvs(archive, zip_path)
+        candidates, too_long = _temperature_csvs(archive, zip_path)
         names = set(archive.namelist())
     chosen = {}
     for task, key in _TEVET_TASK_KEYS.items():
@@ -379,6 +400,13 @@ def tevet_berant_members(zip_path, members: Mapping[str, str] | None = None, *,
         if len(matching) > 1:
             paper = re.compile(_TEVET_PAPER_MEMBER.format(key=re.escape(key)))
             matching = [m for m in matching if paper.search(m)] or matching
+        unread = [m for m in too_long if key in Path(m).name.lower()]
+        if not matching and unread:
+            raise ValueError(
+                f"{zip_path} (member {unread[0]}): its header and first row are longer than "
+                f"{_MAX_HEADER:,} bytes, so whether it holds the task {task!r}'s temperature-"
+                f"labelled sets is not read; name the task's file in "
+                f"text.tevet_berant.members.{task}, or {_REFETCH}")
         if len(matching) != 1:
             paper_file = f"raw/decTest/dec_test_1000_no_hds_{key}_gen.csv"
             which = f", and not exactly one is the paper's {paper_file}" if matching else ""
@@ -422,47 +450,65 @@ def load_tevet_berant(zip_path, task: str, member: str, *, verify: bool = True,
         check_zip_members(archive, what=f"{zip_path} (text.tevet_berant)", names=[member],
                           archive_size=Path(zip_path).stat().st_size)
         reader = None
-        try:
-            with archive.open(member) as raw:
-                reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
-                fields = reader.fieldnames or []
-                responses = sorted((f for f in fields if re.fullmatch(r"resp_\d+", f)),
-                                   key=lambda f: int(f[5:]))
-                if not responses or "label_value" not in fields:
-                    raise ValueError(f"{where} lacks resp_<i> or label_value columns.")
-                context = next((f for f in ("context", "prompt", "input", "query")
-                                if f in fields), None)
-                for number, row in enumerate(reader, start=2):  # the row, as before
-                    line = reader.line_num  # the file's line, for the errors
-                    missing = [f for f in (*responses, "label_value") if row.get(f) is None]
-                    if missing:
-                        raise ValueError(f"{where}:{line}: the row has too few fields (no "
-                                         f"{missing[0]}).")
-                    if "label_name" in fields and not _is_temperature(row.get("label_name")):
-                        raise ValueError(f"{where}:{line}: label_name is "
-                                         f"{row.get('label_name')!r}, not a temperature.")
-                    try:
-                        temperature = float(row["label_value"])
-                    except ValueError:
-                        raise ValueError(f"{where}:{line}: label_value {row['label_value']!r} "
-                                         "is not a number.") from None
-                    if not (math.isfinite(temperature) and low < temperature <= high):
-                        raise ValueError(f"{where}:{line}: label_value {row['label_value']!r} "
-                                         f"is not a temperature in ({low:g}, {high:g}].")
-                    records.append({
-                        "task": task,
-                        "prompt_id": f"{task}:{row.get('sample_id') or number}",
-                        "prompt": (row[context] or "") if context else "",
-                        "temperature": temperature,
-                        "responses": [" ".join((row[f] or "").split()) for f in responses],
-                    })
-        except csv.Error as exc:
-            line = reader.line_num if reader is not None else 1
-            raise ValueError(f"{where}:{line}: not readable as CSV ({exc}).") from None
-        except UnicodeDecodeError as exc:
-            line = reader.line_num if reader is not None else 1
-            raise ValueError(f"{where}: not UTF-8 text near line {line} ({exc.reason}).") \
-                from None
+        with decoding(zip_path, "zip archive (Tevet & Berant's release)", _REFETCH,
+                      member=member):
+            try:
+                with archive.open(member) as raw:
+                    reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+                    fields = reader.fieldnames or []
+                    responses = sorted((f for f in fields if re.fullmatch(r"resp_\d+", f)),
+                                       key=lambda f: int(f[5:]))
+                    if not responses or "label_value" not in fields:
+                        raise ValueError(f"{where} lacks resp_<i> or label_value columns.")
+                    context = next((f for f in ("context", "prompt", "input", "query")
+                                    if f in fields), None)
+                    for number, row in enumerate(reader, start=2):  # the row, as before
+                        line = reader.line_num  # the file's line, for the errors
+                        missing = [f for f in (*responses, "label_value") if row.get(f) is None]
+                        if missing:
+                            raise ValueError(f"{where}:{line}: the row has too few fields (no "
+                                             f"{missing[0]}).")
+                        if "label_name" in fields and not _is_temperature(row.get("label_name")):
+                            raise ValueError(f"{where}:{line}: label_name is "
+                                             f"{row.get('label_name')!r}, not a temperature.")
+                        try:
+                            temperature = float(row["label_value"])
+                        except ValueError:
+                            raise ValueError(f"{where}:{line}: label_value {row['label_value']!r} "
+                                             "is not a number.") from None
+                        if not (math.isfinite(temperature) and low < temperature <= high):
+                            raise ValueError(f"{where}:{line}: label_value {row['label_value']!r} "
+                                             f"is not a temperature in ({low:g}, {high:g}].")
+                        records.append({
+                            "task": task,
+                            "prompt_id": f"{task}:{row.get('sample_id') or number}",
+                            "prompt": (row[context] or "") if context else "",
+                            "temperature": temperature,
+                            "responses": [" ".join((row[f] or "").split()) for f in responses],
+                        })
+            except csv.Error as exc:
+                line = reader.line_num if reader is not None else 1
+                raise ValueError(f"{where}:{line}: not readable as CSV ({exc}).") from None
+            except UnicodeDecodeError as exc:
+                line = _line_of_bad_utf8(archive, member)
+                raise ValueError(f"{where}:{line}: not UTF-8 text ({exc.reason}); {_REFETCH}") \
+                    from None
     if not records:
         raise ValueError(f"{where} holds no sets.")
     return records
+
+
+def _line_of_bad_utf8(archive, member: str) -> int:
+    """The line (from 1) of the first byte of ``member`` that is not UTF-8 (its size checked
+    already): read again, since the text reader decodes blocks ahead of the line it is on."""
+    import codecs
+
+    decoder, line = codecs.getincrementaldecoder("utf-8")(), 1
+    with archive.open(member) as raw:
+        while block := raw.read(1 << 16):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                return line + block.count(b"\n", 0, exc.start)
+            line += block.count(b"\n")
+    return line

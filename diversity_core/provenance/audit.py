@@ -46,7 +46,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .audit_report import AuditReport, ChainReport, FileReport, display_key, shown_path
+from .audit_report import (
+    AuditReport,
+    ChainReport,
+    FileReport,
+    KeySet,
+    display_key,
+    shown_path,
+)
 from .digests import (
     MAX_FOLDER_ENTRIES,
     RECORD_SUFFIX,
@@ -288,9 +295,9 @@ class _Auditor:
         artifacts = [("results", path[: -len(RECORD_SUFFIX)]) for path in record_files]
         # Every record reachable from the results tree, then every file they name: hashed once,
         # in parallel, largest first.
-        chains = {key: self.chain(key) for key in artifacts
-                  if isinstance(self.record(key), dict) and "interim" not in
-                  Path(key[1]).parts}
+        finals = [key for key in artifacts
+                  if isinstance(self.record(key), dict) and "interim" not in Path(key[1]).parts]
+        graph = _ChainGraph(self, finals)
         named = set(results) | set(artifacts)
         for record in list(self.records.values()):
             if isinstance(record, dict):
@@ -314,14 +321,9 @@ class _Auditor:
                 self.check_inputs(key)
                 self.check_outputs(key)
         # Files outside the results tree that a chain reaches: assets and their records.
-        for chain in chains.values():
-            for key in chain.members:
-                if key[0] == "resources" and key not in self.reports \
-                        and self.roots.path(*key).exists():
-                    self.check_asset(key)
-        for key, chain in chains.items():
-            chain.findings = [k for k in [key, *chain.members]
-                              if k in self.reports and self.reports[k].status != "ok"]
+        for key in graph.keys:
+            if key[0] == "resources" and key not in self.reports and graph.on_disk(key):
+                self.check_asset(key)
         for folder, aside in sorted(self.hasher.set_aside.items()):
             shown = ", ".join(f"{name} ({kind})" for name, kind in list(aside.items())[:10])
             more = f" and {len(aside) - 10} more" if len(aside) > 10 else ""
@@ -331,9 +333,7 @@ class _Auditor:
             for key, by in self.not_on_disk.items():
                 self.report(key).add("missing", "named as input by " + ", ".join(
                     self._display(k) for k in by) + "; not on disk")
-            for key, chain in chains.items():
-                chain.findings = [k for k in [key, *chain.members]
-                                  if k in self.reports and self.reports[k].status != "ok"]
+        chains = graph.chains(self.reports)
         return AuditReport(self.roots, self.reports, chains, self.not_on_disk,
                            self.require_chain, self.code_changed, self.hasher.bytes,
                            self.hasher.files, self.notes)
@@ -510,29 +510,145 @@ class _Auditor:
         if not checked:
             report.add("unrecorded", "neither a .pins.json manifest nor a record vouches for it")
 
-    def chain(self, key) -> ChainReport:
-        """Every file ``key`` was made from, through the records beside them."""
-        chain = ChainReport(*key)
-        seen, todo = {key}, [key]
-        while todo:
-            current = todo.pop()
-            record = self.record(current)
-            if not isinstance(record, dict):
+    def inputs(self, key) -> list[tuple]:
+        """The files the record of ``key`` names as inputs, each once, in its order ([] for a
+        file without a usable record)."""
+        record = self.record(key)
+        if not isinstance(record, dict):
+            return []
+        return list(dict.fromkeys((e.get("root"), e.get("path"))
+                                  for e in _entries(record, "inputs")))
+
+
+class _ChainGraph:
+    """Every file the final results were made from, through the records beside them, and each
+    final result's chain, in time and memory linear in the records (times a bit per file).
+
+    The files the chains reach are numbered (in the report's order); each file's upstream is
+    the bit mask of those numbers, computed once per file from its inputs' masks (strongly
+    connected components first, so that records naming each other end too), never by walking
+    the chain again for each final result: a chain of records in which each result is the
+    input of the next costs one pass, not one walk per result. A file is followed through its
+    record when it is on disk and its record is usable; a final result's own record is
+    followed even when the file is gone."""
+
+    def __init__(self, auditor: _Auditor, finals: list[tuple]):
+        self.auditor, self.finals = auditor, finals
+        self._on_disk: dict[tuple, bool] = {}
+        found, todo, edges = set(finals), list(finals), {}
+        while todo:  # every file reachable: each record read once
+            key = todo.pop()
+            if key in edges:
                 continue
-            for entry in _entries(record, "inputs"):
-                source = (entry.get("root"), entry.get("path"))
-                if source in seen:
-                    continue
-                seen.add(source)
-                chain.members.append(source)
-                if not self.roots.path(*source).exists():
-                    chain.not_on_disk.append(source)
-                    continue
-                if source[0] == "resources":
-                    (chain.pinned_assets if entry.get("pinned") else
-                     chain.unpinned_assets).append(source)
-                todo.append(source)
-        return chain
+            edges[key] = self.auditor.inputs(key)
+            for source in edges[key]:
+                found.add(source)
+                if source not in edges and self.follows(source):
+                    todo.append(source)
+        self.keys = sorted(found, key=lambda k: (k[0] or "", k[1]))
+        self.index = {key: i for i, key in enumerate(self.keys)}
+        self.edges = [[self.index[s] for s in edges[key]] if key in edges and (
+            self.follows(key)) else [] for key in self.keys]
+        self.forced = {self.index[k]: [self.index[s] for s in edges[k]] for k in finals
+                       if not self.follows(k)}  # a final result whose file is gone
+
+    def on_disk(self, key) -> bool:
+        if key not in self._on_disk:
+            self._on_disk[key] = self.auditor.roots.path(*key).exists()
+        return self._on_disk[key]
+
+    def follows(self, key) -> bool:
+        """Whether a chain goes on through ``key``'s record."""
+        return self.on_disk(key) and isinstance(self.auditor.record(key), dict)
+
+    def upstream(self) -> list[int]:
+        """Each file's upstream as a bit mask (Tarjan's components, iteratively: the
+        components come out inputs first)."""
+        n, edges = len(self.keys), self.edges
+        order, low, component = [-1] * n, [0] * n, [-1] * n
+        stack, on_stack, masks, counter = [], [False] * n, [0] * n, 0
+        for start in range(n):
+            if order[start] != -1:
+                continue
+            work = [(start, 0)]
+            while work:
+                v, i = work.pop()
+                if i == 0:
+                    order[v] = low[v] = counter
+                    counter += 1
+                    stack.append(v)
+                    on_stack[v] = True
+                for j in range(i, len(edges[v])):
+                    w = edges[v][j]
+                    if order[w] == -1:
+                        work += [(v, j + 1), (w, 0)]
+                        break
+                    if on_stack[w]:
+                        low[v] = min(low[v], order[w])
+                else:
+                    if low[v] == order[v]:  # v roots a component: its mask, shared
+                        members = []
+                        while True:
+                            w = stack.pop()
+                            on_stack[w] = False
+                            component[w] = v
+                            members.append(w)
+                            if w == v:
+                                break
+                        mask = 0
+                        for u in members:
+                            for w in edges[u]:
+                                mask |= 1 << w
+                                if component[w] != v:
+                                    mask |= masks[w]
+                        for u in members:
+                            masks[u] = mask
+                    if work:
+                        parent = work[-1][0]
+                        low[parent] = min(low[parent], low[v])
+        return masks
+
+    def chains(self, reports: dict) -> dict[tuple, ChainReport]:
+        """Each final result's :class:`ChainReport`, its findings from ``reports``."""
+        masks, keys = self.upstream(), self.keys
+        for i, sources in self.forced.items():
+            masks[i] = 0
+            for w in sources:
+                masks[i] |= (1 << w) | masks[w]
+
+        def mask_of(test) -> int:  # bit i set where test(keys[i]), in one pass
+            return int("0" + "".join("1" if test(key) else "0" for key in reversed(keys)), 2)
+
+        pinned = self.pinned()
+        absent = mask_of(lambda k: not self.on_disk(k))
+        assets = mask_of(lambda k: k[0] == "resources" and self.on_disk(k))
+        found = mask_of(lambda k: k in reports and reports[k].status != "ok")
+        held = mask_of(pinned.__contains__)
+        chains = {}
+        for key in self.finals:
+            i = self.index[key]
+            upstream = masks[i] & ~(1 << i)
+            chain = ChainReport(*key)
+            chain.members = KeySet(upstream, keys, self.index)
+            chain.not_on_disk = list(KeySet(upstream & absent, keys))
+            chain.pinned_assets = list(KeySet(upstream & assets & held, keys))
+            chain.unpinned_assets = list(KeySet(upstream & assets & ~held, keys))
+            chain.findings = list(KeySet((masks[i] | 1 << i) & found, keys))
+            chain.findings.sort(key=lambda k: k != key)  # the result itself first
+            chains[key] = chain
+        return chains
+
+    def pinned(self) -> set[tuple]:
+        """The assets every record naming them calls pinned."""
+        said: dict[tuple, bool] = {}
+        for key in self.keys:
+            record = self.auditor.record(key) if self.follows(key) or key in self.finals \
+                else None
+            if isinstance(record, dict):
+                for entry in _entries(record, "inputs"):
+                    source = (entry.get("root"), entry.get("path"))
+                    said[source] = said.get(source, True) and bool(entry.get("pinned"))
+        return {key for key, pinned in said.items() if pinned}
 
 
 def _entries(record: dict, group: str) -> list[dict]:

@@ -39,13 +39,41 @@ class FileReport:
 _RANK = {"missing": 0, "changed": 1, "stale": 2, "unrecorded": 3, "ok": 4}
 
 
+class KeySet:
+    """Files of the audit as a bit mask over their numbered keys (``keys[i]`` is bit ``i``):
+    what a chain reaches, kept in a bit per file instead of a list per final result. Sized,
+    iterable (in the keys' order) and tested for membership like the list it stands for."""
+
+    def __init__(self, mask: int, keys: list[tuple], index: dict[tuple, int] | None = None):
+        self.mask, self.keys, self.index = mask, keys, index
+
+    def __len__(self) -> int:
+        return self.mask.bit_count()
+
+    def __bool__(self) -> bool:
+        return self.mask != 0
+
+    def __iter__(self):
+        mask = self.mask
+        while mask:
+            low = mask & -mask
+            yield self.keys[low.bit_length() - 1]
+            mask ^= low
+
+    def __contains__(self, key) -> bool:
+        index = self.index if self.index is not None else {k: i for i, k in
+                                                           enumerate(self.keys)}
+        i = index.get(key)
+        return i is not None and bool(self.mask >> i & 1)
+
+
 @dataclass
 class ChainReport:
     """A final result and every file it was made from, as far as the records reach."""
 
     root: str | None
     path: str
-    members: list[tuple] = field(default_factory=list)
+    members: list[tuple] | KeySet = field(default_factory=list)
     not_on_disk: list[tuple] = field(default_factory=list)
     pinned_assets: list[tuple] = field(default_factory=list)
     unpinned_assets: list[tuple] = field(default_factory=list)

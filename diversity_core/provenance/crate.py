@@ -29,9 +29,12 @@ mismatch is returned in :attr:`CrateResult.notes` (the command prints them). Onl
 are copied, each read bounded by its size (:func:`.digests.read_blocks`).
 
 The crate is written into a fresh temporary folder beside ``DIR`` and renamed to ``DIR`` only
-when complete: never half a crate. ``DIR`` must be new or an empty folder; a non-empty folder
-(a previous crate included: remove it first), a file, a link or a place that cannot be written
-is a ``ValueError`` (one line), checked by :func:`check_destination` before the audit starts.
+when complete: never half a crate. A file of the crate that cannot be written whole (a full
+disk, a file size limit) ends it: the staging folder is removed and a ``ValueError`` names the
+file (the command exits 2); only a file that cannot be *read* is described instead of copied.
+``DIR`` must be new or an empty folder; a non-empty folder (a previous crate included: remove
+it first), a file, a link or a place that cannot be written is a ``ValueError`` (one line),
+checked by :func:`check_destination` before the audit starts.
 
 Only what the records vouch for, from inside its root: every file is copied in one
 read that hashes what it copies (the crate's digest is that of the bytes it holds, with no
@@ -63,7 +66,7 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +96,16 @@ HISTORY = "history"
 # something else (a data file of the repository) must not fill memory.
 MAX_SCRIPT_BYTES = MAX_JSON_BYTES
 GIT_TIMEOUT_S = 60
+
+
+class CrateWriteError(ValueError):
+    """A file of the crate could not be written whole (a full disk, a file size limit): the
+    crate is not made. One line: the crate file, the system's reason, what to do."""
+
+    def __init__(self, crate_path: str, err: OSError):
+        self.crate_path, self.reason = crate_path, err.strerror or str(err)
+        super().__init__(f"its file {printable(crate_path)} could not be written "
+                         f"({self.reason})")
 
 
 @dataclass
@@ -153,7 +166,12 @@ def write_crate(report, dest) -> CrateResult:
     except OSError as err:
         raise ValueError(f"cannot write the crate {dest}: {err.strerror or err}.") from None
     try:
-        notes = _Builder(report, staging).build()
+        try:
+            notes = _Builder(report, staging).build()
+        except CrateWriteError as err:
+            raise ValueError(f"cannot write the crate {printable(str(dest))}: {err}; no crate "
+                             "was made (nothing is kept): free space there (or raise the file "
+                             "size limit) and rerun.") from None
         os.chmod(staging, 0o755)  # mkdtemp's 0700 would hide the crate from its readers
         try:
             os.replace(staging, dest)  # onto a new name, or an empty folder: one step
@@ -208,32 +226,53 @@ class _Builder:
         digest, size = hashlib.sha256(), 0
         root, relative = source
         with open_inside(root, relative) as (stream, at_opening):
-            with self._new_file(crate_path) as out:
+            with self._new_file(crate_path) as write:
                 for block in stream_blocks(stream, at_opening, Path(root) / relative):
                     digest.update(block)
-                    out.write(block)
+                    write(block)
                     size += len(block)
         return digest.hexdigest(), size
 
     def write_bytes(self, data: bytes, crate_path: str) -> tuple[str, int]:
-        with self._new_file(crate_path) as out:
-            out.write(data)
+        with self._new_file(crate_path) as write:
+            write(data)
         return hashlib.sha256(data).hexdigest(), len(data)
 
     @contextmanager
     def _new_file(self, crate_path: str):
         """A new file of the crate, created exclusively (never through a link) in the private
-        staging folder; removed if the write fails."""
+        staging folder, as a ``write(bytes)`` function; removed if the write fails. A failure
+        to write (a full disk, a file size limit) is a :class:`CrateWriteError`: the crate
+        cannot be whole, so no crate is made; a name taken twice (``FileExistsError``, a
+        file where a folder goes) is not."""
         path = self.staging / crate_path
-        if path.parent not in self.folders:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.folders.add(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                     | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            with os.fdopen(fd, "wb") as out:
-                yield out
+            if path.parent not in self.folders:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.folders.add(path.parent)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except (FileExistsError, NotADirectoryError, IsADirectoryError):
+            raise  # a name the crate holds already: that entry is described, not copied
+        except OSError as err:
+            raise CrateWriteError(crate_path, err) from None
+        out = os.fdopen(fd, "wb")
+
+        def write(data: bytes) -> None:
+            try:
+                out.write(data)
+            except OSError as err:
+                raise CrateWriteError(crate_path, err) from None
+
+        try:
+            yield write
+            try:
+                out.close()  # the last buffered bytes reach the disk here, or fail here
+            except OSError as err:
+                raise CrateWriteError(crate_path, err) from None
         except BaseException:
+            with suppress(OSError):
+                out.close()
             path.unlink(missing_ok=True)
             raise
 
@@ -243,6 +282,8 @@ class _Builder:
         copied."""
         try:
             digest, size = self.copy(source, crate_path)
+        except CrateWriteError:
+            raise  # the crate cannot be whole: no crate
         except LeavesRoot as err:
             where = next((f"{name}/" for name, folder in self.roots.named().items()
                           if folder == Path(source[0])), "its folder")
@@ -448,6 +489,8 @@ class _Builder:
             properties["sha256"], size = self.copy((roots.workdir, "Snakefile"), "Snakefile")
             properties["contentSize"] = str(size)
             source = self.staging / "Snakefile"
+        except CrateWriteError:
+            raise
         except (OSError, ValueError) as err:
             self.notes.append(f"{snakefile}: not copied ({getattr(err, 'strerror', None) or err}"
                               "): the crate names the workflow without its file")
@@ -495,7 +538,10 @@ class _Builder:
             warnings.simplefilter("ignore")
             # Every entity's bytes are already in staging (File.write skips a file onto itself):
             # this writes ro-crate-metadata.json.
-            crate.write(self.staging)
+            try:
+                crate.write(self.staging)
+            except OSError as err:
+                raise CrateWriteError("ro-crate-metadata.json", err) from None
         return self.notes
 
     def record(self, key) -> dict | None:

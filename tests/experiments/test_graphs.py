@@ -129,6 +129,42 @@ def test_citeseer_ego_graphs_and_safe_unpickling(tmp_path):
         data_graphs.citeseer_ego_graphs(bad)
 
 
+def test_a_graph_pickle_asking_for_more_than_its_size_is_refused_before_any_graph(tmp_path,
+                                                                                 monkeypatch):
+    """A 23 kB pickle of ``{i: the same 3,000-item list}`` (9 million edges by reference) is
+    refused from the entries it asks for, before a graph is built."""
+    shared = list(range(3000))
+    bad = tmp_path / "ind.citeseer.graph"
+    bad.write_bytes(pickle.dumps({i: shared for i in range(3000)}, protocol=2))
+    assert bad.stat().st_size < 30_000
+    built = []
+    monkeypatch.setattr(data_graphs.nx, "from_dict_of_lists",
+                        lambda *a, **k: built.append(1) or nx.Graph())
+    with pytest.raises(ValueError, match=r"ind\.citeseer\.graph asks for more than .* entries"):
+        data_graphs.citeseer_ego_graphs(bad)
+    assert not built
+    for wrong in ({0: 1}, {0: ["a"]}, {"a": [1]}, [1, 2]):
+        bad.write_bytes(pickle.dumps(wrong, protocol=2))
+        with pytest.raises(ValueError, match="ind.citeseer.graph"):
+            data_graphs.citeseer_ego_graphs(bad)
+
+
+def test_ego_graphs_of_a_dense_graph_are_counted_before_they_are_built(tmp_path, monkeypatch):
+    """A complete graph within the size bound: every ball is the whole graph, larger than
+    max_nodes; none is built (the ball is counted, stopping past max_nodes)."""
+    clique = {i: [j for j in range(60) if j != i] for i in range(60)}
+    path = tmp_path / "ind.clique.graph"
+    path.write_bytes(pickle.dumps(clique, protocol=2))
+    built, ego_graph = [], nx.ego_graph
+    monkeypatch.setattr(data_graphs.nx, "ego_graph",
+                        lambda *a, **k: built.append(1) or ego_graph(*a, **k))
+    assert data_graphs.citeseer_ego_graphs(path, min_nodes=10, max_nodes=50) == []
+    assert not built
+    kept = data_graphs.citeseer_ego_graphs(path, min_nodes=60, max_nodes=60)
+    assert len(kept) == len(built) == 60
+    assert all(g.number_of_edges() == 60 * 59 // 2 for g in kept)
+
+
 def test_graph_arrays_round_trip():
     graphs = data_graphs.lobster_graphs(5, seed=1) + [nx.empty_graph(3)]
     back = data_graphs.graphs_from_arrays(**data_graphs.graphs_to_arrays(graphs))

@@ -454,6 +454,51 @@ def test_a_crate_that_fails_half_way_leaves_nothing(run, tmp_path, monkeypatch):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".crate.")]
 
 
+def _file_size_limit(limit: int):
+    """For a child process: files it writes may not grow past ``limit`` bytes (EFBIG, as on a
+    full disk; Python ignores SIGXFSZ, so the write fails instead of killing it)."""
+    import resource
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+@pytest.mark.parametrize("limit", [1024, 64 * 1024])
+def test_a_crate_cut_short_by_the_disk_is_not_made_and_says_so(run, tmp_path, limit):
+    """A file that does not fit (here: a 200 kB output under a file size limit, or the first
+    record under 1 KiB) ends the crate: exit 2, one line naming the file, no crate, no
+    staging folder left, never "wrote the Workflow Run RO-Crate"."""
+    big = run / "results" / "exp" / "interim" / "images" / "2.png"
+    big.write_bytes(os.urandom(200_000))
+    crate = tmp_path / "crate"
+    done = subprocess.run([sys.executable, "-m", "diversity_core", *_args(run), "--ro-crate",
+                           str(crate)], capture_output=True, text=True, timeout=TIMEOUT_S,
+                          cwd=REPO, preexec_fn=_file_size_limit(limit))
+    _one_error_line(done, "cannot write the crate", str(crate), "File too large",
+                    "no crate was made")
+    if limit > 4096:
+        assert "2.png" in done.stderr
+    assert "wrote the Workflow Run RO-Crate" not in done.stderr
+    assert not crate.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".crate.")]
+
+
+def test_a_full_disk_while_writing_the_metadata_is_no_crate(run, tmp_path, monkeypatch,
+                                                            capsys):
+    from rocrate.rocrate import ROCrate
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ROCrate, "write", full)
+    assert cli_main([*_args(run), "--ro-crate", str(tmp_path / "crate")]) == 2
+    err = capsys.readouterr().err
+    assert "ro-crate-metadata.json" in err and "No space left on device" in err
+    assert "wrote the" not in err and not (tmp_path / "crate").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".crate.")]
+
+
 def test_a_record_is_written_atomically_never_through_a_planted_link(run, tmp_path):
     """The record writer used a fixed <record>.tmp name and followed a link planted there (its
     target overwritten, the record itself becoming the link): now a fresh exclusive name."""

@@ -143,6 +143,52 @@ def test_pins_are_checked_for_shape_and_relative_paths_at_the_dry_run(tmp_path):
                    "allowed: a relative path")
 
 
+def test_whole_number_floats_are_the_integers_of_every_integer_key(tmp_path):
+    """seed 3.0, curvature.n_points 60.0, n_chunks 3.0, magnitude.n_ts 30.0 (YAML) are the
+    integers (n_chunks=3 makes three chunk files); 60.5 is refused naming the key."""
+    floats = tmp_path / "floats.yaml"
+    floats.write_text("seed: 3.0\ncurvature: {n_points: 60.0, n_chunks: 3.0}\n"
+                      "magnitude: {n_ts: 30.0}\n")
+    done = run_snakemake("-n", "curvature", "--configfile", str(tiny_config("curvature")),
+                         str(floats), "--config", f"results_dir={tmp_path / 'results'}",
+                         f"resources_dir={tmp_path / 'resources'}", "seed=4.0", "--nolock",
+                         check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert all(f"chunk{i}.npz" in done.stdout for i in range(3))
+    assert "chunk3.npz" not in done.stdout
+    floats.write_text("curvature: {n_points: 60.5}\nmagnitude: {n_ts: 3.0e+1}\n")
+    done = _dry_run(tmp_path, configfile=floats)
+    _refused(done, "curvature.n_points: 60.5 is a number; allowed: an integer from 3 to")
+
+
+def test_folders_with_tilde_dollar_or_invisible_characters_are_refused(tmp_path):
+    """~ and $ are expanded by nobody (a folder named "~" would be made); a zero-width space
+    or any control or invisible character in any text of the configuration (a key included)
+    makes a look-alike: each refused, naming the key and the character."""
+    done = _dry_run(tmp_path, "results_dir=~/x", "resources_dir=$HOME/y", folders=False)
+    _refused(done, "results_dir: '~/x' starts with ~, which is not expanded here",
+             "resources_dir: '$HOME/y' holds $, which is not expanded here")
+    assert not (REPO / "~").exists() and not (REPO / "$HOME").exists()
+    done = _dry_run(tmp_path, "results_dir=results\u200b", "resources_dir=resources\u202e",
+                    'text={"tevet_berant": {"members": {"story": "a\u00a0b.csv"}}}',
+                    'graphs={"ap_damping\u2060": [0.5]}', folders=False)
+    _refused(done,
+             "graphs: the key 'ap_damping\\u2060' holds U+2060 (WORD JOINER) at position 10",
+             "results_dir: the value 'results\\u200b' holds U+200B (ZERO WIDTH SPACE) at "
+             "position 7, a control or invisible character",
+             "resources_dir: the value 'resources\\u202e' holds U+202E (RIGHT-TO-LEFT OVERRIDE)",
+             "text.tevet_berant.members.story: the value 'a\\xa0b.csv' holds U+00A0 "
+             "(NO-BREAK SPACE) at position 1")
+
+
+def test_a_key_written_twice_in_a_configuration_file_is_refused(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("curvature:\n  n_points: 60\n  n_chunks: 2\n  n_points: 70\n")
+    done = _dry_run(tmp_path, configfile=twice)
+    _refused(done, f"{twice}, line 4: the key 'n_points' is written twice in one mapping "
+                   "(also line 2")
+
+
 # --- the schema itself -------------------------------------------------------------------------
 
 def _numbers(node, path=""):

@@ -8,6 +8,7 @@ import os
 import re
 import reprlib
 import sys
+import unicodedata
 from pathlib import Path
 
 import jsonschema
@@ -42,15 +43,60 @@ def check_config_first(config, schema_file=CONFIG_SCHEMA_FILE):
        with PyYAML, whose aliases share one object, so parsing a "billion laughs" is quick;
        what is slow is walking it, which starts here;
     2. the schema (types, ranges, patterns, unknown keys), then Snakemake's `validate`, which
-       fills the defaults (and now passes);
+       fills the defaults (and now passes); with it, every text of the configuration (keys
+       included) free of control and invisible characters (text_problems);
     3. the folders (folder_problems) and the pins of text_assets (pin_problems).
+
+    Snakemake parses the `--configfile` files before any of this runs: a file it cannot parse
+    (bad UTF-8, a YAML error) stops the run with Snakemake's own message, and a FIFO given as
+    a configuration file blocks it before the workflow starts; a key written twice in one
+    mapping is refused here (duplicate_key_problems), since YAML keeps the last silently.
     """
-    _refuse(_expansion_problems(config))
+    _refuse(_expansion_problems(config) + duplicate_key_problems())
     schema = read_yaml(schema_file)
     coerce_config_types(config, schema)
-    _refuse(schema_problems(config, schema))
+    invisible = text_problems(config)
+    _refuse([line for _, line in invisible] + [
+        line for line in schema_problems(config, schema)
+        if not any(line.startswith(f"{key}:") for key, _ in invisible)])
     validate(config, str(Path(workflow.basedir) / schema_file))
     _refuse(folder_problems(config) + pin_problems(config))
+
+
+def duplicate_key_problems(files=None):
+    """One line per key written twice in one mapping of a `--configfile` file (YAML, and
+    Snakemake, keep the last one silently), naming the file, the line and the key. Only regular
+    files are read again (Snakemake has read them all already)."""
+    problems = []
+    for name in files if files is not None else getattr(workflow, "configfiles", []) or []:
+        try:
+            if not os.path.isfile(name):
+                continue
+            with open(name, "rb") as stream:
+                root = yaml.compose(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue  # Snakemake has said so, or read it otherwise
+        seen, todo = set(), [root]
+        while todo:  # each node once: aliases share a node
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                keys = {}
+                for key, value in node.value:
+                    if isinstance(key, yaml.ScalarNode) and key.value in keys and key.tag != \
+                            "tag:yaml.org,2002:merge":
+                        problems.append(
+                            f"{name}, line {key.start_mark.line + 1}: the key {_short(key.value)}"
+                            f" is written twice in one mapping (also line {keys[key.value]}; "
+                            "the last would silently win); allowed: each key once")
+                    elif isinstance(key, yaml.ScalarNode):
+                        keys[key.value] = key.start_mark.line + 1
+                    todo += [key, value]
+            elif isinstance(node, yaml.SequenceNode):
+                todo += node.value
+    return problems
 
 
 def _refuse(problems):
@@ -203,6 +249,47 @@ def schema_problems(config, schema):
     return problems
 
 
+# Characters a configuration text may not hold: control characters, format characters (the
+# zero-width space U+200B, bidirectional overrides, the byte order mark), line and paragraph
+# separators, and every space but the plain one. Invisible or look-alike in a name, each would
+# make a folder or a pin that reads as another ("results\u200b" beside "results").
+INVISIBLE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Zs"}
+
+
+def invisible_character(text):
+    """``(position, character)`` of the first character of ``text`` that a configuration text
+    may not hold (INVISIBLE_CATEGORIES), or None."""
+    for i, char in enumerate(text):
+        if unicodedata.category(char) in INVISIBLE_CATEGORIES and char != " ":
+            return i, char
+    return None
+
+
+def text_problems(config):
+    """``[(key, line)]``: one line for each text of the configuration, a key or a value, that
+    holds a control or invisible character (invisible_character), naming it (``key``: the
+    key it concerns, whose schema problems it replaces); one check for every path, name,
+    address and pin."""
+    problems, todo = [], [((), config)]
+    while todo:
+        path, value = todo.pop()
+        items = (value.items() if isinstance(value, dict) else
+                 enumerate(value) if isinstance(value, list) else ())
+        for name, item in items:
+            todo.append(((*path, name), item))
+            for text, what in ((name, "the key"), (item, "the value")):
+                found = invisible_character(text) if isinstance(text, str) else None
+                if found:
+                    key = _key((*path, name)) if what == "the value" else _key(path)
+                    i, char = found
+                    name_of = unicodedata.name(char, f"a {unicodedata.category(char)} character")
+                    problems.append((_key((*path, name)), (
+                        f"{key}: {what} {_short(text)} holds U+{ord(char):04X} ({name_of}) at "
+                        f"position {i}, a control or invisible character; allowed: text "
+                        "without one (retype it)")))
+    return sorted(set(problems))
+
+
 def folder_problems(config):
     """results_dir and resources_dir: each a folder (or one that can be made) in a writable
     place, not a system place (SYSTEM_FOLDERS, or one of SHARED_FOLDERS, the home folder, the
@@ -215,6 +302,17 @@ def folder_problems(config):
               "resources)"
     for key in ("results_dir", "resources_dir"):
         value = config[key]
+        if value.startswith("~") or "$" in value:
+            # Neither the shell (inside --config key=value) nor Snakemake expands them: a
+            # folder named "~" or "$HOME" would be made in the working directory.
+            written = os.path.expandvars(os.path.expanduser(value))
+            problems.append(f"{key}: {_short(value)} "
+                            f"{'starts with ~' if value.startswith('~') else 'holds $'}"
+                            ", which is not expanded here (a folder of that name would be made); "
+                            "allowed: the path written out"
+                            + (f", such as {_short(written)}" if written != value else ""))
+            real[key] = value
+            continue
         path = os.path.realpath(value)
         real[key] = path
         shown = f"{key}: {_short(value)}" + (f" (that is {path})" if path != value else "")
@@ -284,6 +382,9 @@ def coerce_config_types(config, schema):
 
     Snakemake parses a top-level `--config seed=3` as a number, but the values inside
     `--config 'curvature={"n_points": 60}'` arrive as strings ('60'), which `validate` rejects.
+    A whole number written as a float (60.0, from YAML or `--config seed=3.0`) where the schema
+    allows an integer and no other number is that integer, for every integer key alike: JSON
+    Schema's "integer" accepts 60.0, and NumPy would refuse it in a job, naming no key.
     A YAML null literal becomes None wherever the schema allows null; every other string whose
     schema node allows no string (only integer / number / boolean) is converted to the first of
     those types it parses as; anything else is left for `validate` to report. Driven by the
@@ -300,10 +401,14 @@ def _coerced(value, node):
                 for key, item in value.items()}
     if isinstance(value, list):
         return [_coerced(item, node.get("items", {})) for item in value]
-    if not isinstance(value, str):
-        return value
     types = node.get("type", [])
     types = [types] if isinstance(types, str) else list(types)
+    if isinstance(value, float) and "integer" in types and "number" not in types:
+        # The same for every integer key. A whole number written 60.0 is the integer
+        # 60, as JSON Schema's "integer" has it; 60.5 stays a float, which the schema refuses.
+        return int(value) if value.is_integer() else value
+    if not isinstance(value, str):
+        return value
     text = value.strip()
     if "null" in types and text in ("null", "Null", "NULL", "~"):  # YAML's null, even for
         return None  # [string, "null"]: no checksum or name is spelt "null"
@@ -312,8 +417,8 @@ def _coerced(value, node):
     for kind in types:
         if kind == "boolean" and text.lower() in ("true", "false"):
             return text.lower() == "true"
-        if kind == "integer" and re.fullmatch(r"[-+]?[0-9]+", text):
-            return int(text)
+        if kind == "integer" and re.fullmatch(r"[-+]?[0-9]+(\.0*)?", text):
+            return int(text.split(".")[0])
         if kind == "number":
             try:
                 number = float(text)
