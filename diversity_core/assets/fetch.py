@@ -304,7 +304,7 @@ def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, max_bytes, st
         return stream_to_file(url, tmp, algorithm=algorithm, size=size, max_bytes=max_bytes,
                               strict=strict, what=name)[0]
     except WriteError as exc:  # the disk, not the network: what to do differs
-        raise OSError(exc.errno, f"{name}: could not write {dest} after {exc.received} bytes "
+        raise OSError(f"{name}: could not write {dest} after {exc.received} bytes "
                       f"of {url} ({exc.strerror.split(': ')[-1]}); nothing was kept. Free space "
                       f"on the disk that holds {_visible_folder(dest)} (or raise the file size "
                       f"limit, ulimit -f), then rerun.{origin}") from exc
