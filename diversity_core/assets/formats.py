@@ -139,7 +139,8 @@ def _kind_problem(path: Path, kind: str, head: bytes, tail: bytes, size: int) ->
 def format_problem(path, kind: str | None = None, members: Iterable[str] = ()) -> str | None:
     """Why ``path`` is not a file of ``kind`` (default: :func:`expected_format` of its name), in
     words, or None: its magic bytes, or its parser (JSON); with ``members``, what the archive
-    must hold, each once (:func:`archive_members`). Any file that is an HTML (or XML) page is
+    must hold, each once (:func:`archive_members`); a zip archive is read whole from its
+    directory, and one that holds a name twice is refused. Any file that is an HTML (or XML) page is
     refused unless so named (``.html``, ``.xml``); a file of no known kind is otherwise not
     judged."""
     path = Path(path)
@@ -152,12 +153,26 @@ def format_problem(path, kind: str | None = None, members: Iterable[str] = ()) -
     if _looks_like_html(head) and not path.name.lower().endswith((".html", ".htm", ".xml")):
         return "an HTML page (a server's error or login page?)"
     problem = None if kind is None else _kind_problem(path, kind, head, tail, size)
-    if problem is None and members:
-        try:
+    try:
+        if problem is None and members:
             archive_members(path, kind, members)
-        except ValueError as exc:
-            return str(exc)
+        if problem is None and kind == "zip":  # its directory is cheap to read: read whole
+            _repeated(_member_names(path, kind))
+    except ValueError as exc:
+        return str(exc)
     return problem
+
+
+def _repeated(names: list[str]) -> None:
+    """``ValueError`` in words for an archive that holds a name twice (which is meant?)."""
+    seen, twice = set(), []
+    for name in names:
+        if name in seen and name not in twice:
+            twice.append(name)
+        seen.add(name)
+    if twice:
+        raise ValueError(f"an archive that holds {', '.join(twice[:3])} more than once: which "
+                         "one is meant would be a guess")
 
 
 def _member_names(path: Path, kind: str | None) -> list[str]:

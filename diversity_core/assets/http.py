@@ -185,11 +185,15 @@ class _Clock:
             self.window_start, self.window_bytes = now, 0
 
 
-def _get(http, url: str, what: str):
-    """``GET url`` streamed, status checked: ``requests.HTTPError`` on 4xx/5xx,
+def _get(http, url: str, what: str, strict: bool | None):
+    """``GET url`` streamed, the address put through :func:`follow_problem` first (the first
+    address of a transfer as every later one), status checked: ``requests.HTTPError`` on 4xx/5xx,
     :class:`TransferError` for any other status but ``200 OK`` (no ``Range`` is ever sent, so a
     ``206`` is a part nobody asked for; a ``204`` or ``304`` has no body; a ``3xx`` that was not
     followed has no ``Location``): nothing of such a response is read."""
+    problem = follow_problem(url, url, strict)
+    if problem:
+        raise TransferError(what, f"{url}, {problem}")
     response = http.get(url, stream=True,
                         timeout=(LIMITS.connect_timeout, LIMITS.read_timeout))
     try:
@@ -264,7 +268,7 @@ def stream_to_file(url: str, out: Path, *, algorithm: str = "sha256", size: int 
              f"{cap} bytes (the ceiling for this file)")
     h = hashlib.new(algorithm)
     clock = _Clock(what)
-    with session(strict) as http, _get(http, url, what) as response:
+    with session(strict) as http, _get(http, url, what, strict) as response:
         declared = response.headers.get("content-length")
         encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
         if declared and declared.isdigit() and int(declared) > cap and not encoded:
@@ -317,7 +321,7 @@ def get_json_pages(url: str, *, strict: bool | None = None, what: str) -> Iterat
                            "limit)") if LIMITS.max_page_bytes <= left else
                           (left, f"{left} bytes (what is left of the listing's limit of "
                            f"{LIMITS.max_listing_bytes} bytes in all)"))
-            with _get(http, url, what) as response:
+            with _get(http, url, what, strict) as response:
                 body = b"".join(_read(response, clock, cap, bound, what))
                 following = response.links.get("next", {}).get("url")
             total_bytes += len(body)

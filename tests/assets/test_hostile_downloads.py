@@ -679,6 +679,10 @@ def test_strict_mode_follows_no_plain_http_next_page_off_the_loopback(hostile):
                                       "plain HTTP outside the loopback: strict_assets refuses"):
         list_repo_files("o/r", "next-to", dataset=False, endpoint=hostile.url, strict=True)
     assert hostile.requested == ["/api/models/o/r/tree/next-to"]
+    with pytest.raises(OSError, match=r"http://example.invalid/api/models/o/r/tree/main.*, "
+                                      "plain HTTP outside the loopback: strict_assets"):
+        list_repo_files("o/r", "main", dataset=False, endpoint="http://example.invalid",
+                        strict=True)  # the first address goes through the same check
     hostile.set(next_url="file:///etc/passwd")  # not HTTP(S): refused, strict or not
     with pytest.raises(OSError, match="file:///etc/passwd, not an HTTP"):
         list_repo_files("o/r", "next-to", dataset=False, endpoint=hostile.url, strict=False)
@@ -699,6 +703,7 @@ def test_one_definition_of_the_loopback():
 
 # -- archives are checked for what they must hold, once, at fetch ----------------------------
 
+@pytest.mark.filterwarnings("ignore:Duplicate name")
 def test_an_archive_with_a_member_twice_is_refused_at_fetch(hostile, tmp_path):
     from diversity_core.data.graphs import fetch_dd
 
@@ -848,3 +853,19 @@ def test_two_processes_fetching_one_model_download_it_once(hostile, tmp_path):
     assert sorted(p.rsplit("/", 1)[1] for p in hostile.requested if "/resolve/" in p) == sorted(
         files)  # each file once
     assert sorted(p.name for p in dest.iterdir()) == sorted([".pins.json", *files])
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_release_with_a_member_twice_is_refused_at_fetch(hostile, tmp_path):
+    """A zip archive that holds a name twice is refused whatever it is for (the reader would
+    take the last one silently)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr(MEMBER, "sample_id,context\n1,a\n")
+        archive.writestr(MEMBER, "sample_id,context\n1,b\n")
+    hostile.files["data.zip"] = out.getvalue()
+    dest = tmp_path / "tevet_berant" / "data.zip"
+    with pytest.raises(ValueError, match=r"sent an archive that holds data/raw/.*\.csv more "
+                                         "than once"):
+        text_tasks.fetch_tevet_berant(hostile.url + "/file/data.zip", dest, sha256=None)
+    assert not dest.exists() and not (dest.parent / ".pins.json").exists()
