@@ -305,13 +305,16 @@ def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, max_bytes, st
                               strict=strict, what=name)[0]
     except WriteError as exc:  # the disk, not the network: what to do differs
         raise OSError(f"{name}: could not write {dest} after {exc.received} bytes "
-                      f"of {url} ({exc.strerror.split(': ')[-1]}); nothing was kept. Free space "
+                      f"of {url} ({exc.reason}); nothing was kept. Free space "
                       f"on the disk that holds {_visible_folder(dest)} (or raise the file size "
                       f"limit, ulimit -f), then rerun.{origin}") from exc
     except (requests.exceptions.RequestException, OSError) as exc:
+        # A server that answered, but not with the file, is not cured by a network.
+        retry = ("check the address and rerun" if _server_answered(exc) else
+                 "rerun with network access")
         hand = (f" Place the file at {dest} by hand"
-                f"{f' ({algorithm} {expected})' if expected else ''}, or rerun with network "
-                "access." if by_hand else " Rerun with network access.")
+                f"{f' ({algorithm} {expected})' if expected else ''}, or {retry}."
+                if by_hand else f" {retry.capitalize()}.")
         raise OSError(f"{name}: could not download {url} ({failure_reason(exc)}).{hand}"
                       f"{origin}") from exc
 
@@ -337,6 +340,22 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         yield current
         todo += [current.__cause__, current.__context__, getattr(current, "reason", None)]
         todo += [a for a in getattr(current, "args", ()) if isinstance(a, BaseException)]
+
+
+def _server_answered(exc: BaseException) -> bool:
+    """Whether a failed download reached a server that answered with something other than the
+    file (an HTTP error, a body past its cap, a refused redirect, a response not a 200), as
+    opposed to no network, a refused connection or a silent server."""
+    from .http import TransferError
+
+    for cause in _causes(exc):
+        if isinstance(cause, TransferError):
+            return not cause.reason.startswith(("timed out", "stopped", "the transfer broke"))
+        if getattr(getattr(cause, "response", None), "status_code", None):
+            return True
+        if type(cause).__name__ == "TooManyRedirects":
+            return True
+    return False
 
 
 def failure_reason(exc: BaseException) -> str:

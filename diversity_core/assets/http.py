@@ -239,11 +239,12 @@ _REPORT_EVERY = 100 * 10**6
 
 class WriteError(OSError):
     """The file a transfer was written to could not take more (a full disk, a file size limit):
-    not the server's fault. ``str()`` names the file and the system's reason; ``received`` is
-    how many bytes had arrived."""
+    not the server's fault. ``str()`` names the file and the system's reason, ``reason`` is the
+    system's reason alone, ``received`` how many bytes had arrived."""
 
     def __init__(self, path, exc: OSError, received: int):
         super().__init__(exc.errno, f"{path}: {exc.strerror or exc}")
+        self.reason = exc.strerror or str(exc)
         self.received = received
 
 

@@ -601,6 +601,8 @@ def test_a_response_that_is_not_the_file_is_not_kept(hostile, tmp_path, capsys, 
         download(f"{hostile.url}/status/{code}/data.zip", dest, checksum=None, progress=False,
                  asset="the release")
     assert "the release" in _one_line(err)
+    # The server answered: a network would not help.
+    assert "or check the address and rerun" in str(err.value) and "network" not in str(err.value)
     assert not dest.exists() and not [n for n in _left(tmp_path) if n.endswith(".part")]
     assert "sha256 of" not in capsys.readouterr().out  # no digest offered for pinning
 
