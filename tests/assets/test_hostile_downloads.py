@@ -871,3 +871,22 @@ def test_a_release_with_a_member_twice_is_refused_at_fetch(hostile, tmp_path):
                                          "than once"):
         text_tasks.fetch_tevet_berant(hostile.url + "/file/data.zip", dest, sha256=None)
     assert not dest.exists() and not (dest.parent / ".pins.json").exists()
+
+
+def test_the_schema_and_strict_mode_agree_on_the_loopback():
+    """The configuration's address pattern and strict mode's check agree: plain HTTP to the
+    loopback (127.0.0.0/8, localhost, ::1) is admitted by both, elsewhere by neither."""
+    import re
+
+    import yaml
+
+    schema = (REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()
+    patterns = set(re.findall(r"pattern: '(\^\(https://[^']*)'", schema))
+    assert patterns
+    for pattern in patterns:
+        compiled = re.compile(yaml.safe_load(f"p: '{pattern}'")["p"])
+        for url in ("http://127.0.0.2/x", "http://127.1.2.3:8/d.zip", "http://localhost/x",
+                    "http://[::1]/x"):
+            assert compiled.search(url) and pins.url_problems(url) == [], url
+        for url in ("http://128.0.0.1/x", "http://example.org/x"):
+            assert not compiled.search(url) and pins.url_problems(url), url
