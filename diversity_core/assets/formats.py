@@ -139,10 +139,9 @@ def _kind_problem(path: Path, kind: str, head: bytes, tail: bytes, size: int) ->
 def format_problem(path, kind: str | None = None, members: Iterable[str] = ()) -> str | None:
     """Why ``path`` is not a file of ``kind`` (default: :func:`expected_format` of its name), in
     words, or None: its magic bytes, or its parser (JSON); with ``members``, what the archive
-    must hold, each once (:func:`archive_members`); a zip archive is read whole from its
-    directory, and one that holds a name twice is refused. Any file that is an HTML (or XML) page is
-    refused unless so named (``.html``, ``.xml``); a file of no known kind is otherwise not
-    judged."""
+    must hold, each once (:func:`archive_members`); a zip archive's directory is read whole, and
+    one that holds a name twice is refused. Any file that is an HTML (or XML) page is refused
+    unless so named (``.html``, ``.xml``); a file of no known kind is otherwise not judged."""
     path = Path(path)
     kind = expected_format(path.name) if kind is None else kind
     with open(path, "rb") as stream:

@@ -187,8 +187,8 @@ class _Clock:
 
 def _get(http, url: str, what: str, strict: bool | None):
     """``GET url`` streamed, the address put through :func:`follow_problem` first (the first
-    address of a transfer as every later one), status checked: ``requests.HTTPError`` on 4xx/5xx,
-    :class:`TransferError` for any other status but ``200 OK`` (no ``Range`` is ever sent, so a
+    address of a transfer as every later one), status checked: ``requests.HTTPError`` on
+    4xx/5xx, :class:`TransferError` for any other status but ``200 OK`` (no ``Range`` is sent, so a
     ``206`` is a part nobody asked for; a ``204`` or ``304`` has no body; a ``3xx`` that was not
     followed has no ``Location``): nothing of such a response is read."""
     problem = follow_problem(url, url, strict)
