@@ -831,26 +831,26 @@ def test_two_processes_fetching_one_model_download_it_once(hostile, tmp_path):
         return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env)
 
-    first = start()
+    processes = [start()]
     try:
+        first = processes[0]
         assert first.stdout.readline().strip() == "ready"
         for _ in range(300):  # the first is inside its download, held by the server
             if any("/resolve/" in p for p in hostile.requested):
                 break
-            first.poll()
-            assert first.returncode is None, first.stderr.read()
+            assert first.poll() is None, first.stderr.read()
             threading.Event().wait(0.05)
-        second = start()
-        try:
-            assert second.stdout.readline().strip() == "ready"
-            threading.Event().wait(0.5)  # the second is at the lock now
-        finally:
-            hostile.hold.set()
-            outs = [p.communicate(timeout=60) for p in (first, second)]
+        processes.append(start())
+        second = processes[1]
+        assert second.stdout.readline().strip() == "ready"
+        threading.Event().wait(0.5)  # the second is at the lock now
+        hostile.hold.set()
+        outs = [p.communicate(timeout=60) for p in processes]
     finally:
         hostile.hold.set()
-        for p in (first,):
-            p.kill() if p.poll() is None else None
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
     assert first.returncode == 0 and second.returncode == 0, [o[1][-1500:] for o in outs]
     assert sorted(p.rsplit("/", 1)[1] for p in hostile.requested if "/resolve/" in p) == sorted(
         files)  # each file once
