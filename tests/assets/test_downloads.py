@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import io
 import json
+import pickle
 import socket
 import subprocess
 import sys
@@ -226,6 +227,8 @@ def test_remote_asset_no_network_with_verified_copy(asset, monkeypatch, tmp_path
             archive.writestr("DD/DD_A.txt", "1, 2\n2, 1\n")
             archive.writestr("DD/DD_graph_indicator.txt", "1\n1\n")
         payload = buffer.getvalue()
+    elif asset == "ego":  # what the file is is checked: a pickle
+        payload = pickle.dumps({0: [1], 1: [0]}, protocol=2)
     (tmp_path / "res").mkdir()
     (tmp_path / "res" / name).write_bytes(payload)
     _no_network(monkeypatch)

@@ -118,13 +118,15 @@ def test_a_paginated_listing_is_read_whole(hostile):
 
 def test_the_declared_size_stops_the_stream(hostile, tmp_path):
     dest = tmp_path / "shard.parquet"
-    with pytest.raises(OSError, match="more than 10 bytes; stopped there"):
+    with pytest.raises(OSError, match=r"more than 10 bytes \(the size the listing declares\); "
+                                      "stopped there"):
         download(hostile.url + "/endless", dest, checksum="0" * 64, size=10, progress=False)
     assert _left(tmp_path) == [".shard.parquet.lock"] or _left(tmp_path) == []
 
 
 def test_an_announced_size_above_the_listing_is_refused_unread(hostile, tmp_path):
-    with pytest.raises(OSError, match=r"announces 1073741824 bytes, the listing 100"):
+    with pytest.raises(OSError, match=r"announces 1073741824 bytes, more than 100 bytes \(the "
+                                      r"size the listing declares\); nothing was read"):
         download(hostile.url + "/announce-big", tmp_path / "a.zip", checksum="0" * 64,
                  size=100, progress=False)
 
@@ -245,11 +247,13 @@ def test_a_cifar_archive_without_its_folder_names_the_archive(hostile, tmp_path)
         tar.addfile(info, io.BytesIO(b"hi"))
     hostile.files["cifar.tar.gz"] = buffer.getvalue()
     folder = tmp_path / "cifar10" / "cifar-10-batches-py"
-    with pytest.raises(ValueError, match="holds no folder cifar-10-batches-py/") as err:
+    with pytest.raises(ValueError, match="sent an archive without cifar-10-batches-py/data_batch_1"
+                       ) as err:
         images.fetch_cifar10(folder, url=hostile.url + "/file/cifar.tar.gz",
                              md5=hashlib.md5(buffer.getvalue()).hexdigest())
     message = _one_line(err)
-    assert str(tmp_path / "cifar10" / "cifar-10-python.tar.gz") in message
+    assert "nothing was kept or pinned at " + str(tmp_path / "cifar10" / "cifar-10-python.tar.gz") \
+        in message
     assert "images.cifar10.url" in message and ".part" not in message
     assert not folder.exists()
 
@@ -534,3 +538,355 @@ def test_format_checks_by_name(tmp_path):
         assert formats.format_problem(tmp_path / name).startswith(problem), name
     (tmp_path / "a.parquet").write_bytes(_parquet(["x"])[:-1])  # truncated: no closing PAR1
     assert formats.format_problem(tmp_path / "a.parquet").startswith("not a parquet")
+
+
+# -- nothing grows without bound -------------------------------------------------------------
+
+def test_a_download_without_a_declared_size_stops_at_its_ceiling(hostile, tmp_path):
+    """A pinned download has a cap before it starts: the asset's ceiling, else the global one."""
+    hostile.set(endless_bytes=4 << 20)
+    dest = tmp_path / "data.zip"
+    with pytest.raises(OSError, match=r"more than 1048576 bytes \(the ceiling for this file\); "
+                                      r"stopped there") as err:
+        download(hostile.url + "/endless", dest, checksum="0" * 64, max_bytes=1 << 20,
+                 progress=False, asset="the data")
+    assert "the data" in _one_line(err)
+    assert not dest.exists() and not [n for n in _left(tmp_path) if n.endswith(".part")]
+    with http.limits(max_file_bytes=1 << 19), pytest.raises(OSError, match="more than 524288"):
+        download(hostile.url + "/endless", dest, checksum="0" * 64, max_bytes=1 << 20,
+                 progress=False)
+
+
+def test_a_compressed_response_is_counted_as_written(hostile, tmp_path):
+    """8 MiB of zeros sent gzip-encoded (8 KB on the wire) stop at a 1 MiB ceiling: the count is
+    what reaches the disk, after decoding."""
+    dest = tmp_path / "data.zip"
+    with pytest.raises(OSError, match=r"more than 1048576 bytes \(the ceiling"):
+        download(hostile.url + "/gzip", dest, checksum="0" * 64, max_bytes=1 << 20,
+                 progress=False)
+    assert not dest.exists() and not [n for n in _left(tmp_path) if n.endswith(".part")]
+
+
+def test_an_announced_size_above_the_ceiling_is_refused_unread(hostile, tmp_path):
+    with pytest.raises(OSError, match=r"announces 1073741824 bytes, more than 1048576 bytes "
+                                      r"\(the ceiling for this file\); nothing was read"):
+        download(hostile.url + "/announce-big", tmp_path / "a.zip", checksum="0" * 64,
+                 max_bytes=1 << 20, progress=False)
+
+
+def test_a_listing_with_a_new_cursor_on_every_page_is_bounded_in_entries(hostile):
+    with http.limits(max_pages=10_000, max_listing_entries=45), pytest.raises(
+            OSError, match="the listing holds more than 45 entries; stopped") as err:
+        list_repo_files("o/r", "new-cursor", dataset=True, endpoint=hostile.url, what="x")
+    assert _one_line(err).startswith("x: cannot list the files of o/r@new-cursor")
+    assert len(hostile.requested) == 5  # 10 entries a page: stopped at the fifth
+
+
+def test_a_listing_is_bounded_in_bytes_in_all(hostile):
+    with http.limits(max_pages=10_000, max_listing_bytes=3000), pytest.raises(
+            OSError, match=r"what is left of the listing's limit of 3000 bytes in all"):
+        list_repo_files("o/r", "new-cursor", dataset=True, endpoint=hostile.url)
+    assert len(hostile.requested) < 10  # pages of about 800 bytes
+
+
+# -- only the file is a body -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("code", "reason"), [("206", "Partial Content"),
+                                              ("300", "Multiple Choices"), ("204", "No Content")])
+def test_a_response_that_is_not_the_file_is_not_kept(hostile, tmp_path, capsys, code, reason):
+    hostile.files["data.zip"] = _zip({"a.csv": "x\n1\n" * 100})
+    dest = tmp_path / "data.zip"
+    with pytest.raises(OSError, match=rf"answered HTTP {code} {reason}, not 200 OK: not the "
+                                      "file asked for") as err:
+        download(f"{hostile.url}/status/{code}/data.zip", dest, checksum=None, progress=False,
+                 asset="the release")
+    assert "the release" in _one_line(err)
+    # The server answered: a network would not help.
+    assert "or check the address and rerun" in str(err.value) and "network" not in str(err.value)
+    assert not dest.exists() and not [n for n in _left(tmp_path) if n.endswith(".part")]
+    assert "sha256 of" not in capsys.readouterr().out  # no digest offered for pinning
+
+
+def test_a_listing_page_that_is_not_a_200_is_refused(hostile):
+    with pytest.raises(OSError, match="answered HTTP 206"):
+        list(http.get_json_pages(hostile.url + "/status/206/none", what="a listing"))
+
+
+# -- what a file is, not what it is not ------------------------------------------------------
+
+HTML_IN_DISGUISE = {
+    "comment first": b"<!-- x --><html><body>503</body></html>",
+    "utf-16 with a mark": "\ufeff<!DOCTYPE html><html>503</html>".encode("utf-16-le"),
+    "utf-16 without a mark": "<html><body>503</body></html>".encode("utf-16-le"),
+    "utf-16 big-endian": "<html><body>503</body></html>".encode("utf-16-be"),
+}
+
+
+@pytest.mark.parametrize("body", HTML_IN_DISGUISE.values(), ids=HTML_IN_DISGUISE.keys())
+def test_html_in_disguise_is_not_kept_as_the_citeseer_graph(hostile, tmp_path, body):
+    from diversity_core.data.graphs import fetch_citeseer_graph
+
+    hostile.files["ind.citeseer.graph"] = body
+    folder = tmp_path / "citeseer"
+    with pytest.raises(ValueError, match=r"sent (an HTML page|not a pickle)") as err:
+        fetch_citeseer_graph(folder, url=hostile.url + "/file/ind.citeseer.graph", sha256=None)
+    assert "nothing was kept or pinned" in _one_line(err)
+    assert not (folder / "ind.citeseer.graph").exists()
+    assert not (folder / ".pins.json").exists()
+
+
+def test_formats_by_what_a_file_is(tmp_path):
+    import struct
+
+    header = b'{"__metadata__": {}}'
+    good = {"config.json": b'{"a": 1}', "model.safetensors": struct.pack("<Q", len(header))
+            + header, "vocab.txt": "[PAD]\nwörd\n".encode(), "a.pkl": b"\x80\x04K\x01.",
+            "b.pt": _zip({"archive/data.pkl": b"\x80\x02."})}
+    for name, data in good.items():
+        (tmp_path / name).write_bytes(data)
+        assert formats.format_problem(tmp_path / name) is None, name
+    bad = {"config.json": (b'{"a": ', "not JSON"), "model.safetensors": (b"\0" * 16, "not a "
+           "safetensors"), "vocab.txt": (b"\xff\xfe\0\0", "not UTF-8"), "a.pkl": (
+           b"(dp0\n.", "not a pickle"), "b.pt": (b"GIF89a", "not PyTorch")}
+    for name, (data, problem) in bad.items():
+        (tmp_path / name).write_bytes(data)
+        assert formats.format_problem(tmp_path / name).startswith(problem), name
+    for name, data in HTML_IN_DISGUISE.items():
+        (tmp_path / "x.graph").write_bytes(data)
+        assert formats.format_problem(tmp_path / "x.graph", None).startswith("an HTML"), name
+
+
+# -- one rule for every name; one check for every address ------------------------------------
+
+@pytest.mark.parametrize("name", ["1_Pooling/a\nb.json", "1_Pooling/a\x1b[2Jb.json",
+                                  "1_Pooling/con\u200bfig.json", "1_Pooling/a\x85b.json"])
+def test_a_listing_name_with_a_control_or_invisible_character_is_refused(hostile, tmp_path,
+                                                                         name):
+    hostile.set(listings={"main": [{"type": "file", "path": name, "size": 1, "oid": "0" * 40}]})
+    with pytest.raises(ValueError, match=r"entry 0: the name .* holds the (control|invisible) "
+                                         "character") as err:
+        list_repo_files("o/r", "main", dataset=False, endpoint=hostile.url, what="model m")
+    assert "\n" not in str(err.value) and "\x1b" not in str(err.value)
+    # The configuration's pins go through the same rule.
+    from diversity_core.assets import relative_name
+
+    with pytest.raises(ValueError, match="holds the (control|invisible) character"):
+        relative_name(name, what="text_assets.models.m.files")
+    assert not list(tmp_path.rglob("*"))
+
+
+def test_strict_mode_follows_no_plain_http_next_page_off_the_loopback(hostile):
+    hostile.set(next_url="http://example.invalid/api/models/o/r/tree/main?cursor=1")
+    with pytest.raises(OSError, match=r"links its next page to http://example.invalid/.*, "
+                                      "plain HTTP outside the loopback: strict_assets refuses"):
+        list_repo_files("o/r", "next-to", dataset=False, endpoint=hostile.url, strict=True)
+    assert hostile.requested == ["/api/models/o/r/tree/next-to"]
+    with pytest.raises(OSError, match=r"http://example.invalid/api/models/o/r/tree/main.*, "
+                                      "plain HTTP outside the loopback: strict_assets"):
+        list_repo_files("o/r", "main", dataset=False, endpoint="http://example.invalid",
+                        strict=True)  # the first address goes through the same check
+    hostile.set(next_url="file:///etc/passwd")  # not HTTP(S): refused, strict or not
+    with pytest.raises(OSError, match="file:///etc/passwd, not an HTTP"):
+        list_repo_files("o/r", "next-to", dataset=False, endpoint=hostile.url, strict=False)
+
+
+def test_one_definition_of_the_loopback():
+    """The loopback is 127.0.0.0/8, ::1 and localhost, for strict mode, the redirect and
+    next-page checks and the configuration's check alike (its schema admits http://127.x)."""
+    for url in ("http://127.0.0.1:8000/x", "http://127.0.0.2/x", "http://localhost/x",
+                "http://[::1]:80/x", "https://example.org/x"):
+        assert pins.url_problems(url) == [], url
+        assert http.follow_problem("https://example.org/", url, strict=True) is None, url
+    for url in ("http://128.0.0.1/x", "http://example.org/x", "http://127.0.0.1.nip.io/x",
+                "ftp://127.0.0.1/x"):
+        assert pins.url_problems(url) == [f"{url} is not HTTPS"], url
+        assert http.follow_problem("https://example.org/", url, strict=True), url
+
+
+# -- archives are checked for what they must hold, once, at fetch ----------------------------
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_an_archive_with_a_member_twice_is_refused_at_fetch(hostile, tmp_path):
+    from diversity_core.data.graphs import fetch_dd
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("DD/DD_A.txt", "1, 2\n2, 1\n")
+        archive.writestr("DD/DD_graph_indicator.txt", "1\n1\n")
+        archive.writestr("DD/DD_A.txt", "1, 1\n")  # the same name again: which one is meant?
+    hostile.files["DD.zip"] = out.getvalue()
+    with pytest.raises(ValueError, match=r"sent an archive that holds DD_A.txt 2 times "
+                                         r"\(DD/DD_A.txt, DD/DD_A.txt\)") as err:
+        fetch_dd(tmp_path, url=hostile.url + "/file/DD.zip", sha256=None)
+    assert "graphs.proteins.url" in _one_line(err)
+    assert _left(tmp_path) == [".DD.lock"]  # no archive, no folder
+
+
+def test_an_archive_member_check_reads_tar_and_zip(tmp_path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name in ("b/x.txt", "b/y.txt", "c/y.txt"):
+            info = tarfile.TarInfo(name)
+            tar.addfile(info, io.BytesIO(b""))
+    (tmp_path / "a.tar.gz").write_bytes(buffer.getvalue())
+    assert formats.archive_members(tmp_path / "a.tar.gz", "gzip", ["x.txt", "b/y.txt"]) == {
+        "x.txt": "b/x.txt", "b/y.txt": "b/y.txt"}
+    with pytest.raises(ValueError, match="holds y.txt 2 times"):
+        formats.archive_members(tmp_path / "a.tar.gz", "gzip", ["y.txt"])
+    with pytest.raises(ValueError, match="an archive without z.txt"):
+        formats.archive_members(tmp_path / "a.tar.gz", "gzip", ["z.txt"])
+    (tmp_path / "a.zip").write_bytes(b"PK\x03\x04 broken")
+    assert formats.format_problem(tmp_path / "a.zip", members=["x"]).startswith(
+        "not a readable zip archive")
+
+
+# -- trust on first use means the first ------------------------------------------------------
+
+def test_an_altered_unpinned_file_is_never_recorded_by_a_later_fetch(hostile, tmp_path):
+    release = _zip({MEMBER: "sample_id,context\n1,a\n"})
+    hostile.files["data.zip"] = release
+    dest = tmp_path / "tevet_berant" / "data.zip"
+    url = hostile.url + "/file/data.zip"
+    text_tasks.fetch_tevet_berant(url, dest, sha256=None)
+    manifest = dest.parent / ".pins.json"
+    first = json.loads(manifest.read_text())["files"]["data.zip"]
+    assert first == {"sha256": hashlib.sha256(release).hexdigest(), "pinned": False}
+    dest.write_bytes(_zip({MEMBER: "sample_id,context\n1,edited\n"}))  # still a zip archive
+    with pytest.raises(ValueError, match=r"data.zip changed since it was first fetched: sha256 "
+                                         rf"is [0-9a-f]{{64}}, .pins.json records {first['sha256']}"
+                       ) as err:
+        text_tasks.fetch_tevet_berant(url, dest, sha256=None)
+    assert f"delete {dest.parent} to fetch it again" in _one_line(err)
+    assert json.loads(manifest.read_text())["files"]["data.zip"] == first  # not re-blessed
+    # Gone from the folder, it is fetched again against the first digest: another file is not
+    # taken in its place.
+    dest.unlink()
+    hostile.files["data.zip"] = _zip({MEMBER: "sample_id,context\n1,changed upstream\n"})
+    with pytest.raises(ValueError, match=r"recorded in .pins.json by its first fetch"):
+        text_tasks.fetch_tevet_berant(url, dest, sha256=None)
+    assert not dest.exists() and json.loads(manifest.read_text())["files"]["data.zip"] == first
+
+
+# -- a full disk -----------------------------------------------------------------------------
+
+def test_a_full_disk_says_free_space(hostile, tmp_path):
+    """Under a file size limit of 1 MiB (``ulimit -f``: EFBIG, as ENOSPC on a full disk), a 3 MiB
+    download fails with one line naming the file and saying to free space; nothing is left."""
+    import subprocess
+    import sys
+
+    hostile.files["big.bin"] = b"x" * (3 << 20)
+    dest = tmp_path / "big.bin"
+    script = (
+        "import resource, sys\n"
+        "from diversity_core.assets import download\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))\n"
+        "try:\n"
+        f"    download({hostile.url + '/file/big.bin'!r}, {str(dest)!r}, checksum=None,\n"
+        "             progress=False, asset='the big file', config_key='some.key')\n"
+        "except OSError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 3, done.stderr[-2000:]
+    message = done.stdout.strip()
+    assert "\n" not in message
+    assert message.startswith(f"the big file: could not write {dest} after ")
+    assert "(File too large); nothing was kept. Free space on the disk that holds " \
+           f"{tmp_path}" in message and "some.key" in message
+    assert "by hand" not in message and "network" not in message
+    assert not [n for n in _left(tmp_path) if n.endswith(".part")] and not dest.exists()
+
+
+# -- two processes, one fetch ----------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_two_processes_fetching_one_model_download_it_once(hostile, tmp_path):
+    """The second process waits for the first one's lock and takes its verified folder: no raw
+    OSError, nothing downloaded twice."""
+    import struct
+    import subprocess
+    import sys
+    import threading
+
+    header = b'{"__metadata__": {}}'
+    files = {"modules.json": b"[]", "config.json": b"{}",
+             "model.safetensors": struct.pack("<Q", len(header)) + header}
+    hostile.files.update(files)
+    hostile.set(listings={"main": [_tree_entry(p, d) for p, d in files.items()]},
+                hold=threading.Event())
+    dest = tmp_path / "models" / "m"
+    pins = {"hub": {"repo_id": "o/m", "revision": "main", "endpoint": hostile.url}, "files": {}}
+    script = (
+        "import sys\n"
+        "from diversity_core.embed.text_model_fetch import fetch_text_model\n"
+        "print('ready', flush=True)\n"
+        f"fetch_text_model('m', {str(dest)!r}, {pins!r})\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "0"}
+
+    def start():
+        return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+
+    processes = [start()]
+    try:
+        first = processes[0]
+        assert first.stdout.readline().strip() == "ready"
+        for _ in range(300):  # the first is inside its download, held by the server
+            if any("/resolve/" in p for p in hostile.requested):
+                break
+            assert first.poll() is None, first.stderr.read()
+            threading.Event().wait(0.05)
+        processes.append(start())
+        second = processes[1]
+        assert second.stdout.readline().strip() == "ready"
+        threading.Event().wait(0.5)  # the second is at the lock now
+        hostile.hold.set()
+        outs = [p.communicate(timeout=60) for p in processes]
+    finally:
+        hostile.hold.set()
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    assert first.returncode == 0 and second.returncode == 0, [o[1][-1500:] for o in outs]
+    assert sorted(p.rsplit("/", 1)[1] for p in hostile.requested if "/resolve/" in p) == sorted(
+        files)  # each file once
+    assert sorted(p.name for p in dest.iterdir()) == sorted([".pins.json", *files])
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_release_with_a_member_twice_is_refused_at_fetch(hostile, tmp_path):
+    """A zip archive that holds a name twice is refused whatever it is for (the reader would
+    take the last one silently)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr(MEMBER, "sample_id,context\n1,a\n")
+        archive.writestr(MEMBER, "sample_id,context\n1,b\n")
+    hostile.files["data.zip"] = out.getvalue()
+    dest = tmp_path / "tevet_berant" / "data.zip"
+    with pytest.raises(ValueError, match=r"sent an archive that holds data/raw/.*\.csv more "
+                                         "than once"):
+        text_tasks.fetch_tevet_berant(hostile.url + "/file/data.zip", dest, sha256=None)
+    assert not dest.exists() and not (dest.parent / ".pins.json").exists()
+
+
+def test_the_schema_and_strict_mode_agree_on_the_loopback():
+    """The configuration's address pattern and strict mode's check agree: plain HTTP to the
+    loopback (127.0.0.0/8, localhost, ::1) is admitted by both, elsewhere by neither."""
+    import re
+
+    import yaml
+
+    schema = (REPO / "workflow" / "schemas" / "config.schema.yaml").read_text()
+    patterns = set(re.findall(r"pattern: '(\^\(https://[^']*)'", schema))
+    assert patterns
+    for pattern in patterns:
+        compiled = re.compile(yaml.safe_load(f"p: '{pattern}'")["p"])
+        for url in ("http://127.0.0.2/x", "http://127.1.2.3:8/d.zip", "http://localhost/x",
+                    "http://[::1]/x"):
+            assert compiled.search(url) and pins.url_problems(url) == [], url
+        for url in ("http://128.0.0.1/x", "http://example.org/x"):
+            assert not compiled.search(url) and pins.url_problems(url), url

@@ -19,13 +19,24 @@ path                            behaviour
 ``/api/.../tree/endless``       pages without end, each linking to the next
 ``/api/.../tree/not-json``      a page that is not JSON
 ``/api/agent-harnesses``        a JSON list (what broke huggingface_hub's cache)
+``/gzip``                       ``Content-Encoding: gzip`` of ``gzip_bytes`` zeros (a few KB
+                                on the wire)
+``/status/<code>/<name>``       status ``<code>`` (206, 300 without Location, 204) with the
+                                registered file ``<name>`` as body (none for a 204)
+``/api/.../tree/new-cursor``    pages of ``page_entries`` entries, each linking to a new
+                                cursor, ``cursor_pages`` pages at most
+``/api/.../tree/next-to``       one page linking its next page to ``next_url``
 ==============================  ============================================================
+
+``hold``: a :class:`threading.Event` that ``/file/`` and the hub's files wait for before they
+answer (a download caught in the middle, for races between processes), None by default.
 
 Every path that was asked for is recorded (``server.requested``).
 """
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import threading
@@ -62,7 +73,22 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
                 name = (path[len("/file/"):] if path.startswith("/file/") else
                         path.split("/resolve/", 1)[1].split("/", 1)[1])
                 body = self.state["files"].get(urllib.parse.unquote(name))
+                if body is not None and self.state["hold"] is not None:
+                    self.state["hold"].wait(_BOUND)
                 return self._send(404, b"") if body is None else self._send(200, body)
+            if path == "/gzip":
+                body = gzip.compress(b"\0" * self.state["gzip_bytes"], compresslevel=9)
+                return self._send(200, body, {"Content-Encoding": "gzip"})
+            if path.startswith("/status/"):
+                code, name = path[len("/status/"):].split("/", 1)
+                body = b"" if code == "204" else self.state["files"].get(name, b"")
+                if code == "204":  # no body, no length
+                    self.send_response(204)
+                    self.end_headers()
+                    return None
+                headers = {"Content-Range": f"bytes 0-{len(body) - 1}/{2 * len(body)}"} \
+                    if code == "206" else {}
+                return self._send(int(code), body, headers)
             if path == "/stall-headers":
                 self._wait(_BOUND)
                 return None
@@ -125,6 +151,15 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
         if revision == "endless":
             following = f"{base}{path}?cursor={cursor + 1}"
             return self._send(200, b"[]", {"Link": f'<{following}>; rel="next"'})
+        if revision == "new-cursor":
+            page = [{"type": "file", "path": f"p{cursor}/f{i}.txt", "size": 1,
+                     "oid": f"{i:040x}"} for i in range(self.state["page_entries"])]
+            headers = {"Content-Type": "application/json"}
+            if cursor + 1 < self.state["cursor_pages"]:
+                headers["Link"] = f'<{base}{path}?cursor={cursor + 1}>; rel="next"'
+            return self._send(200, json.dumps(page).encode(), headers)
+        if revision == "next-to":
+            return self._send(200, b"[]", {"Link": f'<{self.state["next_url"]}>; rel="next"'})
         if revision == "not-json":
             return self._send(200, b"<html>not json</html>")
         entries = self.state["listings"].get(revision)
@@ -140,7 +175,8 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
 class HostileServer:
     """The server's state, as tests set and read it: ``url``, ``files`` (name -> bytes for
     ``/file/<name>``), ``listings`` (revision -> tree entries), ``requested`` (paths asked for),
-    ``trickle_interval`` and ``endless_bytes``."""
+    ``trickle_interval``, ``endless_bytes``, ``gzip_bytes``, ``page_entries``, ``cursor_pages``,
+    ``next_url`` and ``hold``."""
 
     def __init__(self, url: str, state: dict):
         self.url = url
@@ -161,7 +197,9 @@ def hostile_server():
     """Serve the behaviours of the module docstring on 127.0.0.1; yields a
     :class:`HostileServer`. On exit every stalled handler is released and the server closed."""
     state = {"files": {}, "listings": {}, "requested": [], "trickle_interval": 0.1,
-             "endless_bytes": 64 << 20, "closing": threading.Event()}
+             "endless_bytes": 64 << 20, "gzip_bytes": 8 << 20, "page_entries": 10,
+             "cursor_pages": 200, "next_url": "", "hold": None,
+             "closing": threading.Event()}
     handler = type("Handler", (_Hostile,), {"state": state})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
@@ -172,5 +210,7 @@ def hostile_server():
         yield HostileServer(f"http://127.0.0.1:{server.server_address[1]}", state)
     finally:
         state["closing"].set()
+        if state["hold"] is not None:
+            state["hold"].set()
         server.shutdown()
         server.server_close()

@@ -164,6 +164,9 @@ def test_strict_assets_refuses_unpinned_assets_before_any_job(tmp_path):
             "null)") in message
     assert ("text model all-distilroberta-v1 (text_assets.models.all-distilroberta-v1): "
             "revision 'main'") in message
+    # One line per asset, like every other refusal of the configuration: no traceback.
+    assert "Traceback" not in message and "common.smk, line" not in message
+    assert "strict_assets: true refuses it before fetching" in message
     # Not strict (the default): the same configuration plans its jobs.
     done = _dry_run(tmp_path, "text_temperature", configfile=paper)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -466,13 +466,9 @@ def check_assets(config):
     from diversity_core.experiments.unpinned import unpinned_assets
 
     os.environ[STRICT_ENV] = "1"
-    found = unpinned_assets(config)
-    if found:
-        raise ValueError(
-            "strict_assets: true refuses these unpinned assets before fetching them:\n  "
-            + "\n  ".join(f"{asset} ({key}): {problem}" for asset, key, problem in found)
-            + "\nPin each under its configuration key (docs/assets.md), or run without "
-            "strict_assets.")
+    _refuse([f"{asset} ({key}): {problem}; strict_assets: true refuses it before fetching (pin "
+             "it under that key, docs/assets.md, or run without strict_assets)"
+             for asset, key, problem in unpinned_assets(config)])
 
 
 # Before any value is used: the folders below included.
