@@ -32,6 +32,7 @@ __all__ = [
     "file_digest",
     "inside",
     "is_exact_requirement",
+    "forbidden_character",
     "name_character_problem",
     "pip_requirement",
     "relative_name",
@@ -84,21 +85,35 @@ NAME_MAX = 255
 PATH_MAX = 4096
 
 
+def forbidden_character(text: str) -> tuple[int, str] | None:
+    """``(position, character)`` of the first character of ``text`` that no name, path, address
+    or other text from outside may hold, or None: control characters (C0, C1, DEL: a newline
+    would forge a line of a log or a listing), line and paragraph separators, invisible format
+    characters (a zero-width space makes a look-alike of another name), spaces other than the
+    plain one, and lone surrogates (bytes that were not UTF-8); Unicode categories Cc, Cf, Zl,
+    Zp, Zs (but " ") and Cs. The one rule for names from listings, archives and pins and for
+    every text of the pipeline's configuration."""
+    for i, char in enumerate(text):
+        category = unicodedata.category(char)
+        if category in _FORBIDDEN_CATEGORIES and char != " ":
+            return i, char
+    return None
+
+
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs", "Cs"})
+
+
 def name_character_problem(name: str) -> str | None:
     """Why ``name`` cannot name a file the pipeline writes, by its characters, completing "the
-    name ..."; None when it can. Refused: control characters (C0, C1, DEL: a newline would forge
-    a line of a log or a listing), line and paragraph separators, and invisible format
-    characters (a zero-width space makes a look-alike of another name); Unicode categories Cc,
-    Cf, Zl, Zp, and lone surrogates (bytes that were not UTF-8)."""
-    for char in name:
-        category = unicodedata.category(char)
-        if category in ("Cc", "Zl", "Zp"):
-            return f"holds the control character {ascii(char)}"
-        if category == "Cf":
-            return f"holds the invisible character {ascii(char)}"
-        if category == "Cs":
-            return "is not valid UTF-8"
-    return None
+    name ..."; None when it can (:func:`forbidden_character`)."""
+    found = forbidden_character(name)
+    if found is None:
+        return None
+    category = unicodedata.category(found[1])
+    if category == "Cs":
+        return "is not valid UTF-8"
+    kind = "control" if category in ("Cc", "Zl", "Zp") else "invisible"
+    return f"holds the {kind} character {ascii(found[1])}"
 
 
 def relative_name(name, *, what: str) -> str:

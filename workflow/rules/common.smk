@@ -249,27 +249,14 @@ def schema_problems(config, schema):
     return problems
 
 
-# Characters a configuration text may not hold: control characters, format characters (the
-# zero-width space U+200B, bidirectional overrides, the byte order mark), line and paragraph
-# separators, and every space but the plain one. Invisible or look-alike in a name, each would
-# make a folder or a pin that reads as another ("results\u200b" beside "results").
-INVISIBLE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Zs"}
-
-
-def invisible_character(text):
-    """``(position, character)`` of the first character of ``text`` that a configuration text
-    may not hold (INVISIBLE_CATEGORIES), or None."""
-    for i, char in enumerate(text):
-        if unicodedata.category(char) in INVISIBLE_CATEGORIES and char != " ":
-            return i, char
-    return None
-
-
 def text_problems(config):
     """``[(key, line)]``: one line for each text of the configuration, a key or a value, that
-    holds a control or invisible character (invisible_character), naming it (``key``: the
-    key it concerns, whose schema problems it replaces); one check for every path, name,
-    address and pin."""
+    holds a control or invisible character (``diversity_core.assets.verify.forbidden_character``,
+    the one check of every name from outside; invisible or look-alike in a name, such a
+    character makes a folder or a pin that reads as another, "results\u200b" beside
+    "results"), naming it (``key``: the key it concerns, whose schema problems it replaces)."""
+    from diversity_core.assets.verify import forbidden_character
+
     problems, todo = [], [((), config)]
     while todo:
         path, value = todo.pop()
@@ -278,7 +265,7 @@ def text_problems(config):
         for name, item in items:
             todo.append(((*path, name), item))
             for text, what in ((name, "the key"), (item, "the value")):
-                found = invisible_character(text) if isinstance(text, str) else None
+                found = forbidden_character(text) if isinstance(text, str) else None
                 if found:
                     key = _key((*path, name)) if what == "the value" else _key(path)
                     i, char = found
