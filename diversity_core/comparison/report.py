@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_write
-from ..measures.registry import FREE_MEASURES, LABELS, REFERENCE_MEASURES
+from ..measures.registry import get_measure, get_measure_names
 from ..reporting.text import aligned
 
 __all__ = ["heading", "labels", "plot_comparison", "render_markdown", "render_text",
@@ -49,16 +49,18 @@ def _tables(result, normalise: str | None):
     """(title, header, rows) of each table: the sets, the MagDiff matrix, the reference's."""
     tags = labels(result)
     T = result.table
-    free = ["t_conv", *FREE_MEASURES]
+    free = ["t_conv", *(m for m in get_measure_names(needs_reference=False, defaults=False)
+                        if m in T.columns)]
     rows = [[f"{tags[name]} {name}", _number(row["n_points"]), _number(row["n_distinct"]),
              *(_number(row[m]) for m in free)] for name, row in T.iterrows()]
-    tables = [("", ["set", "points", "distinct", *(LABELS[m] for m in free)], rows)]
+    tables = [("", ["set", "points", "distinct", *(_label(m) for m in free)], rows)]
     M = result.mag_diff_matrix(normalise)
     matrix_rows = [[tags[name], *(_number(v) for v in M.loc[name])] for name in M.index]
     tables.append((_magdiff_title(result, normalise), ["", *(tags[n] for n in M.columns)],
                    matrix_rows))
     if result.reference is not None:
-        against = list(REFERENCE_MEASURES)
+        against = ["magdiff", *(m for m in get_measure_names(needs_reference=True, defaults=False)
+                                if m != "magdiff" and m in T.columns)]
         magdiff = result.mag_diff_matrix(normalise)[result.reference]
         ref_rows = [[f"{tags[name]} {name}", _number(magdiff[name]),
                      *(_number(T.loc[name, m]) for m in against[1:])]
@@ -67,8 +69,12 @@ def _tables(result, normalise: str | None):
         tables.append((f"against the reference {tags[result.reference]} {result.reference} "
                        f"(MagDiff = set − reference; PRDC: reference = real, set = fake, "
                        f"k = {k}; MMD² Euclidean):",
-                       ["set", *(LABELS[m] for m in against)], ref_rows))
+                       ["set", *(_label(m) for m in against)], ref_rows))
     return tables
+
+
+def _label(name: str) -> str:
+    return get_measure(name).label if name != "t_conv" else name
 
 
 def _magdiff_title(result, normalise: str | None) -> str:
@@ -87,7 +93,7 @@ def _reasons(result) -> list[str]:
         by_reason: dict[str, list[str]] = {}
         for measure, why in undefined.items():
             why = why[len(name) + 2:] if why.startswith(f"{name}: ") else why
-            by_reason.setdefault(why, []).append(LABELS.get(measure, measure))
+            by_reason.setdefault(why, []).append(_label(measure))
         if by_reason:
             lines.append(f"{tags[name]} {name}: " + "; ".join(
                 f"{', '.join(measures)}: {why.rstrip('.')}" for why, measures in by_reason.items()))
