@@ -128,7 +128,7 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
         single distinct response)
     t_cut : the MagArea integration bound: the median convergence scale of the sets
     """
-    chosen = select_measures(reference=False, scale_rules=("median",), named=measures)
+    chosen = _chosen(measures)
     if not len(embeddings):
         raise ValueError("no sets to score.")
     settings = settings or MagnitudeSettings()
@@ -542,11 +542,21 @@ def read_temperature_caps(path) -> dict[str, float]:
     return dict(zip(table["task"], caps.astype(float), strict=True))
 
 
+def _chosen(names: Sequence[str]) -> list:
+    """The registry's measures ``names`` spells (as the tables do: each measure's column), and
+    after them every plugin that fits; ``ValueError`` for a name spelt otherwise."""
+    chosen = select_measures(reference=False, scale_rules=("median",), named=names)
+    unknown = [name for name, m in zip(names, chosen, strict=False) if m.column != name]
+    if unknown:
+        raise ValueError(f"unknown measures {unknown}; the text tables spell them "
+                         f"{[get_measure(name).column for name in unknown]}.")
+    return chosen
+
+
 def configured_measures(section: Mapping) -> list[str]:
     """The text section's ``measures`` (checked against the registry: measures of a set alone)
     and after them every measure plugin that fits, as the tables name them (their column)."""
-    return [m.column for m in select_measures(reference=False, scale_rules=("median",),
-                                              named=section["measures"])]
+    return [m.column for m in _chosen(section["measures"])]
 
 
 def config_problems(section: Mapping) -> list[str]:

@@ -349,9 +349,9 @@ def check_measures(config):
         _refuse([f"measures.plugins: {err}"])
     problems = []
     for section, key in MEASURE_LISTS.items():
-        module = importlib.import_module(CONFIG_CHECKS[section])
+        protocol = importlib.import_module(CONFIG_CHECKS[section])
         try:
-            config[section][key] = module.configured_measures(config[section])
+            config[section][key] = protocol.configured_measures(config[section])
         except ValueError as err:
             problems.append(f"{section}.{key} {config[section][key]}: {err}")
     _refuse(problems)
