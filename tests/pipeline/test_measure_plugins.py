@@ -24,7 +24,7 @@ TABLES = {
     "image_mode_dropping": ("images/mode_dropping.csv", "metric", {FREE, AGAINST}),
     "model_distinguishing": ("models/table2.csv", "measure", {LABEL}),
     "graph_mode_collapse": ("graphs/summary.csv", "metric", {AGAINST}),
-    "text_temperature": ("text/r2.csv", "measure", {FREE}),
+    "text_temperature": ("text/r2_scores.csv", "measure", {FREE}),
 }
 
 
