@@ -80,11 +80,10 @@ PREPROCESSINGS = ("raw", "pca", "pca_uncentred", "presto")
 # span numerically (the default), or min(pca_dim, d) as the paper's PCA (round-off included).
 PCA_RANKS = ("numerical", "full")
 
-# Single-number measures, in table order; MagDiff is the one distance between functions. Names
-# and labels are the registry's (diversity_core.measures); the labels are those of the paper's
-# Table 2 (Measure.in_paper: the Vendi Score is "VS"), which results/models/table2.csv shows.
-# The single-number measures are every measure of a set alone whose scale (if any) is the
-# median convergence scale (plugins included, once registered: scalar_measures()).
+# Single-number measures, in table order: every measure of the registry of a set alone (plugins
+# included, once registered); MagDiff is the one distance between functions. The labels are
+# those of the paper's Table 2 (Measure.in_paper: the Vendi Score is "VS"), which
+# results/models/table2.csv shows.
 
 
 def scalar_measures() -> tuple[str, ...]:
