@@ -21,7 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.registry import ScaleView, get_measure, measure_values, select_measures
+from ..measures.registry import (
+    ScaleView,
+    evaluate,
+    get_measure,
+    measure_values,
+    select_measures,
+)
 
 __all__ = [
     "SCENARIOS",
@@ -221,7 +227,8 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     mag_half_ref = space_ref.magnitude(0.5 * t_ref)
     info = {"t_ref": t_ref, "mag_area_ref": area_ref, "mag_half_tconv_ref": mag_half_ref,
             "n_reference": len(ref)}
-    info.update({f"{m.name}_ref": float(m(ref)) for m in chosen if not m.needs_reference})
+    info.update({f"{m.name}_ref": float(evaluate(m, ref, where="the reference"))
+                 for m in chosen if not m.needs_reference})
     scaled = any(m.multi_scale for m in chosen)
 
     plan = resample_plan(n_classes, repeats_per_class, [len(p) for p in pools], seed)
