@@ -351,7 +351,8 @@ def check_measures(config):
     for section, key in MEASURE_LISTS.items():
         protocol = importlib.import_module(CONFIG_CHECKS[section])
         try:
-            config[section][key] = protocol.configured_measures(config[section])
+            # in place: the rules read the lists they were given when they were defined
+            config[section][key][:] = protocol.configured_measures(config[section])
         except ValueError as err:
             problems.append(f"{section}.{key} {config[section][key]}: {err}")
     _refuse(problems)
