@@ -13,7 +13,8 @@ threads to the rule's ``threads`` (:mod:`_environment`), checks the rule against
 (:func:`diversity_core.provenance.intact.check_intact`), hashes the inputs (what the script is
 about to read) and, once ``main`` has returned, writes a provenance record beside every output
 (:mod:`diversity_core.provenance.records`: the SHA-256 of every input, output and of the
-script, rule, params, configuration, git state, versions). Records of the outputs are removed
+script, rule, params, configuration, git state, versions, and the files of the measure plugins
+that took part: :mod:`diversity_core.measures.registry`). Records of the outputs are removed
 before ``main`` runs and again if it fails, so a record exists only beside an output that was
 written. ``main`` may return a mapping of facts worth recording (counts, checks): they go into
 the records' ``extra``. Outside Snakemake, ``main``'s arguments come from the command line
@@ -37,6 +38,7 @@ from _environment import logging_to, thread_limit
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from diversity_core.measures.registry import plugin_files, register_plugins  # noqa: E402
 from diversity_core.provenance.digests import Hasher  # noqa: E402
 from diversity_core.provenance.intact import check_intact  # noqa: E402
 from diversity_core.provenance.records import (  # noqa: E402
@@ -62,6 +64,8 @@ def run(main, smk=None) -> None:
         return
     rule = getattr(smk, "rule", None)
     log_file = smk.log[0] if len(smk.log) else None
+    # The configuration's measure plugins (checked when it was read) join the registry.
+    register_plugins((smk.config.get("measures") or {}).get("plugins") or ())
     with logging_to(log_file), thread_limit(smk.threads):
         try:
             kwargs = bind(main, smk, rule=rule, script=script)
@@ -99,7 +103,7 @@ def _run_and_record(main, kwargs, *, script, roots, rule, config, wildcards) -> 
         written = write_records(files["output"], files["input"], roots=roots, hasher=hasher,
                                 rule=rule, script=script, params=params, config=config,
                                 wildcards=wildcards, extra=dict(extra or {}),
-                                input_entries=input_entries)
+                                input_entries=input_entries, measures=plugin_files())
     except Exception:
         log.exception("rule failed")
         remove_records(outputs)  # Snakemake removes the outputs; their records go too

@@ -13,9 +13,13 @@ from diversity_core.experiments import graph_mode_collapse as protocol
 from diversity_core.measures.registry import get_measure
 from diversity_core.reporting import graph_figures
 
-MEASURES = graph_figures.GraphMeasures(
-    names=tuple(protocol.MEASURES), labels={m: get_measure(m).label for m in protocol.MEASURES},
-    flipped=frozenset(protocol.FLIPPED_MEASURES), experiments=tuple(protocol.EXPERIMENTS))
+
+def graph_measures() -> graph_figures.GraphMeasures:
+    """The experiment's measures (plugins included) with their registry labels."""
+    names = protocol.measure_names()
+    return graph_figures.GraphMeasures(
+        names=names, labels={m: get_measure(m).label for m in names},
+        flipped=frozenset(protocol.FLIPPED_MEASURES), experiments=tuple(protocol.EXPERIMENTS))
 
 
 def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,
@@ -27,7 +31,7 @@ def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, fig
     rho = pd.read_csv(spearman)
     summ = pd.read_csv(summary)
     values = pd.concat([pd.read_csv(p) for p in measures], ignore_index=True)
-    shared = {"measures": MEASURES, "ci_level": ci_level}
+    shared = {"measures": graph_measures(), "ci_level": ci_level}
     save_figure(graph_figures.figure6(rho, summ, values, dataset=figure_dataset, **shared),
                 figure6, pdf=figure6_pdf)
     save_figure(graph_figures.figure_all_datasets(rho, summ, values, datasets=DATASETS,

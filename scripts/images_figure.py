@@ -8,6 +8,7 @@ from _figures import PAIR, plt, save_figure
 from _job import run
 
 from diversity_core.data.images import CLASS_NAMES
+from diversity_core.experiments.image_mode_dropping import MEASURES
 from diversity_core.measures.registry import get_measure
 
 
@@ -15,20 +16,31 @@ def _label(name: str) -> str:
     return get_measure(name).label
 
 
-# measure, panel title (the registry's label; mag_half_tconv is not a measure of the registry),
-# y-axis label (with its unit)
-PANELS = (
-    ("magdiff", f"{_label('magdiff')} / {_label('magarea')}(ref)",
-     "relative change of MagArea (fraction)"),
-    ("mag_half_tconv", "rel. change Mag(0.5 t_ref)", "relative change of Mag (fraction)"),
-    ("recall", _label("recall") + " (k={k})", "share of reference points"),
-    ("coverage", _label("coverage") + " (k={k})", "share of reference points"),
-    ("precision", _label("precision") + " (k={k})", "share of perturbed points"),
-    ("density", _label("density") + " (k={k})", "mean neighbourhoods per point / k"),
+# How Figure 5 titles and labels the paper's panels: measure -> panel title, y-axis label (with
+# its unit). Any other measure's panel: its registry label and "value".
+CAPTIONS = {
+    "magdiff": (f"{_label('magdiff')} / {_label('magarea')}(ref)",
+                "relative change of MagArea (fraction)"),
+    "mag_half_tconv": ("rel. change Mag(0.5 t_ref)", "relative change of Mag (fraction)"),
+    "recall": (_label("recall") + " (k={k})", "share of reference points"),
+    "coverage": (_label("coverage") + " (k={k})", "share of reference points"),
+    "precision": (_label("precision") + " (k={k})", "share of perturbed points"),
+    "density": (_label("density") + " (k={k})", "mean neighbourhoods per point / k"),
     # the registry's description, "Vendi Score (cosine)", with what the dotted line is
-    ("vendi", get_measure("vendi").description.removesuffix(")") + "; dotted: reference)",
-     "effective number of points"),
-)
+    "vendi": (get_measure("vendi").description.removesuffix(")") + "; dotted: reference)",
+              "effective number of points"),
+}
+
+
+def panels(metrics) -> list[tuple[str, str, str]]:
+    """(measure, title, y-axis label) of every measure scored: Figure 5's in its order, then the
+    others."""
+    present = set(metrics)
+    order = [m for m in MEASURES if m in present] + sorted(present - set(MEASURES))
+    return [(m, *CAPTIONS.get(m, (_label(m).replace("{", "{{").replace("}", "}}"), "value")))
+            for m in order]
+
+
 STYLE = {"sequential": (PAIR[0], "-"), "simultaneous": (PAIR[1], "--")}
 DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST (substitute for CIFAR-10)", "cifar10": "CIFAR-10"}
 
@@ -40,12 +52,12 @@ def main(table: Input, info: Input, figure: Output, figure_pdf: Output, dataset:
     summary = pd.read_csv(table)
     with open(info) as stream:
         reference = json.load(stream)
-    panels = [panel for panel in PANELS if panel[0] in set(summary["metric"])]
-    ncols = 4 if len(panels) > 4 else len(panels)
-    nrows = -(-len(panels) // ncols)
+    shown = panels(summary["metric"])
+    ncols = 4 if len(shown) > 4 else len(shown)
+    nrows = -(-len(shown) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.9 * nrows), squeeze=False,
                              constrained_layout=True)
-    for ax, (metric, label, unit) in zip(axes.flat, panels, strict=False):
+    for ax, (metric, label, unit) in zip(axes.flat, shown, strict=False):
         for scenario, (colour, dash) in STYLE.items():
             rows = summary[(summary.metric == metric) & (summary.scenario == scenario)]
             rows = rows.sort_values("fraction")
@@ -55,13 +67,13 @@ def main(table: Input, info: Input, figure: Output, figure_pdf: Output, dataset:
                     markersize=3, label=scenario)
             ax.fill_between(rows.fraction, rows["mean"] - rows["std"], rows["mean"] + rows["std"],
                             color=colour, alpha=0.2, linewidth=0)
-        if metric == "vendi" and "vendi_ref" in reference:
-            ax.axhline(reference["vendi_ref"], color="grey", linewidth=0.8, linestyle=":",
+        if not get_measure(metric).needs_reference and f"{metric}_ref" in reference:
+            ax.axhline(reference[f"{metric}_ref"], color="grey", linewidth=0.8, linestyle=":",
                        label="reference")
         ax.set_title(label.format(k=k))
         ax.set_xlabel("share of points moved to one class (fraction)")
         ax.set_ylabel(unit)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower right")

@@ -9,6 +9,7 @@ from _job import run
 from diversity_core.atomic import atomic_path
 from diversity_core.experiments import model_distinguishing as md
 from diversity_core.experiments import stability as ms
+from diversity_core.measures.registry import get_measure
 
 
 def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Output,
@@ -25,7 +26,7 @@ def main(accuracy: Inputs, stability: Inputs, table2: Input, stability_table: Ou
         ms.reach_table(reference), on=list(ms.MODEL_CELL), validate="one_to_one")
     with atomic_path(stability_table) as tmp:
         spreads.to_csv(tmp, index=False)
-    labels = [md.MEASURE_LABELS[name] for name in md.MEASURES]
+    labels = [get_measure(name).in_paper for name in md.measures()]
     markdown = ms.table2_markdown(pd.read_csv(table2), spreads, k=k, measures=labels,
                                   relative_to_column=relative_to_column,
                                   common_to_column=common_to_column,

@@ -8,10 +8,14 @@ from _contract import Input, Output
 from _figures import MEASURE_COLOURS, plt, save_figure
 from _job import run
 
-from diversity_core.experiments import text_temperature as protocol
+from diversity_core.measures.registry import get_measure, labels
 
-# The pipeline's colour of each measure (mag_area -> "magarea", ...).
-COLOURS = {measure: MEASURE_COLOURS[measure.replace("_", "")] for measure in protocol.MEASURES}
+
+def colour(measure: str) -> str:
+    """The pipeline's colour of the measure a column names (mag_area: "magarea")."""
+    return MEASURE_COLOURS[get_measure(measure).name]
+
+
 DATA_LABELS = {"generated": "SmolLM2-135M-Instruct, regenerated tasks",
                "tevet_berant": "Tevet & Berant's decoding sets"}
 
@@ -22,13 +26,14 @@ def draw_figure3(r2: pd.DataFrame, measures, data: str, path, pdf=None) -> tuple
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4.2), sharey=True,
                              squeeze=False)
     offsets = np.linspace(-0.3, 0.3, len(measures))
+    shown = labels(measures, paper=True)
     for ax, task in zip(axes[0], tasks, strict=True):
         for offset, measure in zip(offsets, measures, strict=True):
             part = r2[(r2["task"] == task) & (r2["measure"] == measure)].set_index("model")
             part = part.reindex(models)
             ax.errorbar(np.arange(len(models)) + offset, part["r2_mean"], part["r2_std"],
-                        fmt="o", ms=5, capsize=2, color=COLOURS[measure],
-                        label=protocol.MEASURE_LABELS[measure])
+                        fmt="o", ms=5, capsize=2, color=colour(measure),
+                        label=shown[measure])
         ax.axhline(0.0, color="grey", lw=0.6, ls=":")
         ax.set_xticks(np.arange(len(models)), models, rotation=25, ha="right", fontsize=8)
         ax.set_title(task)
@@ -54,7 +59,7 @@ def draw_figure4(scores: pd.DataFrame, rho: pd.Series, task: str, model: str, pa
     jitter = (np.random.default_rng(0).uniform(-0.2, 0.2, len(scores)) * step if on_grid
               else np.zeros(len(scores)))
     ax.scatter(scores["temperature"] + jitter, scores["mag_area"], s=9, alpha=0.45,
-               color=COLOURS["mag_area"], lw=0)
+               color=colour("mag_area"), lw=0)
     if on_grid:
         medians = scores.groupby("temperature")["mag_area"].median()
         label = "median per temperature"

@@ -7,7 +7,7 @@ from _contract import Input, Output
 from _figures import MEASURE_COLOURS, plt, save_figure
 from _job import run
 
-from diversity_core.experiments import text_temperature as protocol
+from diversity_core.measures.registry import get_measure, labels
 
 
 def draw(table: pd.DataFrame, measures, path, pdf=None) -> tuple:
@@ -24,8 +24,8 @@ def draw(table: pd.DataFrame, measures, path, pdf=None) -> tuple:
                 ax.plot(line["max_temperature"], line["r2_mean"], marker="o", ms=3,
                         lw=1.4 if measure in ranked else 1.0,
                         ls="-" if measure in ranked else "--",
-                        color=MEASURE_COLOURS[measure.replace("_", "")],
-                        label=protocol.MEASURE_LABELS[measure])
+                        color=MEASURE_COLOURS[get_measure(measure).name],
+                        label=labels([measure], paper=True)[measure])
             ax.axhline(0.0, color="grey", lw=0.6, ls=":")
             ax.set_title(f"{task}, {model}", fontsize=9)
     for ax in axes[-1]:

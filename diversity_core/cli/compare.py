@@ -24,7 +24,7 @@ from ..comparison.protocol import SCALE_GAP
 from ..files.embeddings import InputError
 from ..magnitude import DEFAULT_N_TS, DEFAULT_TARGET
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.registry import FREE_MEASURES, LABELS, REFERENCE_MEASURES
+from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 from .options import (
     PROGRAM,
     add_measure_options,
@@ -260,7 +260,7 @@ def run_compare(args, argv) -> int:
                      t_cut=args.t_cut, reference_name=args.reference or "reference",
                      metric=args.metric_space, k=args.k, tau=args.tau, settings=settings,
                      functions=shown)
-    measures = [c for c in result.table.columns if c in LABELS and c != "t_conv"]
+    measures = [c for c in result.table.columns if c in MEASURES]
     if result.table[measures].isna().all().all():
         raise InputError("no measure is defined for any set: " + "; ".join(
             f"{name}: {note}" for name, note in result.table["note"].items() if note))

@@ -19,12 +19,12 @@ import numpy as np
 
 from ..device import parse_device
 from ..files.embeddings import EmbeddingFile, InputError, read_embeddings
-from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
+from ..measures.registry import MEASURES, PluginError, get_measure_names, register_plugins
 
 __all__ = ["ALIASES", "OPTION_RANGES", "PROGRAM",
            "add_measure_options", "add_reading_options", "check_options", "describe_file",
-           "file_record", "in_range", "load_embeddings", "parse_metrics", "read_files",
-           "subsample_points", "writable_folder"]
+           "file_record", "in_range", "load_embeddings", "parse_metrics", "plugin_measure",
+           "read_files", "subsample_points", "writable_folder"]
 
 # Names --metrics takes for several measures of the registry at once.
 ALIASES = {"prdc": tuple(name for name, m in MEASURES.items() if m.group == "prdc"),
@@ -43,7 +43,7 @@ def parse_metrics(text: str | None, has_reference: bool) -> list[str]:
     given); None: every measure that applies. :class:`InputError` for an unknown name, or one
     that needs a reference when there is none."""
     if text is None:
-        return list(FREE_MEASURES + (REFERENCE_MEASURES if has_reference else ()))
+        return get_measure_names(needs_reference=None if has_reference else False)
     names = []
     for raw in text.split(","):
         name = raw.strip().lower()
@@ -87,9 +87,24 @@ def add_reading_options(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of --subsample")
 
 
+def plugin_measure(spec: str) -> str:
+    """``--plugin package.module:OBJECT``: the measure joins the registry (its name returned);
+    one that does not import, has the wrong signature or takes a taken name is refused while the
+    arguments are parsed."""
+    try:
+        return register_plugins([spec], entry_points=False)[0].name
+    except PluginError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_measure_options(p) -> None:
     """The options of the measures (``--metric-space``, ``--k``, ``--tau``,
-    ``--magdiff-normalise``), added to the parser ``p``: shared by ``score`` and ``compare``."""
+    ``--magdiff-normalise``, ``--plugin``), added to the parser ``p``: shared by ``score`` and
+    ``compare``."""
+    p.add_argument("--plugin", action="append", default=[], type=plugin_measure,
+                   metavar="package.module:OBJECT",
+                   help="a measure of your own (a diversity_core Measure, or a function with "
+                        "declared needs) computed beside the others; repeatable")
     p.add_argument("--metric-space", choices=("cosine", "euclidean"), default="cosine",
                    help="distance for MagArea/MagDiff (default: cosine)")
     p.add_argument("--k", type=int, default=5, help="neighbours for PRDC (default 5)")
@@ -134,6 +149,10 @@ def check_options(args) -> None:
     read; :class:`InputError` naming the first out of range. ``--device`` is parsed here, the
     command line's one parse of it: ``args.device`` is a :class:`~diversity_core.device.Device`
     from here on (the engine's and the encoders')."""
+    try:  # the installed packages' measures (entry-point group diversity_core.measures)
+        register_plugins((), entry_points=True)
+    except PluginError as err:
+        raise InputError(str(err)) from None
     if args.subsample is not None:
         in_range("--subsample", args.subsample)
     in_range("--seed", args.seed)

@@ -89,11 +89,10 @@ from ..measures.distances import METRICS, pairwise_distances
 
 # The measures' names, labels, order and computations come from the one registry.
 from ..measures.registry import (
-    FREE_MEASURES,
-    LABELS,
     MEASURES,
-    REFERENCE_MEASURES,
+    ScaleView,
     get_measure,
+    get_measure_names,
     prdc_values,
 )
 from .memory import check_memory, large_path
@@ -406,7 +405,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
     if t_cut is not None and not (math.isfinite(t_cut) and t_cut > 0):
         raise ValueError(f"t_cut must be a finite number > 0; got {t_cut!r}.")
     wanted = _wanted_measures(measures, reference is not None)
-    magnitude = bool(wanted & {"magarea", "magdiff"})
+    magnitude = any(MEASURES[name].multi_scale for name in wanted)
     set_names, arrays = _named_sets(sets, names)
     all_names = list(set_names)
     if reference is not None:
@@ -500,15 +499,30 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                                                       {"X": name})
 
     # Reference-free baselines, each on its own: one undefined value stops nothing.
-    free = [MEASURES[m_] for m_ in FREE_MEASURES if m_ in wanted and MEASURES[m_].compute]
-    prdc_wanted = [m_ for m_ in REFERENCE_MEASURES if m_ in wanted and MEASURES[m_].group == "prdc"]
-    against = [MEASURES[m_] for m_ in REFERENCE_MEASURES
-               if m_ in wanted and MEASURES[m_].compute and MEASURES[m_].group is None]
+    # (MagArea and MagDiff are the protocol's own columns, with their reasons, below; any other
+    # measure that needs a scale reads the set's ScaleView.)
+    own = {"magarea", "magdiff"}
+    free_names = get_measure_names(needs_reference=False, defaults=False)
+    reference_names = get_measure_names(needs_reference=True, defaults=False)
+    free = [MEASURES[m_] for m_ in free_names if m_ in wanted and m_ not in own]
+    prdc_wanted = [m_ for m_ in reference_names if m_ in wanted and MEASURES[m_].group == "prdc"]
+    against = [MEASURES[m_] for m_ in reference_names
+               if m_ in wanted and m_ not in own and MEASURES[m_].group is None]
+
+    def view(i: int) -> ScaleView | None:
+        """The ScaleView of set ``i`` for the other measures that need a scale."""
+        if not magnitude or mag.t_cut is None or distances[i] is None:
+            return None
+        ref = ref_index if ref_index is not None else i
+        return ScaleView(mag.t_cut, area=mag.areas[i], diff=mag.areas[i] - mag.areas[ref],
+                         magnitude=settings.space(distances[i]).magnitude,
+                         reference_magnitude=settings.space(distances[ref]).magnitude)
     for i, name in progress_bar(list(enumerate(all_names)), "baselines", progress):
         X = arrays[i]
         with _single_threaded_blas():
             for measure in free:
-                rows[name][measure.name] = _attempt(lambda f=measure, X=X: f(X, tau=tau),
+                rows[name][measure.name] = _attempt(lambda f=measure, X=X, i=i: f(
+                    X, tau=tau, engine=view(i) if f.multi_scale else None),
                                                     undefined[name], measure.name, {"X": name},
                                                     notes[name], warned[name])
         if reference is None or i == ref_index:
@@ -531,7 +545,8 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             else:
                 rows[name].update({m_: values[m_] for m_ in prdc_wanted})
         for measure in against:
-            rows[name][measure.name] = _attempt(lambda f=measure, X=X, R=R: f(X, R),
+            rows[name][measure.name] = _attempt(lambda f=measure, X=X, R=R, i=i: f(
+                X, R, engine=view(i) if f.multi_scale else None),
                                                 undefined[name], measure.name, both,
                                                 notes[name], warned[name])
 
@@ -547,9 +562,9 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
             if why:
                 undefined[name]["magdiff"] = why
     columns = ["role", "n_points", "n_distinct", "n_features", "t_conv",
-               *(m_ for m_ in FREE_MEASURES if m_ in wanted)]
+               *(m_ for m_ in free_names if m_ in wanted)]
     if reference is not None:
-        columns += [m_ for m_ in REFERENCE_MEASURES if m_ in wanted]
+        columns += [m_ for m_ in reference_names if m_ in wanted]
     table = pd.DataFrame([rows[name] for name in all_names], index=labels).reindex(
         columns=columns)
     table.index.name = "set"
@@ -574,7 +589,7 @@ def _wanted_measures(measures, with_reference: bool) -> set[str]:
     """The names of ``measures`` (None: every measure), each checked against the registry; a
     reference-based one without a reference is refused."""
     if measures is None:
-        return set(MEASURES)
+        return set(get_measure_names())
     if isinstance(measures, str):
         raise ValueError("measures is a sequence of names; got one string.")
     wanted = {get_measure(name).name for name in measures}
@@ -601,7 +616,8 @@ def _note(undefined: dict) -> str:
     """The reasons of a row's undefined values, each once: ``MagArea, t_conv: why; ...``."""
     by_reason: dict[str, list[str]] = {}
     for measure, why in undefined.items():
-        by_reason.setdefault(why, []).append(LABELS.get(measure, measure))
+        by_reason.setdefault(why, []).append(
+                MEASURES[measure].label if measure in MEASURES else measure)
     return "; ".join(f"{', '.join(measures)}: {why}" for why, measures in by_reason.items())
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_write
-from ..measures.registry import FREE_MEASURES, REFERENCE_MEASURES
+from ..measures.registry import get_measure_names
 from ..reporting.text import aligned
 
 __all__ = ["heading", "labels", "plot_comparison", "render_markdown", "render_text",
@@ -51,7 +51,8 @@ def _tables(result, normalise: str | None):
     """(title, header, rows) of each table: the sets, the MagDiff matrix, the reference's."""
     tags = labels(result)
     T = result.table
-    free = ["t_conv", *FREE_MEASURES]
+    free = ["t_conv", *(m for m in get_measure_names(needs_reference=False, defaults=False)
+                        if m in T.columns)]
     rows = [[f"{tags[name]} {name}", _number(row["n_points"]), _number(row["n_distinct"]),
              *(_number(row[m]) for m in free)] for name, row in T.iterrows()]
     tables = [("", ["set", "points", "distinct", *free], rows)]
@@ -60,7 +61,8 @@ def _tables(result, normalise: str | None):
     tables.append((_magdiff_title(result, normalise), ["", *(tags[n] for n in M.columns)],
                    matrix_rows))
     if result.reference is not None:
-        against = list(REFERENCE_MEASURES)
+        against = ["magdiff", *(m for m in get_measure_names(needs_reference=True, defaults=False)
+                                if m != "magdiff" and m in T.columns)]
         magdiff = result.mag_diff_matrix(normalise)[result.reference]
         ref_rows = [[f"{tags[name]} {name}", _number(magdiff[name]),
                      *(_number(T.loc[name, m]) for m in against[1:])]

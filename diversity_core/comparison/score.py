@@ -11,7 +11,7 @@ import numpy as np
 
 from ..device import Device
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
+from ..measures.registry import MEASURES, get_measure_names
 from .protocol import compare, fallback_note
 
 __all__ = ["score"]
@@ -55,8 +55,8 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     ``device``: where the engine runs (``MagnitudeSettings.device``: a
     :class:`~diversity_core.device.Device` or its name, ``cpu``, ``cuda``...).
     """
-    metrics = list(metrics or (FREE_MEASURES + (REFERENCE_MEASURES if reference is not None
-                                                    else ())))
+    metrics = list(metrics or get_measure_names(
+        needs_reference=None if reference is not None else False))
     sets = {"embeddings": X} if reference is None else {"embeddings": X, "reference": reference}
     labels = {name: name for name in sets} | dict(labels or {})
     # The sets' names inside compare: the files' (so that every reason names the file), unless

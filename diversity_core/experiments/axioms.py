@@ -34,7 +34,7 @@ import numpy as np
 
 from ..magnitude import magnitude_function, measure_sets
 from ..measures.distances import pairwise_distances
-from ..measures.registry import get_measure
+from ..measures.registry import Measure, ScaleView, get_measure, select_measures
 
 __all__ = ["AXIOMS", "MEASURES", "AxiomMeasure", "AxiomResult", "check_axioms", "default_measures"]
 
@@ -85,7 +85,11 @@ def _each(name: str, *, negated: bool = False) -> Callable[[Sequence[np.ndarray]
     return score
 
 
-def _mag_area_score(metric: str) -> Callable[[Sequence[np.ndarray]], list[float]]:
+def _mag_area_score(metric: str, measure: Measure | None = None
+                    ) -> Callable[[Sequence[np.ndarray]], list[float]]:
+    """The sets' values of a measure that needs a scale (default: MagArea) under ``metric``."""
+    measure = measure or get_measure("magarea")
+
     def score(sets):
         # Identical directions give cosine distances of ~1e-16, not 0; MagnitudeSpace merges
         # points that close as duplicates (twin property).
@@ -100,29 +104,25 @@ def _mag_area_score(metric: str) -> Callable[[Sequence[np.ndarray]], list[float]
         failed = [why for why in mag.area_failures if why]
         if failed:
             raise ValueError(failed[0])
-        return [float(area) for area in mag.areas]
+        return [float(measure(X, engine=ScaleView(mag.t_cut, area=area)))
+                for X, area in zip(sets, mag.areas, strict=True)]
     return score
 
 
 def default_measures() -> list[AxiomMeasure]:
-    fixed = "one fixed resolution: no scale parameter is varied or integrated over"
-    label = get_measure("magarea").label
-    return [
-        AxiomMeasure(f"{label} (Euclidean)", _mag_area_score("euclidean"), True,
-                     "integrates Mag(t) over t in [0, t_cut]"),
-        AxiomMeasure(f"{label} (cosine)", _mag_area_score("cosine"), True,
-                     "integrates Mag(t) over t in [0, t_cut]"),
-        AxiomMeasure(get_measure("vendi").description, _each("vendi"), False,
-                     fixed + " (cosine kernel)"),
-        AxiomMeasure("-" + get_measure("avgsim").description, _each("avgsim", negated=True),
-                     False, fixed),
-        AxiomMeasure(get_measure("gmstds").description, _each("gmstds"), False,
-                     fixed + "; scales linearly with the data"),
-        AxiomMeasure(get_measure("isoscore").description, _each("isoscore"), False,
-                     fixed + "; invariant to scaling"),
-        AxiomMeasure(get_measure("dcscore").description, _each("dcscore"), False,
-                     fixed + " (the temperature tau is fixed)"),
-    ]
+    """Every measure of a set alone in the registry (plugins included): one that needs a scale
+    under the Euclidean and the cosine distance; a similarity negated."""
+    out = []
+    for m in select_measures(reference=False, scale_rules=("median",)):
+        if m.multi_scale:
+            out += [AxiomMeasure(f"{m.label} ({shown})", _mag_area_score(metric, m), True,
+                                 m.scale_note)
+                    for metric, shown in (("euclidean", "Euclidean"), ("cosine", "cosine"))]
+        else:
+            negated = m.higher_is_more_diverse is False
+            out.append(AxiomMeasure(("-" if negated else "") + m.description,
+                                    _each(m.name, negated=negated), False, m.scale_note))
+    return out
 
 
 MEASURES = tuple(m.name for m in default_measures())

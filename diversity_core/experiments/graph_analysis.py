@@ -16,19 +16,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..measures.registry import get_measure
+from ..measures.registry import select_measures
 
 if TYPE_CHECKING:  # pandas and scipy are imported where they are used: importing this is light
     import pandas as pd
 
-__all__ = ["FLIPPED_MEASURES", "MEASURES", "SUMMARY_COLUMNS", "bootstrap_mean_rho",
+__all__ = ["FLIPPED_MEASURES", "MEASURES", "SUMMARY_COLUMNS", "bootstrap_mean_rho", "measure_names",
            "rho_intervals", "spearman_per_setting", "spearman_tables", "summarise",
            "versus_magdiff"]
 
-# The measures of the experiment, in the order of its tables and figures: names of the registry
-# of measures (diversity_core.measures), each checked there (ValueError for an unknown name).
-MEASURES = tuple(get_measure(name).name for name in (
-    "magdiff", "precision", "recall", "density", "coverage", "mmd_rbf", "mmd_linear"))
+
+
+def measure_names() -> tuple[str, ...]:
+    """The measures of the experiment, in the order of its tables and figures: the registry's
+    measures against a reference whose scale (if any) is the reference's, plugins included."""
+    return tuple(m.name for m in select_measures(reference=True, free=False,
+                                                 scale_rules=("reference",)))
+
+
+# The built-in ones.
+MEASURES = measure_names()
 
 # Measures that *fall* as diversity is lost: flipped as max - x before the rank correlation.
 FLIPPED_MEASURES = ("precision", "recall", "density", "coverage")
@@ -167,7 +174,8 @@ def rho_intervals(measures, *, n_boot: int, seed: int, level: float = 0.95):
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1); got {level}.")
     tails = 100 * np.array([(1 - level) / 2, (1 + level) / 2])
-    signs = np.array([-1.0 if m in FLIPPED_MEASURES else 1.0 for m in MEASURES])
+    names = [m for m in measure_names() if m in set(measures["metric"])]
+    signs = np.array([-1.0 if m in FLIPPED_MEASURES else 1.0 for m in names])
     rows = []
     for i, ((dataset, experiment), grp) in enumerate(
             measures.groupby(["dataset", "experiment"], sort=True)):
@@ -179,19 +187,19 @@ def rho_intervals(measures, *, n_boot: int, seed: int, level: float = 0.95):
         if len(wide) != len(full) or not wide.index.equals(full):
             raise ValueError(f"{dataset}/{experiment}: the architectures were not scored at the "
                              "same steps.")
-        values = wide.reindex(columns=list(MEASURES)).to_numpy().reshape(
-            len(settings), len(steps), len(MEASURES))
+        values = wide.reindex(columns=names).to_numpy().reshape(
+            len(settings), len(steps), len(names))
         p = grp.drop_duplicates("step").set_index("step").loc[steps, "p"].to_numpy()
         reps = bootstrap_mean_rho(p, values, signs=signs, n_boot=n_boot,
                                   seed=np.random.SeedSequence([seed, i]).generate_state(1)[0])
-        magdiff = MEASURES.index("magdiff")
+        magdiff = names.index("magdiff")
         gaps = reps[:, [magdiff]] - reps
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an undefined measure: NaN
             point = np.nanmean(_spearman_along_steps(p[None, :], values), axis=0) * signs
             ci = np.nanpercentile(reps, tails, axis=0)
             gap_ci = np.nanpercentile(gaps, tails, axis=0)
-        for j, metric in enumerate(MEASURES):
+        for j, metric in enumerate(names):
             rows.append({"dataset": dataset, "experiment": experiment, "metric": metric,
                          "ci_low": ci[0, j], "ci_high": ci[1, j],
                          "gap": point[magdiff] - point[j], "gap_low": gap_ci[0, j],
@@ -250,7 +258,7 @@ def spearman_tables(measures, clusters: Mapping[str, Mapping], *, n_boot: int, s
         (1 = best; ties share a rank), the number of clusters and of sweep steps
     """
     rho = spearman_per_setting(measures)
-    order = {name: i for i, name in enumerate(MEASURES)}
+    order = {name: i for i, name in enumerate(measure_names())}
     rho = rho.sort_values(["dataset", "experiment", "metric", "setting"],
                           key=lambda c: c.map(order) if c.name == "metric" else c)
     summary = summarise(rho)

@@ -66,6 +66,7 @@ from .graph_analysis import (
     MEASURES,
     SUMMARY_COLUMNS,
     bootstrap_mean_rho,
+    measure_names,
     rho_intervals,
     spearman_per_setting,
     spearman_tables,
@@ -140,8 +141,10 @@ def graph_measures(
     reference_area: float,
     k: int = 5,
     settings: MagnitudeSettings | None = None,
+    where: str = "a perturbed set",
 ) -> dict[str, float]:
-    """All measures of one perturbed set against the reference.
+    """All measures of one perturbed set against the reference (``where``: the set, as a
+    plugin's failure names it).
 
     ``magdiff`` is the *loss* of diversity relative to the reference,
     ``-(MagArea_gen - MagArea_ref) / MagArea_ref`` on [0, t_cut] with Euclidean distances (signed:
@@ -157,16 +160,15 @@ def graph_measures(
     settings : magnitude conventions (MagArea integration); the package defaults if None
     """
     from ..measures import pairwise_distances
-    from ..measures.registry import get_measure, prdc_values
+    from ..measures.registry import ScaleView, get_measure, measure_values
 
     settings = settings or MagnitudeSettings()
-    area = settings.mag_area(pairwise_distances(generated), t_cut)
-    out = {"magdiff": float((reference_area - area) / reference_area)}
-    out.update({name: float(v) for name, v in prdc_values(generated, reference, k=k).items()
-                if name in ("precision", "recall", "density", "coverage")})
-    out["mmd_rbf"] = float(get_measure("mmd_rbf")(generated, reference))
-    out["mmd_linear"] = float(get_measure("mmd_linear")(generated, reference))
-    return out
+    chosen = [get_measure(name) for name in measure_names()]
+    view = None
+    if any(m.multi_scale for m in chosen):
+        area = settings.mag_area(pairwise_distances(generated), t_cut)
+        view = ScaleView(t_cut, area=area, diff=float((reference_area - area) / reference_area))
+    return measure_values(chosen, generated, reference, where=where, k=k, engine=view)
 
 
 def reference_t_cut(reference: np.ndarray, settings: MagnitudeSettings | None = None) -> float:
@@ -239,8 +241,10 @@ def evaluate_architecture(
     for experiment, (ps, index_sets) in sweeps.items():
         for step, (p, idx) in enumerate(zip(ps, index_sets, strict=True)):
             values = graph_measures(R, P[idx], t_cut=t_cut, reference_area=ref_area, k=k,
-                                    settings=settings)
-            for metric in MEASURES:
+                                    settings=settings,
+                                    where=f"{experiment} step {step} of setting "
+                                          f"{architecture['setting']}")
+            for metric in values:
                 rows.append({"experiment": experiment, **base, "step": step, "p": float(p),
                              "metric": metric, "value": values[metric], "t_cut": t_cut})
     return rows

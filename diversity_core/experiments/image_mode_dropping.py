@@ -21,7 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..magnitude.settings import MagnitudeSettings
-from ..measures.registry import get_measure, prdc_values
+from ..measures.registry import (
+    ScaleView,
+    evaluate,
+    get_measure,
+    measure_values,
+    select_measures,
+)
 
 __all__ = [
     "SCENARIOS",
@@ -33,14 +39,13 @@ __all__ = [
     "mode_dropping_scores",
     "summarise_scores",
     "scenario_agreement",
+    "configured_measures",
 ]
 
 SCENARIOS = ("sequential", "simultaneous")
-# The measures of Figure 5, in its order: names of the registry of measures (each checked there:
-# ValueError for an unknown name), and mag_half_tconv (the relative change of Mag(t_ref / 2),
-# this experiment's own, not a measure of the registry).
-_OWN_MEASURES = ("mag_half_tconv",)
-MEASURES = tuple(name if name in _OWN_MEASURES else get_measure(name).name for name in (
+# The measures of Figure 5, in its order (the default of the configuration's images.metrics):
+# names of the registry of measures (each checked there: ValueError for an unknown name).
+MEASURES = tuple(get_measure(name).name for name in (
     "magdiff", "mag_half_tconv", "recall", "coverage", "precision", "density", "vendi"))
 
 
@@ -199,10 +204,10 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     from ..measures import pairwise_distances
 
     settings = settings or MagnitudeSettings()
-    metrics = tuple(MEASURES if metrics is None else metrics)
-    unknown = set(metrics) - set(MEASURES)
-    if unknown:
-        raise ValueError(f"unknown metrics {sorted(unknown)}; choose from {MEASURES}.")
+    # Every measure that fits the protocol (against the reference, its scale t_ref, or of the
+    # set alone); the plugins join the named ones.
+    chosen = select_measures(reference=True, scale_rules=("reference",),
+                             named=MEASURES if metrics is None else metrics)
     reference = np.asarray(reference, dtype=np.float64)
     if reference.ndim != 3:
         raise ValueError(f"reference must be (n_classes, n_per_class, d); got {reference.shape}.")
@@ -222,8 +227,9 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
     mag_half_ref = space_ref.magnitude(0.5 * t_ref)
     info = {"t_ref": t_ref, "mag_area_ref": area_ref, "mag_half_tconv_ref": mag_half_ref,
             "n_reference": len(ref)}
-    if "vendi" in metrics:
-        info["vendi_ref"] = float(get_measure("vendi")(ref))
+    info.update({f"{m.name}_ref": float(evaluate(m, ref, where="the reference"))
+                 for m in chosen if not m.needs_reference})
+    scaled = any(m.multi_scale for m in chosen)
 
     plan = resample_plan(n_classes, repeats_per_class, [len(p) for p in pools], seed)
     rows = []
@@ -236,24 +242,18 @@ def mode_dropping_scores(reference, pools: Sequence[np.ndarray], *, scenario: st
                                       n_classes=n_classes, preferred=draw["preferred"],
                                       order=draw["order"])
                 X = features[perturbed_indices(counts, draw["permutations"], pool_rows)]
-                values = {}
-                if "magdiff" in metrics or "mag_half_tconv" in metrics:
+                view = None
+                if scaled:
                     space_x = settings.space(pairwise_distances(X, algorithm="gram"))
-                if "magdiff" in metrics:
-                    values["magdiff"] = settings.mag_diff(space_x, space_ref, t_ref,
-                                                          normalise="reference_area",
-                                                          reference_area=area_ref)
-                if "mag_half_tconv" in metrics:
-                    mag_half = space_x.magnitude(0.5 * t_ref)
-                    values["mag_half_tconv"] = (mag_half - mag_half_ref) / mag_half_ref
-                if {"recall", "coverage", "precision", "density"} & set(metrics):
-                    scores = prdc_values(X, ref, k=k)
-                    for name in ("recall", "coverage", "precision", "density"):
-                        if name in metrics:
-                            values[name] = float(scores[name])
-                if "vendi" in metrics:
-                    values["vendi"] = float(get_measure("vendi")(X))
-                for name in metrics:
+                    view = ScaleView(t_ref, diff=settings.mag_diff(
+                        space_x, space_ref, t_ref, normalise="reference_area",
+                        reference_area=area_ref), magnitude=space_x.magnitude,
+                        reference_magnitude=lambda t: mag_half_ref if t == 0.5 * t_ref
+                        else space_ref.magnitude(t))
+                values = measure_values(
+                    chosen, X, ref, where=f"{scenario} resample {draw['resample']} at "
+                    f"fraction {fraction}", k=k, engine=view)
+                for name in values:
                     rows.append({"scenario": scenario, "fraction": fraction,
                                  "resample": draw["resample"], "preferred": draw["preferred"],
                                  "repeat": draw["repeat"], "metric": name,
@@ -331,6 +331,13 @@ def scenario_agreement(summary):
 IMAGES_PER_CLASS = {"fashion_mnist": {"train": 6000, "test": 1000},
                     "cifar10": {"train": 5000, "test": 1000}}
 IMAGE_CLASSES = 10
+
+
+def configured_measures(section: Mapping) -> list[str]:
+    """The images section's ``metrics`` (checked against the registry: measures against the
+    reference or of a set alone) and after them every measure plugin that fits."""
+    return [m.name for m in select_measures(reference=True, scale_rules=("reference",),
+                                            named=section["metrics"])]
 
 
 def config_problems(section: Mapping) -> list[str]:

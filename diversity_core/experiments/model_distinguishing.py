@@ -37,7 +37,7 @@ from ..magnitude.sets import measure_sets
 from ..magnitude.sets import trapezoid_weights as trapezoid_weights
 from ..magnitude.settings import MagnitudeSettings
 from ..measures.distances import pairwise_distances
-from ..measures.registry import get_measure
+from ..measures.registry import ScaleView, evaluate, get_measure, select_measures
 
 __all__ = [
     "DOCUMENT_CHOICES",
@@ -45,9 +45,11 @@ __all__ = [
     "MEASURE_LABELS",
     "PREPROCESSINGS",
     "SCALAR_MEASURES",
+    "scalar_measures",
     "knn_cross_validation",
     "magdiff_matrix",
     "magdiff_pairwise",
+    "measures",
     "numerical_rank",
     "PCA_RANKS",
     "measure_distances",
@@ -78,12 +80,24 @@ PREPROCESSINGS = ("raw", "pca", "pca_uncentred", "presto")
 # span numerically (the default), or min(pca_dim, d) as the paper's PCA (round-off included).
 PCA_RANKS = ("numerical", "full")
 
-# Single-number measures, in table order; MagDiff is the one distance between functions. Names
-# and labels are the registry's (diversity_core.measures); the labels are those of the paper's
-# Table 2 (Measure.in_paper: the Vendi Score is "VS"), which results/models/table2.csv shows.
-SCALAR_MEASURES = tuple(get_measure(name).name for name in
-                        ("magarea", "vendi", "avgsim", "gmstds", "isoscore", "dcscore"))
-MEASURES = ("magdiff", *SCALAR_MEASURES)
+# Single-number measures, in table order: every measure of the registry of a set alone (plugins
+# included, once registered); MagDiff is the one distance between functions. The labels are
+# those of the paper's Table 2 (Measure.in_paper: the Vendi Score is "VS"), which
+# results/models/table2.csv shows.
+
+
+def scalar_measures() -> tuple[str, ...]:
+    """The single-number measures, in table order: the registry's measures of a set alone."""
+    return tuple(m.name for m in select_measures(reference=False, scale_rules=("median",)))
+
+
+def measures() -> tuple[str, ...]:
+    """Every measure of the experiment: MagDiff, then :func:`scalar_measures`."""
+    return ("magdiff", *scalar_measures())
+
+
+SCALAR_MEASURES = scalar_measures()
+MEASURES = measures()
 MEASURE_LABELS = {name: get_measure(name).in_paper for name in MEASURES}
 
 
@@ -343,7 +357,7 @@ def block_sets(embeddings: Sequence[np.ndarray], models: Sequence[str], *, colle
             "dimensions": np.array(dimensions)}
 
 
-def scalar_scores(X, *, dcscore_tau: float = 1.0) -> dict[str, float]:
+def scalar_scores(X, *, dcscore_tau: float = 1.0, where: str = "a set") -> dict[str, float]:
     """The single-number diversity measures of one set (cosine similarities, as the paper's text
     experiments): Vendi Score, AvgSim, GMStds, IsoScore, DCScore (not MagArea: that needs the
     shared grid, see :func:`summarise_sets`)."""
@@ -353,9 +367,8 @@ def scalar_scores(X, *, dcscore_tau: float = 1.0) -> dict[str, float]:
         # IsoScore warns that 300 points span at most 299 of 384 or 768 dimensions: true of
         # every set alike, so it still ranks them (the paper uses it the same way).
         warnings.filterwarnings("ignore", message="IsoScore on")
-        iso = get_measure("isoscore")(X)
-    return {name: iso if name == "isoscore" else get_measure(name)(X, tau=dcscore_tau)
-            for name in SCALAR_MEASURES if get_measure(name).compute is not None}
+        return {m.name: evaluate(m, X, where=where, tau=dcscore_tau)
+                for m in map(get_measure, scalar_measures()) if not m.multi_scale}
 
 
 class _LazyDistances(Sequence):
@@ -408,11 +421,14 @@ def summarise_sets(spaces: Sequence[np.ndarray], settings: MagnitudeSettings, *,
         raise ValueError("; ".join(f"set {i}: {why}" for i, why in failed.items()))
     for line in mag.warning_lines():
         log.warning("%s", line)
-    scores = {name: np.empty(len(spaces)) for name in SCALAR_MEASURES}
+    scores = {name: np.empty(len(spaces)) for name in scalar_measures()}
     for i, X in enumerate(spaces):
-        for name, value in scalar_scores(X, dcscore_tau=dcscore_tau).items():
+        for name, value in scalar_scores(X, dcscore_tau=dcscore_tau, where=f"set {i}").items():
             scores[name][i] = value
-    scores["magarea"] = mag.areas
+    for m in map(get_measure, scalar_measures()):
+        if m.multi_scale:
+            scores[m.name] = np.array([m(X, engine=ScaleView(mag.t_cut, area=area))
+                                       for X, area in zip(spaces, mag.areas, strict=True)])
     return {"ts": mag.ts, "functions": mag.functions, "t_conv": mag.t_conv,
             "t_cut": np.float64(mag.t_cut), **scores}
 
@@ -562,14 +578,14 @@ def classify_block(summary: Mapping[str, np.ndarray], *, ks: Sequence[int], k: i
              "preprocessing": str(summary["preprocessing"]), "distance": str(summary["metric"])}
     models, labels = [str(m) for m in summary["models"]], np.asarray(summary["labels"])
     rows, confusion_rows = [], []
-    for measure in MEASURES:
+    for measure in (m for m in measures() if m == "magdiff" or m in summary):
         D = measure_distances(summary, measure)
         reach = None if max_distance_change is None else max_distance_change * float(D.max())
         cv = knn_cross_validation(
             D, labels, ks=ks, n_splits=n_splits, n_repeats=n_repeats, seed=seed,
             confusion_k=k if measure == "magdiff" else None, reach=reach)
         for k_i, fold_accuracy in cv["accuracy"].items():
-            row = {**block, "measure": MEASURE_LABELS[measure], "k": k_i,
+            row = {**block, "measure": get_measure(measure).in_paper, "k": k_i,
                    "accuracy_mean": fold_accuracy.mean(), "accuracy_std": fold_accuracy.std()}
             if reach is not None:
                 gain, loss = cv["gain"][k_i], cv["loss"][k_i]
@@ -603,8 +619,8 @@ def measure_distances(summary: Mapping[str, np.ndarray], measure: str) -> np.nda
     """The classifier's distance matrix for ``measure`` from :func:`summarise_sets`' output."""
     if measure == "magdiff":
         return magdiff_matrix(summary["functions"], summary["ts"])
-    if measure not in SCALAR_MEASURES:
-        raise ValueError(f"unknown measure {measure!r}; known: {', '.join(MEASURES)}.")
+    if measure not in scalar_measures():
+        raise ValueError(f"unknown measure {measure!r}; known: {', '.join(measures())}.")
     return scalar_distance(summary[measure])
 
 

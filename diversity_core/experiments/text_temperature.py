@@ -55,7 +55,14 @@ import numpy as np
 from ..magnitude.sets import measure_sets
 from ..magnitude.settings import MagnitudeSettings
 from ..measures.distances import pairwise_distances
-from ..measures.registry import get_measure
+from ..measures.registry import (
+    ScaleView,
+    evaluate,
+    get_measure,
+    get_measure_names,
+    labels,
+    select_measures,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +70,6 @@ __all__ = [
     "MEASURES",
     "MEASURE_LABELS",
     "PAPER_MEASURES",
-    "REGISTRY_NAMES",
     "PAPER_RESULTS",
     "score_sets",
     "isotonic_cv_r2",
@@ -78,20 +84,19 @@ __all__ = [
     "temperature_cap",
     "read_temperature_caps",
     "CAP_COLUMNS",
+    "configured_measures",
 ]
 
 # The experiment's names of its measures: the configuration's ``text.measures`` and the committed
-# tables (results/text/*.csv: rows and headers such as ``mag_area``) spell them so. Each is the
-# registry's measure (diversity_core.measures) under this spelling; ``gm_stds_unit`` (GMStds of
-# the L2-normalised vectors) is the experiment's own variant of ``gmstds``.
-REGISTRY_NAMES = {"mag_area": "magarea", "vendi": "vendi", "avg_sim": "avgsim",
-                  "gm_stds": "gmstds", "gm_stds_unit": "gmstds", "iso_score": "isoscore",
-                  "dc_score": "dcscore"}
-MEASURES = tuple(REGISTRY_NAMES)
+# tables (results/text/*.csv: rows and headers such as ``mag_area``) spell them by the registry's
+# ``column`` (diversity_core.measures). Every measure of a set alone fits; the default list is
+# the registry's measures of a set alone, variants included (``gm_stds_unit``: GMStds of the
+# L2-normalised vectors).
+MEASURES = tuple(get_measure(name).column
+                 for name in get_measure_names(needs_reference=False, defaults=False))
 # Labels of the figures: the registry's as the paper shows them (Figure 3: the Vendi Score is
-# "VS"; Measure.in_paper), and the variant marked.
-MEASURE_LABELS = {name: get_measure(REGISTRY_NAMES[name]).in_paper
-                  + (" (unit)" if name == "gm_stds_unit" else "") for name in MEASURES}
+# "VS"; Measure.in_paper).
+MEASURE_LABELS = labels(MEASURES, paper=True)
 # The measures of the paper's Figure 3 and of its ranking.
 PAPER_MEASURES = ("mag_area", "vendi", "avg_sim", "gm_stds")
 
@@ -102,23 +107,6 @@ PAPER_RESULTS = {
     "avg_sim_share_last": 0.27,
     "gain_over_avg_sim": {"story": 0.12, "resp": 0.07, "prompt": 0.07},
 }
-
-
-def _iso_score_or_zero(X: np.ndarray) -> float:
-    if np.all(X.max(axis=0) == X.min(axis=0)):  # exact, as iso_score tests it
-        return 0.0  # identical responses: no diversity (see the module docstring)
-    with warnings.catch_warnings():
-        # 10 points in hundreds of dimensions: always rank-limited, said once in the docs.
-        warnings.filterwarnings("ignore", message="IsoScore on", category=UserWarning)
-        return get_measure("isoscore")(X)
-
-
-def _gm_stds_unit(X: np.ndarray) -> float:
-    """GMStds of the rows of ``X`` scaled to unit Euclidean norm."""
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("gm_stds_unit: an embedding of norm 0 has no direction.")
-    return get_measure("gmstds")(X / norms)
 
 
 def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | None = None, *,
@@ -140,9 +128,7 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
         single distinct response)
     t_cut : the MagArea integration bound: the median convergence scale of the sets
     """
-    unknown = sorted(set(measures) - set(MEASURES))
-    if unknown:
-        raise ValueError(f"unknown measures {unknown}; known: {MEASURES}.")
+    chosen = _chosen(measures)
     if not len(embeddings):
         raise ValueError("no sets to score.")
     settings = settings or MagnitudeSettings()
@@ -151,7 +137,8 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
     # The reference-free protocol, written once (diversity_core.magnitude.sets): every set's
     # convergence scale in one batch, t_cut their median (a set of identical responses, one
     # distinct point, has none and is left out), every MagArea on [0, t_cut] in one batch.
-    mag = measure_sets(distances, **settings.as_dict(), areas="mag_area" in measures)
+    mag = measure_sets(distances, **settings.as_dict(),
+                       areas=any(m.multi_scale for m in chosen))
     if mag.t_cut is None:
         raise ValueError("every set has a single distinct response: no convergence scale, "
                          "no t_cut.")
@@ -162,14 +149,12 @@ def score_sets(embeddings: Sequence[np.ndarray], settings: MagnitudeSettings | N
     for line in mag.warning_lines():
         log.warning("%s", line)
     t_conv, t_cut = mag.t_conv, mag.t_cut
-    # The registry computes each measure (under this experiment's spelling); the experiment's
-    # own variants wrap it.
-    variants = {"gm_stds_unit": _gm_stds_unit, "iso_score": _iso_score_or_zero}
-    scores = {m: (mag.areas if m == "mag_area"
-                  else np.array([variants[m](X) if m in variants
-                                 else get_measure(REGISTRY_NAMES[m])(X, tau=dc_tau)
-                                 for X in embeddings]))
-              for m in measures}
+    # The registry computes each measure (named by its column); a set of identical responses
+    # has IsoScore 0 (``constant``).
+    scores = {m.column: np.array([
+        evaluate(m, X, where=f"set {i}", tau=dc_tau, constant=0.0,
+                 engine=ScaleView(t_cut, area=mag.areas[i]) if m.multi_scale else None)
+        for i, X in enumerate(embeddings)]) for m in chosen}
     scores["t_conv"] = t_conv
     return scores, float(t_cut)
 
@@ -555,6 +540,23 @@ def read_temperature_caps(path) -> dict[str, float]:
     if not (np.isfinite(caps) & (caps > 0)).all():
         raise ValueError(f"{path}: every cap must be a positive number; got {list(table['cap'])}.")
     return dict(zip(table["task"], caps.astype(float), strict=True))
+
+
+def _chosen(names: Sequence[str]) -> list:
+    """The registry's measures ``names`` spells (as the tables do: each measure's column), and
+    after them every plugin that fits; ``ValueError`` for a name spelt otherwise."""
+    chosen = select_measures(reference=False, scale_rules=("median",), named=names)
+    unknown = [name for name, m in zip(names, chosen, strict=False) if m.column != name]
+    if unknown:
+        raise ValueError(f"unknown measures {unknown}; the text tables spell them "
+                         f"{[get_measure(name).column for name in unknown]}.")
+    return chosen
+
+
+def configured_measures(section: Mapping) -> list[str]:
+    """The text section's ``measures`` (checked against the registry: measures of a set alone)
+    and after them every measure plugin that fits, as the tables name them (their column)."""
+    return [m.column for m in _chosen(section["measures"])]
 
 
 def config_problems(section: Mapping) -> list[str]:

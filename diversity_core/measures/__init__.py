@@ -1,4 +1,5 @@
-"""The measures beside the magnitude engine: the registry of named measures (:mod:`.registry`),
+"""The measures beside the magnitude engine: the registry of named measures (:mod:`.registry`,
+which also takes a user's own measures: :func:`register_plugins`),
 the distances every measure reads (:mod:`.distances`), the reference-free baselines
 (:mod:`.baselines`: Vendi Score, IsoScore, DCScore, AvgSim, GMStds) and the reference-based ones
 (:mod:`.reference_based`: precision/recall/density/coverage, MMD). Magnitude itself is
@@ -14,10 +15,15 @@ from .registry import (
     MEASURES,
     REFERENCE_MEASURES,
     Measure,
+    ScaleView,
     get_measure,
     get_measure_names,
+    measure_from_function,
+    register,
+    register_plugins,
 )
 
 __all__ = ["FREE_MEASURES", "LABELS", "MEASURES", "METRICS", "REFERENCE_MEASURES", "Measure",
-           "avg_sim", "dc_score", "get_measure", "get_measure_names", "gm_stds", "iso_score",
-           "mmd_linear", "mmd_rbf", "pairwise_distances", "prdc", "vendi_score"]
+           "ScaleView", "avg_sim", "dc_score", "get_measure", "get_measure_names", "gm_stds",
+           "iso_score", "measure_from_function", "mmd_linear", "mmd_rbf", "pairwise_distances",
+           "prdc", "register", "register_plugins", "vendi_score"]

@@ -356,16 +356,17 @@ class _Auditor:
             return
         report.rule = record.get("rule")
         self._against_own_record(key, record)
-        script = record["script"]
-        source = (script["root"], script["path"])
-        if self.roots.path(*source).is_file():
-            try:
-                now = self.digest(source)
-            except Unreadable as err:
-                self.notes.append(f"script {self._display(source)} {err.why}.")
-            else:
-                if now != script["sha256"]:
-                    self.code_changed[key] = source
+        for what, code in (("script", record["script"]),
+                           *(("measure plugin", entry) for entry in record.get("measures", []))):
+            source = (code["root"], code["path"])
+            if self.roots.path(*source).is_file():
+                try:
+                    now = self.digest(source)
+                except Unreadable as err:
+                    self.notes.append(f"{what} {self._display(source)} {err.why}.")
+                else:
+                    if now != code["sha256"]:
+                        self.code_changed.setdefault(key, source)
 
     def _against_own_record(self, key, record: dict) -> None:
         report = self.report(key)

@@ -180,7 +180,8 @@ class AuditReport:
             scripts = sorted({self.display(s) for s in self.code_changed.values()})
             more = " ..." if len(scripts) > 4 else ""
             lines.append(f"{len(self.code_changed)} file(s) were made by an earlier version of "
-                         f"their script ({', '.join(scripts[:4])}{more}): not a finding "
+                         f"their script or measure plugin ({', '.join(scripts[:4])}{more}): "
+                         "not a finding "
                          "(`git diff <the record's commit> -- <script>` shows "
                          "what changed; rerun the rule to bring them up to date).")
         if self.notes:

@@ -11,7 +11,9 @@ Every output of every rule gets ``<output>.provenance.json`` (written by the rul
   ``{"root", "path", "sha256", "size"}``; a folder adds ``"kind": "directory"`` and ``"files"``
   (relative path -> SHA-256); an asset under ``resources/`` adds ``"pinned"`` and, from its
   ``.pins.json`` manifest, ``"manifest"``, ``"asset"``, ``"config_key"`` and ``"source"``;
-* ``git`` (commit, dirty), ``python``, ``packages`` (versions).
+* ``git`` (commit, dirty), ``python``, ``packages`` (versions);
+* ``measures``, where a measure from outside the package took part: its module's file, as an
+  entry like the script's (the audit finds what an edited plugin made stale).
 
 Paths are relative to one of three roots, named in ``root``: ``results`` (the configuration's
 ``results_dir``), ``resources`` (``resources_dir``) and ``workdir`` (the workflow's working
@@ -123,12 +125,15 @@ def entries(named_paths: dict[str, list], roots: Roots, hasher: Hasher, **option
 def write_records(outputs: dict[str, list], inputs: dict[str, list], *, roots: Roots,
                   hasher: Hasher, rule: str | None, script, params: dict | None = None,
                   config: dict | None = None, wildcards: dict | None = None,
-                  extra: dict | None = None, input_entries: dict | None = None) -> list[Path]:
+                  extra: dict | None = None, input_entries: dict | None = None,
+                  measures=()) -> list[Path]:
     """Write ``<output>.provenance.json`` beside every output; return their paths.
 
     ``outputs`` and ``inputs`` map the rule's names to lists of paths; ``input_entries``, when
-    given, are the inputs' entries hashed before the script ran (what it read). Every output
-    must exist: a record describes a file that was written.
+    given, are the inputs' entries hashed before the script ran (what it read); ``measures``,
+    the files of the measure plugins whose computation ran (each an entry of field
+    ``measures``, as the script's). Every output must exist: a record describes a file that was
+    written.
     """
     missing = [str(p) for paths in outputs.values() for p in paths if not os.path.exists(p)]
     if missing:
@@ -152,6 +157,9 @@ def write_records(outputs: dict[str, list], inputs: dict[str, list], *, roots: R
         "packages": {name: _version(name) for name in PACKAGES},
         "exponential": _magnitude_exponential(),
     }
+    if measures:
+        common["measures"] = [dict(zip(("root", "path"), roots.locate(path), strict=True),
+                                   sha256=hasher.file(path)[0]) for path in measures]
     written = []
     for paths in outputs.values():
         for path in paths:
@@ -319,6 +327,11 @@ def check_record(record, name: str) -> None:
     # absolute path, root null; the audit only compares its digest, the crate copies it only
     # when its bytes are the recorded ones.
     _check_entry(script, "script", bad, absolute_ok=True)
+    plugins = record.get("measures", [])
+    if not isinstance(plugins, list):
+        raise bad("measures", f"is {_shown(plugins)}, not a list of entries")
+    for i, entry in enumerate(plugins):  # the measure plugins' files: named as the script is
+        _check_entry(entry, f"measures[{i}]", bad, absolute_ok=True)
     for group in ("inputs", "outputs"):
         named = record.get(group)
         if not isinstance(named, dict):

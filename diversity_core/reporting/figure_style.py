@@ -15,14 +15,15 @@ written without timestamps, so a rerun gives the same bytes.
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from cycler import cycler
 
 from ..atomic import atomic_path
 
-__all__ = ["COLOUR_MAP", "DIVERGING_MAP", "MEASURE_COLOURS", "OKABE_ITO", "PAIR", "PALETTE",
-           "STYLE", "save_figure", "write_figure"]
+__all__ = ["COLOUR_MAP", "DEFAULT_PALETTE", "DIVERGING_MAP", "MEASURE_COLOURS", "OKABE_ITO",
+           "PAIR", "PALETTE", "STYLE", "MeasureColours", "save_figure", "write_figure"]
 
 # Okabe–Ito (yellow, #F0E442, is left out: it is too light for lines on white).
 OKABE_ITO = {
@@ -37,9 +38,23 @@ OKABE_ITO = {
 }
 PALETTE = list(OKABE_ITO.values())
 
+# Colours for measures the table below does not name (a user's): Paul Tol's muted scheme, also
+# safe for colour-vision deficiency, one chosen from the measure's name (the same in every run).
+DEFAULT_PALETTE = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
+                   "#882255", "#AA4499")
+
+
+class MeasureColours(dict):
+    """Measure name -> colour; a name it does not hold gets one of :data:`DEFAULT_PALETTE`,
+    chosen from the name."""
+
+    def __missing__(self, name: str) -> str:
+        return DEFAULT_PALETTE[zlib.crc32(str(name).encode()) % len(DEFAULT_PALETTE)]
+
+
 # One colour per measure across figures: magnitude in vermillion (the paper's measure), the
 # reference-based baselines and the reference-free ones in the other colours.
-MEASURE_COLOURS = {
+MEASURE_COLOURS = MeasureColours({
     "magdiff": OKABE_ITO["vermillion"],
     "magarea": OKABE_ITO["vermillion"],
     "mag_half_tconv": OKABE_ITO["reddish_purple"],
@@ -52,10 +67,10 @@ MEASURE_COLOURS = {
     "mmd_linear": OKABE_ITO["grey"],
     "avgsim": OKABE_ITO["blue"],
     "gmstds": OKABE_ITO["bluish_green"],
-    "gmstdsunit": OKABE_ITO["reddish_purple"],  # GMStds of L2-normalised vectors
+    "gmstds_unit": OKABE_ITO["reddish_purple"],  # GMStds of L2-normalised vectors
     "isoscore": OKABE_ITO["sky_blue"],
     "dcscore": OKABE_ITO["orange"],
-}
+})
 # Two conditions compared in one panel (e.g. sequential vs simultaneous mode dropping).
 PAIR = (OKABE_ITO["vermillion"], OKABE_ITO["blue"])
 # Continuous colour scale (e.g. curvature), and one for signed values centred on 0.

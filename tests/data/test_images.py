@@ -345,7 +345,7 @@ def test_scores_fall_when_modes_drop():
         assert means["coverage", 0.9] < means["coverage", 0.0], scenario
     # at fraction 0 both scenarios score the same sets
     assert out["sequential"]["recall", 0.0] == out["simultaneous"]["recall", 0.0]
-    with pytest.raises(ValueError, match="unknown metrics"):
+    with pytest.raises(ValueError, match="unknown measure 'fid'"):
         protocol.mode_dropping_scores(reference, pools, scenario="sequential", fractions=[0.0],
                                  k=3, metrics=["fid"])
 

@@ -170,3 +170,26 @@ def test_strict_assets_refuses_unpinned_assets_before_any_job(tmp_path):
     # Not strict (the default): the same configuration plans its jobs.
     done = _dry_run(tmp_path, "text_temperature", configfile=paper)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("override, message", [
+    ('measures={"plugins": ["tests.support.toy_measures:magarea"]}',
+     "measures.plugins: measure plugin tests.support.toy_measures:magarea: the name 'magarea' is "
+     "taken by a built-in measure; rename it."),
+    ('measures={"plugins": ["tests.support.toy_measures:two_sets"]}',
+     "measures.plugins: measure plugin tests.support.toy_measures:two_sets: two_sets's compute "
+     "cannot be called as compute(X, reference)"),
+    ('measures={"plugins": ["no_such_module:f"]}',
+     "measures.plugins: measure plugin no_such_module:f: module no_such_module does not import"),
+    ('images={"metrics": ["recall", "renyi"]}',
+     "images.metrics ['recall', 'renyi']: unknown measure 'renyi'; known: magarea"),
+])
+def test_measures_are_checked_against_the_registry_when_the_configuration_is_read(
+        override, message, tmp_path):
+    """A measure plugin that cannot join, or a name the registry does not hold, fails the dry
+    run in one line naming the key (no enum of names in the schema)."""
+    done = _dry_run(tmp_path, "image_mode_dropping", override,
+                    configfile=tiny_config("image_mode_dropping"))
+    assert done.returncode != 0
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if message in line]
+    assert len(lines) == 1, done.stderr[-3000:]

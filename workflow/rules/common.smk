@@ -422,11 +422,39 @@ def _coerced(value, node):
 CONFIG_CHECKS = {"magnitude": "diversity_core.magnitude.settings"}
 
 
+# Sections that name their measures (section name -> key): each list is checked against the
+# registry of measures and completed by the plugins that fit its experiment's protocol (the
+# section's module's configured_measures(section)).
+MEASURE_LISTS = {}
+
+
+def check_measures(config):
+    """The measure plugins (measures.plugins, and the installed packages' entry points) join
+    the registry, one line if one cannot (it does not import, has the wrong signature, or takes
+    a built-in name); then every section's list of measures is checked against the registry and
+    completed by the plugins that fit."""
+    _package_importable()
+    registry = importlib.import_module("diversity_core.measures.registry")
+    try:
+        registry.register_plugins(config["measures"]["plugins"])
+    except registry.PluginError as err:
+        _refuse([f"measures.plugins: {err}"])
+    problems = []
+    for section, key in MEASURE_LISTS.items():
+        protocol = importlib.import_module(CONFIG_CHECKS[section])
+        try:
+            # in place: the rules read the lists they were given when they were defined
+            config[section][key][:] = protocol.configured_measures(config[section])
+        except ValueError as err:
+            problems.append(f"{section}.{key} {config[section][key]}: {err}")
+    _refuse(problems)
+
+
 def check_config(config):
     """Stop the run listing every violation of a registered section's constraints, one line
     each naming its key, before any job runs; a violation would otherwise fail a job
     mid-pipeline with a library message that names no key, or not at all."""
-    _package_importable()
+    check_measures(config)
     problems = [problem for section, module in CONFIG_CHECKS.items()
                 for problem in importlib.import_module(module).config_problems(config[section])]
     device_problem = importlib.import_module("diversity_core.device").device_problem  # by name

@@ -21,6 +21,7 @@ IMG_ENV = "../../envs/torch.yaml"
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
 CONFIG_CHECKS["images"] = "diversity_core.experiments.image_mode_dropping"
+MEASURE_LISTS["images"] = "metrics"
 
 EXPERIMENT_TARGETS["image_mode_dropping"] = [
     results(IMG, "mode_dropping.csv"),

@@ -32,6 +32,7 @@ wildcard_constraints:
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
 CONFIG_CHECKS["text"] = "diversity_core.experiments.text_temperature"
+MEASURE_LISTS["text"] = "measures"
 
 EXPERIMENT_TARGETS["text_temperature"] = [
     results(TEXT, "r2_scores.csv"),

@@ -1,0 +1,58 @@
+"""End to end: measures from a module outside the package (tests/support/toy_measures.py),
+enabled only through the configuration's ``measures.plugins``, run through every tiny experiment
+whose protocol fits them and appear in its tables beside the built-in measures, with their
+module's digest in the provenance records; no file of the project changes."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from workflow_runner import REPO, run_snakemake, tiny_config
+
+pytestmark = pytest.mark.slow
+
+RESOURCES = REPO / "resources"
+PLUGINS = ["tests.support.toy_measures:mean_nn", "tests.support.toy_measures:NN_TO_REFERENCE"]
+FREE, AGAINST, LABEL = "mean_nn", "nn_to_reference", "Mean NN distance"
+
+# experiment -> (table, its measure column, the plugins' names in it)
+TABLES = {
+    "axioms": ("axioms/axioms.csv", "measure", {LABEL}),
+    "image_mode_dropping": ("images/mode_dropping.csv", "metric", {FREE, AGAINST}),
+    "model_distinguishing": ("models/table2.csv", "measure", {LABEL}),
+    "graph_mode_collapse": ("graphs/summary.csv", "metric", {AGAINST}),
+    "text_temperature": ("text/r2_scores.csv", "measure", {FREE}),
+}
+
+
+def _status() -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def plugin_config(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("plugins") / "plugins.yaml"
+    path.write_text(yaml.safe_dump({"measures": {"plugins": PLUGINS}}))
+    return path
+
+
+@pytest.mark.parametrize("experiment", list(TABLES))
+def test_a_plugin_runs_through_the_experiment(experiment, plugin_config, tmp_path):
+    before = _status()
+    run_snakemake(experiment, "--configfile", str(tiny_config(experiment)), str(plugin_config),
+                  "--config", f"results_dir={tmp_path / 'results'}",
+                  f"resources_dir={RESOURCES}")
+    assert _status() == before  # no file of the project changed
+    table, column, names = TABLES[experiment]
+    path = tmp_path / "results" / table
+    found = set(pd.read_csv(path)[column])
+    assert names <= found and len(found) > len(names)  # beside the built-in measures
+    # The records of the files whose jobs computed a plugin name its module, with its digest.
+    records = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.provenance.json")]
+    touched = [r["measures"] for r in records if r.get("measures")]
+    assert touched and all([e["path"] for e in entries] == ["tests/support/toy_measures.py"]
+                           for entries in touched)
