@@ -126,6 +126,18 @@ def test_batch_members_integrate_as_single_spaces():
     np.testing.assert_allclose(batch, single, rtol=1e-9)
 
 
+def test_the_large_path_integrates_by_the_same_rule():
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    X = clustered(400, 6, seed=3)
+    D = dc.pairwise_distances(X)
+    t_cut = dc.convergence_scale(D)
+    dense = dc.mag_area(MagnitudeSpace(D), t_cut, method="hermite")
+    large = LargeMagnitudeSpace(X)
+    assert dc.mag_area(large, t_cut, method="hermite") == pytest.approx(dense, rel=1e-6)
+    assert large.area_error["relative"] <= 1e-6
+
+
 def test_settings_and_the_configuration_name_it():
     settings = MagnitudeSettings.from_config({"integration": "hermite"})
     D = dc.pairwise_distances(clustered(60, 4, seed=1))
