@@ -4,22 +4,11 @@ with the default rule, and the scales it solves."""
 
 import numpy as np
 import pytest
-from point_clouds import clustered
+from point_clouds import clustered, equidistant, line
 
 import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, _quadrature, mag_areas
 from diversity_core.magnitude.settings import MagnitudeSettings
-
-
-def equidistant(n, d):
-    D = np.full((n, n), float(d))
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
-def line(x):
-    x = np.asarray(x, dtype=float)
-    return np.abs(x[:, None] - x[None, :])
 
 
 def solved_scales(space: MagnitudeSpace) -> set:
