@@ -4,7 +4,7 @@ beside the default ``method="chebyshev"``).
     python benchmarks/bench_quadrature_rule.py                 # writes the CSV below
     python benchmarks/bench_quadrature_rule.py --out other.csv
 
-For Euclidean, cosine and cityblock clouds of 50 to 3,000 points (clustered: ``bench_gpu.py``'s
+For Euclidean, cosine and cityblock clouds of 50 to 10,000 points (clustered: ``bench_gpu.py``'s
 ten Gaussian clusters; uniform: the unit cube, or standard normal points for cosine), each at
 several convergence targets, on the dense NumPy engine:
 
@@ -58,6 +58,15 @@ CLOUDS = [
     ("cityblock", "clustered", 1000, 20, (0.5, 0.95, 0.99)),
     ("cityblock", "uniform", 300, 5, (0.5, 0.95, 0.99)),
     ("cityblock", "uniform", 1500, 8, (0.95, 0.99)),
+    ("euclidean", "clustered", 10_000, 64, (0.95,)),
+    # More clouds and targets, drawn after the rule's error estimate was chosen on the above.
+    ("euclidean", "clustered", 200, 5, (0.5, 0.9, 0.95, 0.99)),
+    ("euclidean", "uniform", 400, 6, (0.7, 0.95, 0.99)),
+    ("cosine", "clustered", 400, 64, (0.5, 0.9, 0.95)),
+    ("cosine", "uniform", 300, 4, (0.5, 0.95, 0.99)),
+    ("cityblock", "clustered", 500, 10, (0.5, 0.95, 0.99)),
+    ("cityblock", "uniform", 200, 3, (0.5, 0.95, 0.99)),
+    ("euclidean", "clustered", 700, 128, (0.6, 0.95, 0.98)),
 ]
 COLUMNS = ["metric", "n", "d", "kind", "target", "t_conv", "search_solves",
            "cc25_solves", "cc25_rel_error", "cc25_rel_estimate",

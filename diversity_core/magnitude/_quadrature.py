@@ -261,10 +261,11 @@ def _hermite_panel(slope, f0: float, t_cut: float) -> tuple[float, float]:
 
     The estimate is the exact integral of the polynomial of degree 24 that takes the 13 values
     and the 12 derivatives (25 conditions; not f'(0): no factorisation gives Mag'(0), Z_0 being
-    singular). Its error is estimated by t_cut / 2 times the sum of the absolute values of that
-    polynomial's last four Chebyshev coefficients (the terms the grid barely resolves, as
-    :func:`_cc_panel` reads its last four); ``benchmarks/bench_quadrature_rule.py`` measures it
-    against the true error. The rule is exact to degree 24 but errs by about 4 times each
+    singular). Its error is estimated by the integral that the last four terms of that
+    polynomial's Chebyshev series could have at most, t_cut times the sum of their
+    coefficients' absolute values (∫|T_k| <= 2 on [-1, 1]; the terms the grid barely resolves,
+    as :func:`_cc_panel` reads its last four). ``benchmarks/bench_quadrature_rule.py`` measures
+    it against the true error. The rule is exact to degree 24 but errs by about 4 times each
     further Chebyshev coefficient (a Gauss-type rule; Clenshaw–Curtis errs little on the modes
     just beyond its grid), so it is only a few times more accurate than Clenshaw–Curtis on the
     same 13 scales.
@@ -289,7 +290,7 @@ def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float):
     degree = coef.shape[-1] - 1
     even = np.arange(0, degree + 1, 2)
     estimate = half * np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2), axis=-1)
-    error = half * np.abs(coef[..., -4:]).sum(axis=-1)
+    error = t_cut * np.abs(coef[..., -4:]).sum(axis=-1)
     return estimate, error
 
 
