@@ -16,15 +16,9 @@ from collections.abc import Mapping
 
 from .._memory import MemoryNeedError
 from ..device import Device, parse_device
-from ..magnitude import available_memory, magnitude_memory, space_path
+from ..magnitude import available_memory, magnitude_plan
 
-__all__ = ["check_memory", "large_path", "required_memory"]
-
-
-def large_path(n_points: int, metric: str) -> bool:
-    """Whether the engine's ``auto`` path measures this set on its large-n path (which knows
-    the Euclidean and cosine distances only)."""
-    return metric in ("euclidean", "cosine") and space_path(n_points) == "large"
+__all__ = ["check_memory", "required_memory"]
 
 
 def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = "cosine",
@@ -33,8 +27,10 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
     """Peak memory of :func:`~diversity_core.compare` (and of ``score``) on sets of these
     sizes, in bytes, and the set that needs the most.
 
-    Every dense set's distance matrix is held until the end (8 bytes a pair, and as much again
-    for the batch's copies); on top of that the largest single need: the engine's
+    Each set's path and bytes are the engine's answer,
+    :func:`~diversity_core.magnitude.magnitude_plan`. Every dense set's distance matrix is held
+    until the end (8 bytes a pair, and as much again for the batch's copies); on top of that the
+    largest single need: the engine's
     :func:`~diversity_core.magnitude.magnitude_memory` of a set (its similarity buffers; the
     large-n path for sets beyond 10,000 points, plus a copy of the points for the baselines,
     which work in blocks or on the d × d covariance), and with a ``reference`` PRDC's and MMD's
@@ -44,7 +40,7 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
     points is prepared on the device from its points (its memory is the device's, checked by
     :func:`~diversity_core.magnitude.device_path`): the host holds its points only.
     """
-    on_device = parse_device(device).engine == "torch"
+    device = parse_device(device)
     held, peak, worst = 0, 0, None
     n_ref = sizes[reference] if reference is not None else 0
     for name, n in sizes.items():
@@ -53,13 +49,10 @@ def required_memory(sizes: Mapping[str, int], n_features: int, *, metric: str = 
             continue
         if not magnitude:
             need = 16 * n * n_features
-        elif large_path(n, metric) and on_device:
-            need = 32 * n * n_features + 64 * 8 * n
-        elif large_path(n, metric):
-            need = magnitude_memory(n, n_features) + 16 * n * n_features
-        else:
-            held += 16 * n * n
-            need = magnitude_memory(n, n_features, path="dense")
+        else:  # the engine's own answer (path and bytes) for this set on this device
+            plan = magnitude_plan(n, n_features, metric=metric, device=device)
+            held += plan.held_bytes
+            need = plan.peak_bytes
         if reference is not None and name != reference:
             need = max(need, 8 * (n + n_ref) ** 2)
         if need > peak:

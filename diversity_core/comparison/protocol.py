@@ -66,10 +66,8 @@ from .._validation import check_embeddings, named_reason
 from ..device import free_memory
 from ..magnitude import (
     DIFF_NORMALISATIONS,
-    device_path,
+    magnitude_plan,
     magnitude_space,
-    torch_large_memory,
-    torch_magnitude_memory,
 )
 
 # The progress bar and the warnings kept as a set's notes are the protocol's own.
@@ -95,7 +93,7 @@ from ..measures.registry import (
     get_measure_names,
     prdc_values,
 )
-from .memory import check_memory, large_path
+from .memory import check_memory
 
 __all__ = ["Comparison", "compare"]
 
@@ -334,12 +332,11 @@ def _device_paths(names, arrays, metric: str, device) -> dict[str, str]:
     free = free_memory(device)
     left, chosen = free, {}
     for name, X in sorted(zip(names, arrays, strict=True), key=lambda item: -item[1].shape[0]):
-        n, d = X.shape
-        where = device_path(n, d, device, metric=metric,
-                            memory_limit=None if left == free else left)
-        if where == "large" or large_path(n, metric):
+        plan = magnitude_plan(*X.shape, metric=metric, device=device)
+        where = plan.device_path(memory_limit=None if left == free else left)
+        if where is not None:
             chosen[name] = where
-            left -= torch_magnitude_memory(n, d) if where == "dense" else torch_large_memory(n, d)
+            left -= plan.device_bytes(where)
     return chosen
 
 
@@ -455,7 +452,7 @@ def compare(sets, reference=None, t_cut: float | None = None, *, names=None,
                     # dense memory: the set is prepared on the device from its points
                     distances.append(magnitude_space(X, metric, path=on_device[name],
                                                      device=device))
-                elif large_path(X.shape[0], metric):
+                elif magnitude_plan(*X.shape, metric=metric).path == "large":
                     distances.append(magnitude_space(X, metric, path="large",
                                                      threads=large_threads))
                 else:

@@ -115,6 +115,7 @@ from .api import DEFAULT_T_CONV_RTOL as DEFAULT_T_CONV_RTOL
 from .api import DEFAULT_TARGET as DEFAULT_TARGET
 from .api import DIFF_NORMALISATIONS as DIFF_NORMALISATIONS
 from .api import (
+    MagnitudePlan,
     available_memory,
     convergence_scale,
     convergence_scales,
@@ -125,6 +126,7 @@ from .api import (
     magnitude_function,
     magnitude_functions,
     magnitude_memory,
+    magnitude_plan,
     magnitude_space,
     magnitude_weights,
     reference_based_t_cut,
@@ -160,6 +162,8 @@ __all__ = [
     "MagnitudeBatchError",
     "magnitude_memory",
     "magnitude_space",
+    "magnitude_plan",
+    "MagnitudePlan",
     "space_path",
     "available_memory",
     "allowed_threads",

@@ -462,7 +462,8 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
             for i in group:
                 with _member_warnings(i):
                     out[i] = _integrate(lambda t, i=i: _one(batch, i, t), float(T),
-                                        method=method, rtol=rtol, n_ts=n_ts)
+                                        method=method, rtol=rtol, n_ts=n_ts,
+                                        slope=lambda t, i=i: _one_slope(batch, i, t))
     return _finish(out, failures, errors)
 
 
@@ -485,6 +486,11 @@ def _member_warnings(i: int):
 
 def _one(batch: PreparedBatch, i: int, t: float) -> float:
     return 1.0 if t == 0.0 else float(batch.evaluate([i], [t])[0][0])
+
+
+def _one_slope(batch: PreparedBatch, i: int, t: float) -> tuple[float, float]:
+    mag, dmag = batch.evaluate([i], [t], derivative=True)
+    return float(mag[0]), float(dmag[0])
 
 
 def _chebyshev_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rtol: float):

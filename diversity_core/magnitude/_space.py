@@ -195,6 +195,8 @@ class MagnitudeSpace(_Operations):
         # scale -> estimated error of the cached Mag, where a MagArea asked for less than full
         # accuracy (see _integrate); absent: full accuracy
         self._cache_error: dict[float, float] = {}
+        # scale -> dMag/dt, as magnitude_and_derivative computed it (read by the Hermite rule)
+        self._slopes: dict[float, float] = {}
 
     @property
     def fallbacks(self) -> list[dict]:
@@ -257,7 +259,16 @@ class MagnitudeSpace(_Operations):
         if float(t) not in self._cache or float(t) in self._cache_error:
             self._cache[float(t)] = mag
             self._cache_error.pop(float(t), None)
+        self._slopes[float(t)] = dmag
         return mag, dmag
+
+    def _known_slope(self, t: float) -> tuple[float, float]:
+        """Mag(t) and dMag/dt, solved only if this space has not computed both at t to full
+        accuracy already (the convergence-scale search's last scale is MagArea's t_cut)."""
+        t = float(t)
+        if t in self._slopes and not self._needs_solve(t):
+            return self._cache[t], self._slopes[t]
+        return self.magnitude_and_derivative(t)
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea, its scales solved only as accurately as the integral needs.
@@ -271,10 +282,12 @@ class MagnitudeSpace(_Operations):
         and every scale outside an integral, are solved to full accuracy (the allowed error is
         an argument of :meth:`magnitude`, not a state of the solver)."""
         t_cut = float(check_scales(t_cut, name="t_cut")[0])
-        if method != "chebyshev" or t_cut == 0.0:
+        if method not in ("chebyshev", "hermite") or t_cut == 0.0:
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
-        # Only conjugate gradients can use a looser accuracy.
-        atol = rtol * abs(self.magnitude(t_cut)) / 16 if self._solver.uses_cg else 0.0
+        # Only conjugate gradients can use a looser accuracy (the Hermite rule's own scales are
+        # solved in full: their derivatives need the weighting).
+        top = self._known_slope(t_cut)[0] if method == "hermite" else self.magnitude(t_cut)
+        atol = rtol * abs(top) / 16 if self._solver.uses_cg else 0.0
 
         def magnitude(t: float) -> float:
             return self.magnitude(t, atol=atol)
@@ -290,7 +303,7 @@ class MagnitudeSpace(_Operations):
 
         try:
             return _integrate(magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                              announce=announce)
+                              announce=announce, slope=self._known_slope)
         finally:
             self._solver.buffer.announce_pairs([], None, None)
 

@@ -362,7 +362,8 @@ class TorchMagnitudeSpace(_Operations):
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea on [0, t_cut] by the engine's quadrature (see :func:`mag_area`)."""
         with self._phase_of("mag_area"):
-            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
+            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
+                              slope=self.magnitude_and_derivative)
 
     def release(self) -> None:
         """Free the similarity buffer (the distance matrix stays)."""

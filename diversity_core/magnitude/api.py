@@ -4,6 +4,8 @@ and :mod:`diversity_core`). Each takes a distance matrix or a prepared
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .._memory import (  # what magnitude_space and compare measure against
@@ -21,12 +23,12 @@ from ._common import (  # the package's defaults, written once there
     DEFAULT_T_CONV_RTOL,
     DEFAULT_TARGET,
 )
-from ._large import LargeMagnitudeSpace, large_memory
+from ._large import LARGE_METRICS, LargeMagnitudeSpace, large_memory
 from ._similarity import pair_memory
 from ._solver import FLOAT32_CG_FROM
 from ._space import MagnitudeSpace, as_space
-from ._torch import TorchMagnitudeSpace
-from ._torch_large import TorchLargeMagnitudeSpace, device_path
+from ._torch import TorchMagnitudeSpace, torch_magnitude_memory
+from ._torch_large import TorchLargeMagnitudeSpace, device_path, torch_large_memory
 
 __all__ = [
     "magnitude_function",
@@ -41,6 +43,8 @@ __all__ = [
     "magnitude_functions",
     "mag_areas",
     "magnitude_memory",
+    "magnitude_plan",
+    "MagnitudePlan",
     "magnitude_space",
     "available_memory",
 ]
@@ -140,11 +144,18 @@ def mag_area(
         :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)
     t_cut : float
         Upper end of the integration interval (see :func:`reference_free_t_cut`).
-    method : {"chebyshev", "quad", "trapezoid"}
+    method : {"chebyshev", "hermite", "quad", "trapezoid"}
         ``chebyshev`` (default): Clenshaw–Curtis on nested Chebyshev grids (13, 25, 49, ...
         scales, end points included), refined until the error estimated from the trailing
         Chebyshev coefficients is below ``rtol`` (relative; default 1e-6: the estimate is
-        conservative, true errors were 3 to 100 times smaller). ``quad``: scipy's adaptive
+        conservative, true errors were 3 to 100 times smaller). ``hermite``: values and
+        derivatives ``dMag/dt`` (one solve gives both; the derivative costs an O(n²) product)
+        on the 13 scales of the first Chebyshev grid, integrated exactly by their interpolant
+        of degree 24; where its
+        estimated error exceeds ``rtol``, ``chebyshev`` on the same scales and the finer ones.
+        It solves 11 scales instead of 23 where the 13 suffice (the convergence-scale search
+        has solved t_cut), and as many as ``chebyshev`` elsewhere
+        (``benchmarks/results/quadrature_rule.csv``). ``quad``: scipy's adaptive
         Gauss–Kronrod to ``rtol`` (about twice the evaluations). ``trapezoid``: the paper's rule
         on ``n_ts`` evenly spaced scales in [0, t_cut], 0 included (magnipy's default is 30; the
         paper era used 10); its error is not controlled.
@@ -358,6 +369,74 @@ def magnitude_memory(n_points: int, n_features: int, *, path: str = "auto") -> i
         return large_memory(n, d)
     per_pair = 8 + 8 + 1 + (4 if n >= FLOAT32_CG_FROM else 0)  # D, Z, duplicate mask, Z32
     return per_pair * n * n + pair_memory(n) + 2 * 8 * n * d + 64 * 8 * n + 300 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class MagnitudePlan:
+    """How the engine measures one set of points, and what that costs: the answer of
+    :func:`magnitude_plan`, which ``compare`` and ``score`` ask for every set.
+
+    Attributes
+    ----------
+    n_points, n_features : int
+    metric : str
+    device : Device
+    path : {"dense", "large"}
+        The engine's path on the host: ``large`` for a set beyond the dense path's size (10,000
+        points) whose metric the large-n path knows (Euclidean, cosine), prepared from its
+        points (:func:`magnitude_space`); else ``dense``, from its distance matrix.
+    held_bytes : int
+        Host bytes a comparison holds for the set until its end: on the dense path its float64
+        distance matrix and the batch's copy (16 bytes a pair), else 0.
+    peak_bytes : int
+        Host bytes of the set's own convergence scale and MagArea on top of what is held: on
+        the dense path :func:`magnitude_memory`; on the large path :func:`magnitude_memory`
+        and the baselines' copy of the points (16 bytes a coordinate), or on a torch device
+        (where such a set is prepared) the points only.
+    """
+
+    n_points: int
+    n_features: int
+    metric: str
+    device: Device
+    path: str
+    held_bytes: int
+    peak_bytes: int
+
+    def device_path(self, memory_limit: int | None = None) -> str | None:
+        """On a torch device, where the set is prepared there from its points: ``"dense"`` or
+        ``"large"`` (:func:`device_path` against ``memory_limit``, default the device's free
+        memory; refused there in one line if neither fits) for a set on the large path or one
+        the device does not hold dense; else None (the batch holds it). None on the NumPy
+        engine."""
+        if self.device.engine != "torch":
+            return None
+        where = device_path(self.n_points, self.n_features, self.device,
+                            memory_limit=memory_limit, metric=self.metric)
+        return where if where == "large" or self.path == "large" else None
+
+    def device_bytes(self, where: str) -> int:
+        """Device bytes of the set prepared there on ``where`` (``dense``, ``large``)."""
+        return (torch_magnitude_memory(self.n_points, self.n_features) if where == "dense"
+                else torch_large_memory(self.n_points, self.n_features))
+
+
+def magnitude_plan(n_points: int, n_features: int, *, metric: str = "euclidean",
+                   device: Device | str = "cpu") -> MagnitudePlan:
+    """Which path the engine takes for a set of ``n_points`` × ``n_features`` points under
+    ``metric`` on ``device``, and how much memory it needs there: the one place where the
+    size threshold of the large-n path and the byte counts of each path meet (see
+    :class:`MagnitudePlan`; the device's own choice, which depends on its free memory, is
+    :meth:`MagnitudePlan.device_path`)."""
+    n, d = int(n_points), int(n_features)
+    device = parse_device(device)
+    large = metric in LARGE_METRICS and space_path(n) == "large"
+    if not large:
+        return MagnitudePlan(n, d, metric, device, "dense", 16 * n * n,
+                             magnitude_memory(n, d, path="dense"))
+    peak = (32 * n * d + 64 * 8 * n if device.engine == "torch"
+            else magnitude_memory(n, d, path="large") + 16 * n * d)
+    return MagnitudePlan(n, d, metric, device, "large", 0, peak)
 
 
 def magnitude_space(X, metric: str = "euclidean", *, path: str = "auto",

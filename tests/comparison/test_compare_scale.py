@@ -13,6 +13,7 @@ from diversity_core.cli.main import main
 from diversity_core.comparison import memory as compare_memory
 from diversity_core.comparison import protocol as comparison
 from diversity_core.magnitude import MagnitudeSpace
+from diversity_core.magnitude import api as magnitude_api
 from diversity_core.magnitude import sets as magnitude_sets
 
 
@@ -214,7 +215,7 @@ def _large_solves(monkeypatch) -> list:
     solve = LargeMagnitudeSpace._solve
     monkeypatch.setattr(LargeMagnitudeSpace, "_solve",
                         lambda self, t, **kw: solved.append(t) or solve(self, t, **kw))
-    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    monkeypatch.setattr(magnitude_api, "_DENSE_MAX_POINTS", 99)
     return solved
 
 
@@ -228,7 +229,7 @@ def _spaces_seen_with_a_low_threshold(monkeypatch) -> list:
         seen.extend(type(D) for D in matrices)
         return seam(matrices, *args, **kwargs)
 
-    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    monkeypatch.setattr(magnitude_api, "_DENSE_MAX_POINTS", 99)
     monkeypatch.setattr(comparison, "_magnitude_of_sets", spy)
     return seen
 
@@ -248,7 +249,7 @@ def test_the_large_path_keeps_every_allowed_thread_inside_compare(monkeypatch):
         return counted[-1]
 
     monkeypatch.setattr(LargeMagnitudeSpace, "_thread_count", spy)
-    monkeypatch.setattr(comparison, "large_path", lambda n, metric: n >= 100)
+    monkeypatch.setattr(magnitude_api, "_DENSE_MAX_POINTS", 99)
     with threadpool_limits(limits=2, user_api="blas"):
         expected = allowed_threads()  # min(2, the usable cores)
         dc.compare({"big": np.random.default_rng(0).normal(size=(150, 4)),

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from point_clouds import equidistant, line
 from scipy import integrate
 
 import diversity_core as dc
@@ -18,17 +19,6 @@ from diversity_core.magnitude import (
     _similarity,
     _solver,
 )
-
-
-def equidistant(n, d):
-    D = np.full((n, n), float(d))
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
-def line(x):
-    x = np.asarray(x, dtype=float)
-    return np.abs(x[:, None] - x[None, :])
 
 
 def k32():
