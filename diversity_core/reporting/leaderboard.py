@@ -66,6 +66,9 @@ class Test:
     tie: str
     read: Callable[[Path], dict[str, Score]]
     digits: int = 3
+    # Rows that name no measure of the catalogue are the file's baselines of another kind (Table
+    # 1's SVR regresses on the whole distance matrix), not diversity measures: left out.
+    measures_only: bool = False
 
 
 def _csv(folder: Path, name: str, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -172,7 +175,7 @@ def _read_axioms(folder: Path) -> dict[str, Score]:
 TESTS: tuple[Test, ...] = (
     Test("curvature", "curvature", ("curvature/table1.csv",),
          "cross-validated MSE of the curvature regressed on the measure", False,
-         "overlapping mean ± sd over the folds", _read_curvature),
+         "overlapping mean ± sd over the folds", _read_curvature, measures_only=True),
     Test("text", "text_temperature", ("text/r2_scores.csv", "text/ranking.csv"),
          "median R² of the temperature predicted from the measure, over tasks and models; "
          "beside it the median rank over the resamples", True,
@@ -270,6 +273,8 @@ def leaderboard(results_dir, experiments, measures: Mapping) -> pd.DataFrame:
         variants: dict[str, list[tuple[str, Score]]] = {}
         for raw, score in test.read(results_dir).items():
             name, variant = resolve_name(raw, measures)
+            if test.measures_only and name not in measures:
+                continue
             note = "; ".join(part for part in (variant, score.note) if part)
             variants.setdefault(name, []).append(dataclasses.replace(score, note=note))
             if name not in order:

@@ -101,8 +101,10 @@ def test_overlapping_bands_share_a_rank_and_a_clear_lead_does_not(tmp_path):
 
 
 def test_a_measure_keeps_its_best_variant(tmp_path):
+    # Table 1's SVR on the distance matrix is no diversity measure: no row, though it is best.
     _curvature(tmp_path, [("MagArea (quantile)", 0.30, 0.01),
-                          ("MagArea (piecewise linear)", 0.10, 0.01), ("vendi", 0.2, 0.01)])
+                          ("MagArea (piecewise linear)", 0.10, 0.01), ("vendi", 0.2, 0.01),
+                          ("SVR (distance-matrix quantiles)", 0.02, 0.002)])
     board = _board(tmp_path, ["curvature"])
     assert board.loc["magarea", "curvature"] == pytest.approx(0.10)
     assert board["curvature_rank"].to_dict() == {"magarea": 1, "vendi": 2}
