@@ -7,10 +7,8 @@ The agreement with magnipy's ``Diversipy`` is in tests/comparison/test_compare_m
 import io
 import json
 import math
-import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -402,21 +400,6 @@ def test_diversity_core_console_script_and_dash_m(files):
     proc = subprocess.run([sys.executable, "-m", "diversity_core", "compare", *paths[:2],
                            "--csv"], capture_output=True, text=True, check=True)
     assert proc.stdout.startswith("set,role,n_points_in_file")
-
-
-def test_documented_example_is_what_the_command_prints(tmp_path, capsys, monkeypatch):
-    """The worked example of docs/compare.md: its recipe, run, prints the output shown."""
-    section = (Path(__file__).resolve().parents[2] / "docs" / "compare.md").read_text()
-    recipe = section.split("```python\n", 1)[1].split("```", 1)[0]
-    shown = section.split("```\n$ ", 1)[1].split("```", 1)[0]
-    command, expected = shown.split("\n", 1)
-    monkeypatch.chdir(tmp_path)
-    exec(compile(recipe, "README recipe", "exec"), {})
-    argv = shlex.split(command)[3:]  # after "python -m diversity_core"
-    assert main(argv) == 0
-    printed = capsys.readouterr().out
-    assert printed.startswith(expected), (printed, expected)
-    assert (tmp_path / "compare.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_cli_tables_need_no_matplotlib(files):
