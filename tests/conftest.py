@@ -79,6 +79,19 @@ def pytest_sessionfinish(session):
             log.writelines(f"{cpu:.1f}\t{name}\n" for name, cpu in _CPU_BY_FILE.items())
 
 
+@pytest.fixture(autouse=True)
+def _registry_unchanged():
+    """The measure registry is one table every reader shares: a test that registers a measure
+    restores it (tests/measures/test_plugins.py's ``clean_registry``) or runs in a process of
+    its own, and the test that leaves a measure behind fails here, not a later test that
+    happens to share its worker."""
+    from diversity_core.measures.registry import MEASURES
+    before = list(MEASURES)
+    yield
+    after = list(MEASURES)
+    assert after == before, f"the test left the measure registry changed: {before} -> {after}"
+
+
 @pytest.fixture(scope="session")
 def magnipy():
     """The bridge to the reference library magnipy 1.0.0 (tests/support/magnipy_bridge.py).

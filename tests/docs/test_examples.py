@@ -4,8 +4,10 @@ Every fenced ```python and ```bash (``sh``, ``shell``) block of ``README.md`` an
 is executed, unless the line right before its fence is ``<!-- no-run: REASON -->``. Fences in
 other languages (yaml, toml, text, console output, no language) are shown, never run.
 
-- The blocks of one page run in order: its Python blocks share one namespace; every block runs
-  with the repository root as its working directory, and ``TMPDIR`` (``tempfile.gettempdir()``,
+- The blocks of one page run in order, in a process of the page's own
+  (``tests/support/page_runner.py``), so that nothing a page does reaches the tests or another
+  page: its Python blocks share one namespace; every block runs with the repository root as its
+  working directory, and ``TMPDIR`` (``tempfile.gettempdir()``,
   ``mktemp -d``) a fresh folder of the page's own: examples that write files write there.
 - Shell blocks run with ``bash -e -o pipefail`` and call the tools as ``.venv/bin/...`` (CI
   creates ``.venv`` in the repository root; locally, link it to the shared virtualenv).
@@ -21,10 +23,11 @@ for the marker and the shell blocks on top of its own machinery.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
-import tempfile
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,32 +96,27 @@ def _page_id(path: Path) -> str:
 
 @pytest.mark.parametrize("page", [p for p in PAGES if any(
     b.language in RUN_LANGUAGES and b.no_run is None for b in blocks(p))], ids=_page_id)
-def test_examples_run(page, tmp_path, monkeypatch):
+def test_examples_run(page, tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path), "MPLBACKEND": "Agg",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    monkeypatch.chdir(REPO)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = _git_status()
-    namespace: dict = {"__name__": "__main__"}
+    runnable = []
     for block in blocks(page):
         kind = RUN_LANGUAGES.get(block.language)
         if kind is None or block.no_run is not None:
             continue
         where = f"{block.page}:{block.line}"
-        if kind == "python":
-            exec(compile(block.code, where, "exec"), namespace)  # noqa: S102
-        else:
+        if kind == "bash":
             unsafe = [line for line in block.code.splitlines()
                       if WORKFLOW.search(line) and not SAFE_WORKFLOW.search(line)]
             assert not unsafe, (f"{where}: runs the workflow into results/ ({unsafe[0].strip()}):"
                                 " make it a dry run or a .test/ configuration, or mark it no-run")
-            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=REPO,
-                                  env=env, capture_output=True, text=True, timeout=120)
-            assert done.returncode == 0, (
-                f"{where}: exit status {done.returncode}\n{done.stdout[-3000:]}\n"
-                f"{done.stderr[-3000:]}")
+        runnable.append({"where": where, "kind": kind, "code": block.code})
+    listing = tmp_path / "blocks.json"
+    listing.write_text(json.dumps(runnable), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "tests.support.page_runner", str(listing)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     after = _git_status()
     changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
     assert after == before, (f"{_page_id(page)}'s examples changed the repository (write into "
