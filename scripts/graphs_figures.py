@@ -19,7 +19,7 @@ def graph_measures() -> graph_figures.GraphMeasures:
     names = protocol.measure_names()
     return graph_figures.GraphMeasures(
         names=names, labels={m: get_measure(m).label for m in names},
-        flipped=frozenset(protocol.FLIPPED_MEASURES), experiments=tuple(protocol.EXPERIMENTS))
+        flipped=protocol.flipped_measures(), experiments=tuple(protocol.EXPERIMENTS))
 
 
 def main(spearman: Input, summary: Input, measures: Inputs, figure6: Output, figure6_pdf: Output,

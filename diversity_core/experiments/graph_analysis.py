@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..measures.registry import select_measures
+from ..measures.registry import get_measure, select_measures
 
 if TYPE_CHECKING:  # pandas and scipy are imported where they are used: importing this is light
     import pandas as pd
 
-__all__ = ["FLIPPED_MEASURES", "MEASURES", "SUMMARY_COLUMNS", "bootstrap_mean_rho", "measure_names",
+__all__ = ["MEASURES", "SUMMARY_COLUMNS", "bootstrap_mean_rho", "flipped_measures", "measure_names",
            "rho_intervals", "spearman_per_setting", "spearman_tables", "summarise",
            "versus_magdiff"]
 
@@ -37,8 +37,12 @@ def measure_names() -> tuple[str, ...]:
 # The built-in ones.
 MEASURES = measure_names()
 
-# Measures that *fall* as diversity is lost: flipped as max - x before the rank correlation.
-FLIPPED_MEASURES = ("precision", "recall", "density", "coverage")
+def flipped_measures() -> frozenset[str]:
+    """The experiment's measures that *fall* as modes collapse or drop, flipped as ``max - x``
+    before the rank correlation: those whose value rises as a set comes closer to the reference
+    (the registry's :attr:`~diversity_core.measures.Measure.higher_is_closer`; PRDC). The
+    others (MMD, a distance; MagDiff, signed as the loss of diversity) rise as they are."""
+    return frozenset(m for m in measure_names() if get_measure(m).higher_is_closer)
 
 # The columns of summary.csv, in order.
 SUMMARY_COLUMNS = ["dataset", "experiment", "metric", "mean", "ci_low", "ci_high", "median",
@@ -56,7 +60,7 @@ def spearman_per_setting(measures):
     Returns
     -------
     pandas.DataFrame with columns dataset, experiment, metric, setting, spearman. Measures in
-    :data:`FLIPPED_MEASURES` are flipped as ``max - x`` (max over the sweep) first. A measure that
+    :func:`flipped_measures` are flipped as ``max - x`` (max over the sweep) first. A measure that
     is constant over the sweep has no rank correlation: NaN.
     """
     import pandas as pd
@@ -64,10 +68,11 @@ def spearman_per_setting(measures):
 
     rows = []
     keys = ["dataset", "experiment", "metric", "setting"]
+    flipped = flipped_measures()
     for key, grp in measures.groupby(keys, sort=False):
         grp = grp.sort_values("p")
         v = grp["value"].to_numpy(dtype=float)
-        if key[2] in FLIPPED_MEASURES:
+        if key[2] in flipped:
             v = v.max() - v
         if len(v) < 2 or np.ptp(v) == 0 or np.ptp(grp["p"].to_numpy()) == 0:
             rho = np.nan
@@ -175,7 +180,8 @@ def rho_intervals(measures, *, n_boot: int, seed: int, level: float = 0.95):
         raise ValueError(f"level must lie in (0, 1); got {level}.")
     tails = 100 * np.array([(1 - level) / 2, (1 + level) / 2])
     names = [m for m in measure_names() if m in set(measures["metric"])]
-    signs = np.array([-1.0 if m in FLIPPED_MEASURES else 1.0 for m in names])
+    flipped = flipped_measures()
+    signs = np.array([-1.0 if m in flipped else 1.0 for m in names])
     rows = []
     for i, ((dataset, experiment), grp) in enumerate(
             measures.groupby(["dataset", "experiment"], sort=True)):

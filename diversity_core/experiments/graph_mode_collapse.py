@@ -62,10 +62,10 @@ import numpy as np
 from ..embed.gin import gin_embeddings
 from ..magnitude.settings import MagnitudeSettings
 from .graph_analysis import (
-    FLIPPED_MEASURES,
     MEASURES,
     SUMMARY_COLUMNS,
     bootstrap_mean_rho,
+    flipped_measures,
     measure_names,
     rho_intervals,
     spearman_per_setting,
@@ -100,8 +100,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EXPERIMENTS",
     "MEASURES",
-    "FLIPPED_MEASURES",
     "MIN_STEPS",
+    "flipped_measures",
     "SUMMARY_COLUMNS",
     "SWEEPS",
     "split_halves",

@@ -30,7 +30,13 @@ Each :class:`Measure` says:
 * ``column``: its name in tables that spell measures their own way (default: ``name``);
 * ``default``: whether every experiment whose protocol fits takes it (False: a variant, taken
   where a configuration names it);
-* ``scale_note``: what range of scales it summarises (the axioms' multi-scale check).
+* ``scale_note``: what range of scales it summarises (the axioms' multi-scale check);
+* ``higher_is_closer``, for a measure against a reference: True where its value rises as the
+  set comes closer to the reference (precision, recall, density, coverage), False where it is a
+  distance from it (MMD), None where it is neither (MagDiff: a signed change);
+* ``from_paper``: one of the paper's measures and baselines. An experiment's configured list
+  chooses among these; every other measure whose needs fit the experiment (a plugin, or a
+  measure added to this table) joins it, after the list, unless it is not ``default``.
 
 A measure that needs a scale is computed for many sets at once: the engine's protocol
 (:func:`diversity_core.magnitude.measure_sets`) chooses the scale by the measure's rule from
@@ -129,6 +135,8 @@ class Measure:
     scale_note: str = "one fixed resolution: no scale parameter is varied or integrated over"
     source: str | None = None
     file: str | None = None
+    higher_is_closer: bool | None = None
+    from_paper: bool = False
 
     def __post_init__(self):
         unknown = set(self.needs) - set(NEEDS)
@@ -273,7 +281,7 @@ _SCALE = frozenset({"distance", "scale"})
 _REFERENCE = frozenset({"reference"})
 _INTEGRATES = "integrates Mag(t) over t in [0, t_cut]"
 _FIXED = "one fixed resolution: no scale parameter is varied or integrated over"
-_BUILT_IN = (
+_PAPER = (
     Measure("magarea", "MagArea", "MagArea", False, True, needs=_SCALE, compute=_mag_area,
             column="mag_area", scale="median", scale_note=_INTEGRATES),
     Measure("vendi", "Vendi", "Vendi Score (cosine)", False, True, paper_label="VS",
@@ -297,14 +305,18 @@ _BUILT_IN = (
             True, True, needs=_SCALE | _REFERENCE, compute=_mag_half, scale="reference",
             default=False, scale_note="one scale, half the reference's convergence scale"),
     *(Measure(name, name, name, True, more, needs=_REFERENCE, compute=_prdc_measure(name),
-              options=("k",), group="prdc")
+              options=("k",), group="prdc", higher_is_closer=True)
       for name, more in (("precision", None), ("recall", True), ("density", None),
                          ("coverage", True))),
     Measure("mmd_rbf", "MMD² (RBF)", "MMD² (RBF, GGM-metrics)", True, None, needs=_REFERENCE,
-            compute=mmd_rbf),
+            compute=mmd_rbf, higher_is_closer=False),
     Measure("mmd_linear", "MMD² (linear)", "MMD² (linear)", True, None, needs=_REFERENCE,
-            compute=mmd_linear),
+            compute=mmd_linear, higher_is_closer=False),
 )
+# A built-in measure that is not the paper's goes here: it joins every experiment it fits, as a
+# plugin does, with no configuration list to edit.
+_BEYOND_PAPER: tuple[Measure, ...] = ()
+_BUILT_IN = (*(dataclasses.replace(m, from_paper=True) for m in _PAPER), *_BEYOND_PAPER)
 MEASURES: dict[str, Measure] = {m.name: m for m in _BUILT_IN}
 BUILT_IN = frozenset(MEASURES)
 # The plugins whose computation ran in this process (their files go into provenance records).
@@ -338,8 +350,10 @@ def select_measures(*, reference: bool, scale_rules: Iterable[str] = tuple(SCALE
     whether the protocol has a reference set; ``free``: whether it also takes measures of a set
     alone there; ``scale_rules``: the scale rules its engine call serves).
 
-    ``named`` (a configuration's list, in its order): those measures, each checked to fit, and
-    after them every plugin that fits; None: every ``default`` measure that fits."""
+    ``named`` (a configuration's list of the paper's measures, in its order): those measures,
+    each checked to fit, and after them every ``default`` measure that fits and is not the
+    paper's (:attr:`Measure.from_paper`: plugins, measures added to the registry); None: every
+    ``default`` measure that fits."""
     rules = set(scale_rules)
 
     def fits(m: Measure) -> bool:
@@ -356,7 +370,8 @@ def select_measures(*, reference: bool, scale_rules: Iterable[str] = tuple(SCALE
     if unfit:
         raise ValueError(f"measures {', '.join(unfit)} do not fit this experiment's protocol "
                          f"(a reference: {reference}; scales: {', '.join(sorted(rules))}).")
-    return chosen + [m for m in MEASURES.values() if m.source and fits(m) and m not in chosen]
+    return chosen + [m for m in MEASURES.values()
+                     if m.default and not m.from_paper and fits(m) and m not in chosen]
 
 
 def labels(names: Iterable[str], *, paper: bool = False) -> dict[str, str]:
@@ -379,6 +394,7 @@ def measure_from_function(function: Callable, *, name: str | None = None,
     name = name or getattr(function, "name", None) or function.__name__
     label = label or getattr(function, "label", None) or name
     higher = getattr(function, "higher_is_more_diverse", higher_is_more_diverse)
+    closer = getattr(function, "higher_is_closer", None)
     if needs is None:
         needs = getattr(function, "needs", None)
     if needs is None:
@@ -388,7 +404,7 @@ def measure_from_function(function: Callable, *, name: str | None = None,
     needs = frozenset(needs)
     return Measure(name, label, label, "reference" in needs, higher, needs=needs,
                    compute=function, scale="median" if "scale" in needs else None,
-                   source=source)
+                   source=source, higher_is_closer=closer)
 
 
 def _signature(function: Callable, name: str) -> inspect.Signature:

@@ -497,15 +497,25 @@ def experiment_files(spec: dict) -> dict[str, list[str]]:
             for e in spec["experiments"]}
 
 
-def evaluate_claims(spec: dict, results_dir) -> list[dict]:
+def measure_spellings(measures) -> dict[str, list[str]]:
+    """Every spelling of each measure in ``measures`` (a mapping of names to objects with
+    ``column``, ``label``, ``description`` and ``in_paper``, such as the measure registry):
+    the aliases the result tables use, beside those the claims file adds."""
+    return {name: [m.column, m.label, m.description, m.in_paper] for name, m in measures.items()}
+
+
+def evaluate_claims(spec: dict, results_dir, measures=None) -> list[dict]:
     """One row per claim: experiment, claim, source, paper, ours, gap, verdict, how, rule, note.
 
-    A claim whose result file is missing is ``not run``; a malformed file raises ``ValueError``
-    naming the file and the claim.
+    Measures are matched by every spelling of ``measures`` (the registry: see
+    :func:`measure_spellings`) and of the claims file's ``names``. A claim whose result file is
+    missing is ``not run``; a malformed file raises ``ValueError`` naming the file and the claim.
     """
     validate_claims(spec)
     results_dir = Path(results_dir)
-    aliases = spec.get("names") or {}
+    aliases = measure_spellings(measures or {})
+    for canonical, others in (spec.get("names") or {}).items():
+        aliases[canonical] = [*aliases.get(canonical, ()), *others]
     tables: dict[Path, pd.DataFrame] = {}
     rows = []
     for experiment in spec["experiments"]:
@@ -547,8 +557,10 @@ def _rule_text_without_reading(claim: dict) -> str:
                  Reading(math.nan, percent=percent))[2]
 
 
-def render_summary(rows: list[dict], spec: dict) -> str:
-    """Markdown: one table of every claim, then how each value is read and judged."""
+def render_summary(rows: list[dict], spec: dict, beyond_paper=()) -> str:
+    """Markdown: one table of every claim, then how each value is read and judged;
+    ``beyond_paper``: the labels of the measures the run adds to the paper's (the paper makes
+    no claim about them; the leaderboard ranks them)."""
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     lines = [
         "# The paper's claims and our results",
@@ -558,6 +570,12 @@ def render_summary(rows: list[dict], spec: dict) -> str:
         "",
         f"{len(rows)} claims: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + ".",
         "",
+    ]
+    if beyond_paper:
+        lines += [f"Measures beyond the paper's: {', '.join(beyond_paper)}. The paper makes no "
+                  "claim about them; `leaderboard.md` ranks them beside the paper's in every "
+                  "test.", ""]
+    lines += [
         "| experiment | claim | source | paper | ours | gap | verdict |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -106,13 +106,20 @@ def test_a_measure_added_to_the_registry_needs_no_other_edit(clean_registry):
     clean_registry.register(registry.Measure("spread", "Spread", "range of X", False, True,
                                              compute=spread))
     clean_registry.register(registry.Measure("gap", "Gap", "gap of means", True, None,
-                                             needs=frozenset({"reference"}), compute=gap))
-    assert "spread" in md.measures() and "spread" in tt.configured_measures(
-        {"measures": ["mag_area", "spread"]})
+                                             needs=frozenset({"reference"}), compute=gap,
+                                             higher_is_closer=False))
+    clean_registry.register(registry.Measure("overlap", "Overlap", "overlap", True, None,
+                                             needs=frozenset({"reference"}), compute=gap,
+                                             higher_is_closer=True))
+    # The configuration lists name the paper's measures; the new ones join after them.
+    assert "spread" in md.measures()
+    assert tt.configured_measures({"measures": ["mag_area"]}) == ["mag_area", "spread"]
     assert "range of X" in [m.name for m in axioms.default_measures()]
-    assert "gap" in graph_analysis.measure_names()
-    assert image_mode_dropping.configured_measures({"metrics": ["gap", "spread"]}) == [
-        "gap", "spread"]
+    assert {"gap", "overlap"} <= set(graph_analysis.measure_names())
+    assert "overlap" in graph_analysis.flipped_measures()  # rises with closeness: flipped
+    assert "gap" not in graph_analysis.flipped_measures()  # a distance: rises as it is
+    assert image_mode_dropping.configured_measures({"metrics": ["magdiff"]}) == [
+        "magdiff", "spread", "gap", "overlap"]
     assert isinstance(MEASURE_COLOURS["spread"], str)
     rng = np.random.default_rng(3)
     summary = md.summarise_sets([rng.normal(size=(15, 3)) for _ in range(4)],

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from workflow_runner import REPO
 
+from diversity_core.measures.registry import MEASURES
 from diversity_core.reporting import claims as C
 from diversity_core.reporting import timings as T
 
@@ -27,7 +28,8 @@ def spec():
 
 
 def _rows(spec, results_dir, experiment):
-    return [r for r in C.evaluate_claims(spec, results_dir) if r["experiment"] == experiment]
+    return [r for r in C.evaluate_claims(spec, results_dir, MEASURES)
+            if r["experiment"] == experiment]
 
 
 # --- the claims file -----------------------------------------------------------------------------
@@ -226,14 +228,14 @@ def test_a_renamed_column_is_an_error_not_a_silent_not_run(spec, tmp_path):
     _write(tmp_path / "models" / "table2.csv",
            _table2(0.95).rename(columns={"accuracy_mean": "acc"}))
     with pytest.raises(ValueError, match=r"models/table2.csv .*no column\(s\) \['accuracy_mean'\]"):
-        C.evaluate_claims(spec, tmp_path)
+        C.evaluate_claims(spec, tmp_path, MEASURES)
 
 
 # --- the committed summary ----------------------------------------------------------------------
 
 def test_committed_summary_matches_committed_results(spec):
     """results/summary.md is what the generator makes of the committed result files."""
-    rows = C.evaluate_claims(spec, REPO / "results")
+    rows = C.evaluate_claims(spec, REPO / "results", MEASURES)
     assert (REPO / "results" / "summary.md").read_text() == C.render_summary(rows, spec)
     verdicts = {r["experiment"]: set() for r in rows}
     for r in rows:
@@ -241,6 +243,22 @@ def test_committed_summary_matches_committed_results(spec):
     # Every experiment shows, run or not.
     assert set(verdicts) == {e["id"] for e in spec["experiments"]}
 
+
+def test_measures_are_matched_by_the_registry_spellings_and_the_others_named(spec, tmp_path):
+    """A table that spells a measure as the registry does (its description, its paper label)
+    is read with no alias in the claims file; the measures beyond the paper's are named."""
+    table = _table2(magdiff=0.95)
+    table["measure"] = table["measure"].replace({"VS": "Vendi Score (cosine)",
+                                                 "AvgSim": "avg_sim"})
+    _write(tmp_path / "models" / "table2.csv", table)
+    got = {r["claim"]: r for r in _rows(spec, tmp_path, "model_distinguishing")}
+    assert got["AvgSim accuracy range"]["verdict"] == "reproduced"
+    assert got["VS accuracy range"]["verdict"] == "partly"
+    with pytest.raises(ValueError, match="no row matches"):  # without the registry's spellings
+        C.evaluate_claims(spec, tmp_path)
+    text = C.render_summary(list(got.values()), spec, ["Mean NN distance"])
+    assert "Measures beyond the paper's: Mean NN distance." in text
+    assert "beyond the paper" not in C.render_summary(list(got.values()), spec)
 
 
 def test_readme_and_manual_show_the_committed_summary():
