@@ -20,7 +20,8 @@ from diversity_core.experiments.curvature import other_measures  # noqa: E402
 
 CURV_OTHER_MEASURES = other_measures(CURV["measures"])
 # Table 1: the MagArea table itself, or with other measures, that table and their rows.
-CURV_TABLE1 = results("curvature", "table1.csv")
+CURV_TABLE1 = report(results("curvature", "table1.csv"), caption="../report/curvature_table1.rst",
+                     category="Curvature")
 CURV_MAGAREA_TABLE = interim("curvature", "table1_magarea.csv") if CURV_OTHER_MEASURES else \
     CURV_TABLE1
 
@@ -134,11 +135,7 @@ rule curvature_table:
         functions=expand(rules.curvature_magnitude.output.functions, chunk=CURV_CHUNKS),
     output:
         features=interim("curvature", "features.csv"),
-        table=report(
-            CURV_MAGAREA_TABLE,
-            caption="../report/curvature_table1.rst",
-            category="Curvature",
-        ),
+        table=CURV_MAGAREA_TABLE,
     params:
         cv_folds=CURV["cv_folds"],
         piecewise_knots=CURV["piecewise_knots"],
@@ -188,11 +185,7 @@ if CURV_OTHER_MEASURES:
             magarea_table=rules.curvature_table.output.table,
             values=expand(rules.curvature_measures.output.values, chunk=CURV_CHUNKS),
         output:
-            table=report(
-                CURV_TABLE1,
-                caption="../report/curvature_table1.rst",
-                category="Curvature",
-            ),
+            table=CURV_TABLE1,
         params:
             cv_folds=CURV["cv_folds"],
             piecewise_knots=CURV["piecewise_knots"],
