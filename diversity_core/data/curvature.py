@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sample_disk", "geodesic_distances", "curvature_design", "HYPERBOLIC_DISTANCES",
-           "hyperbolic_distance_name", "hyperbolic_distance_factor"]
+__all__ = ["sample_disk", "geodesic_distances", "normal_coordinates", "curvature_design",
+           "HYPERBOLIC_DISTANCES", "hyperbolic_distance_name", "hyperbolic_distance_factor"]
 
 # Names of the ``curvature.hyperbolic_distance`` option: the true distance, or Turkeš et al.'s.
 HYPERBOLIC_DISTANCES = ("true", "turkes")
@@ -64,6 +64,21 @@ def sample_disk(curvature: float, n_points: int, rng: np.random.Generator) -> np
     else:
         r = np.sqrt(u)
     return np.column_stack([r, theta])
+
+
+def normal_coordinates(polar: np.ndarray) -> np.ndarray:
+    """Geodesic normal coordinates ``(r cos θ, r sin θ)`` of points given in geodesic polar
+    coordinates: the chart of the surface's exponential map at the disk's centre. The distance
+    of a point to the centre is its geodesic one, and for K = 0 every distance is; between two
+    other points of a curved disk the Euclidean distance of the chart is not the geodesic one
+    (:func:`geodesic_distances`).
+
+    Returns
+    -------
+    points : array of shape (n_points, 2)
+    """
+    r, theta = polar[:, 0], polar[:, 1]
+    return np.column_stack([r * np.cos(theta), r * np.sin(theta)])
 
 
 def hyperbolic_distance_name(hyperbolic_distance) -> str:

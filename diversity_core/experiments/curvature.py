@@ -9,23 +9,33 @@ serves MagArea up to every limit).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..data.curvature import hyperbolic_distance_factor, hyperbolic_distance_name
+from ..data.curvature import (
+    hyperbolic_distance_factor,
+    hyperbolic_distance_name,
+    normal_coordinates,
+)
 from ..magnitude import ScaleGrid
+from ..measures.registry import Measure, ScaleView, evaluate, get_measure, select_measures
 
 __all__ = ["distance_quantile_features", "regressors", "cross_validated_mse",
            "max_piecewise_knots", "MIN_CLOUDS_PER_KNOT_INTERVAL", "check_scale_grid",
-           "scale_sensitivity", "fold_spread"]
+           "scale_sensitivity", "fold_spread", "configured_measures", "other_measures",
+           "cloud_measures", "piecewise_linear", "measure_rows", "with_measure_rows"]
 
 # Each linear piece of the piecewise-linear fit needs data of its own. On 33 clouds of the default
 # data (5 folds, 26 per training fold) the cross-validated MSE was 0.25 with 2 to 4 knots, 0.34
 # with 14, 0.57 with 20 and 12 with 30, without any error: below about 4 training clouds per knot
 # interval the fit chases noise.
 MIN_CLOUDS_PER_KNOT_INTERVAL = 4
+# The measure of Table 1's own rows (its features come from the magnitude jobs) and the row of the
+# distance baseline, after which no measure's row comes.
+MAGAREA = "magarea"
+BASELINE_ROW = "SVR (distance-matrix quantiles)"
 
 def distance_quantile_features(D: np.ndarray, n_quantiles: int) -> np.ndarray:
     """Quantiles of the pairwise distances of one cloud: a permutation-invariant summary of its
@@ -50,22 +60,31 @@ def regressors(*, piecewise_knots: int, quantile: float) -> dict:
     # scikit-learn is imported where it is used, as in the other experiments: importing it takes
     # about 1.5 CPU seconds, which every Snakemake invocation would pay in its configuration
     # check (config_problems below) and every curvature job in its imports.
-    from sklearn.linear_model import LinearRegression, QuantileRegressor
+    from sklearn.linear_model import QuantileRegressor
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import SplineTransformer, StandardScaler
+    from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVR
 
     return {
-        "MagArea (piecewise linear)": make_pipeline(
-            SplineTransformer(n_knots=piecewise_knots, degree=1, knots="quantile",
-                              extrapolation="linear"),
-            LinearRegression(),
-        ),
+        "MagArea (piecewise linear)": piecewise_linear(piecewise_knots),
         "MagArea (quantile)": make_pipeline(
             StandardScaler(), QuantileRegressor(quantile=quantile, alpha=0.0, solver="highs")
         ),
-        "SVR (distance-matrix quantiles)": make_pipeline(StandardScaler(), SVR(C=10.0)),
+        BASELINE_ROW: make_pipeline(StandardScaler(), SVR(C=10.0)),
     }
+
+
+def piecewise_linear(n_knots: int):
+    """A continuous piecewise-linear function of one feature: a degree-1 B-spline basis with
+    ``n_knots`` knots at quantiles of the feature, fitted by least squares."""
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import SplineTransformer
+
+    return make_pipeline(
+        SplineTransformer(n_knots=n_knots, degree=1, knots="quantile", extrapolation="linear"),
+        LinearRegression(),
+    )
 
 
 def max_piecewise_knots(X: np.ndarray, *, n_folds: int, seed: int) -> int:
@@ -94,6 +113,86 @@ def cross_validated_mse(model, X: np.ndarray, y: np.ndarray, *, n_folds: int, se
         model.fit(X[train], y[train])
         errors.append(float(np.mean((model.predict(X[test]) - y[test]) ** 2)))
     return np.array(errors)
+
+
+# -- the other measures of Table 1 (rules curvature_measures, curvature_measures_table) ----------
+
+def configured_measures(section: Mapping) -> list[str]:
+    """The curvature section's ``measures`` (checked against the registry: measures of a set
+    alone, with the scale of the clouds' median convergence scale where they need one) and
+    after them every measure plugin that fits."""
+    return [m.name for m in select_measures(reference=False, scale_rules=("median",),
+                                            named=section["measures"])]
+
+
+def other_measures(names: Sequence[str]) -> list[str]:
+    """The measures of ``names`` (a checked ``curvature.measures``) besides MagArea, whose rows
+    Table 1 makes from the magnitude jobs."""
+    return [name for name in names if name != MAGAREA]
+
+
+def cloud_measures(measures: Sequence[Measure], polar: np.ndarray, *, t_cut: float,
+                   mag_area: float, where: str) -> dict[str, float]:
+    """Each of ``measures`` (measures of a set alone) of one cloud, by name.
+
+    A measure that reads points sees the cloud in geodesic normal coordinates
+    (:func:`diversity_core.data.curvature.normal_coordinates`); one that needs a scale reads
+    the engine's answer for the cloud's geodesic distances: a :class:`ScaleView` of ``t_cut``
+    (the median convergence scale of all clouds) and the cloud's ``mag_area`` up to it.
+    ``ValueError`` naming the measure and ``where`` (the cloud) when a measure fails or gives
+    NaN or inf.
+    """
+    X = normal_coordinates(polar)
+    view = ScaleView(t_cut, area=mag_area)
+    values = {}
+    for measure in measures:
+        try:
+            value = float(evaluate(measure, X, where=where, engine=view))
+        except ValueError as err:
+            if measure.source is not None:
+                raise  # a plugin's failure names the measure and the cloud already
+            raise ValueError(f"{where}: measure {measure.name} failed: {err}") from err
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: measure {measure.name} returned {value}.")
+        values[measure.name] = value
+    return values
+
+
+def measure_rows(values: pd.DataFrame, curvature: np.ndarray, *, cv_folds: int,
+                 piecewise_knots: int, seed: int, log=None) -> pd.DataFrame:
+    """One row of Table 1 per measure: curvature regressed on the measure by the piecewise-linear
+    fit of MagArea's row (:func:`piecewise_linear`, the knots at quantiles of the measure),
+    cross-validated on the same folds.
+
+    ``values``: one column per measure (its name), one row per training cloud; ``curvature``:
+    theirs. Returns the rows ``method`` ("<label> (piecewise linear)"), ``mse_mean``,
+    ``mse_std``; ``ValueError`` naming the measure when its values leave too few distinct ones
+    per linear piece.
+    """
+    rows = []
+    for name in values.columns:
+        label = get_measure(name).label
+        X = values[[name]].to_numpy(dtype=float)
+        most = max_piecewise_knots(X, n_folds=cv_folds, seed=seed)
+        if piecewise_knots > most:
+            raise ValueError(
+                f"curvature.piecewise_knots ({piecewise_knots}) is too large for the values of "
+                f"{name}: with {cv_folds} folds of {len(X)} training clouds, at most {most} "
+                f"knots leave {MIN_CLOUDS_PER_KNOT_INTERVAL} distinct values per linear piece.")
+        mse = cross_validated_mse(piecewise_linear(piecewise_knots), X, curvature,
+                                  n_folds=cv_folds, seed=seed)
+        rows.append({"method": f"{label} (piecewise linear)", "mse_mean": mse.mean(),
+                     "mse_std": mse.std(ddof=1)})
+        if log is not None:
+            log.info("%s: MSE %.4f ± %.4f over %d folds", rows[-1]["method"], mse.mean(),
+                     mse.std(ddof=1), cv_folds)
+    return pd.DataFrame(rows, columns=["method", "mse_mean", "mse_std"])
+
+
+def with_measure_rows(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 with the measures' ``rows`` after MagArea's and before the distance baseline."""
+    baseline = table["method"] == BASELINE_ROW
+    return pd.concat([table[~baseline], rows, table[baseline]], ignore_index=True)
 
 
 def variant_scales(grid: ScaleGrid, values: np.ndarray, n_distinct: np.ndarray, targets,
@@ -313,6 +412,10 @@ def config_problems(section: Mapping) -> list[str]:
     check_config)."""
     curv = section
     problems = []
+    if MAGAREA not in curv["measures"]:
+        problems.append(
+            f"curvature.measures {curv['measures']} must name {MAGAREA}: Table 1 regresses the "
+            "curvature on MagArea, and on each other measure named there.")
     if not curv["curvature_min"] < curv["curvature_max"]:
         problems.append(
             f"curvature.curvature_min ({curv['curvature_min']}) must be smaller than "

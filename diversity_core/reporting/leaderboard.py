@@ -222,21 +222,22 @@ def _spellings(measures: Mapping) -> dict[str, str]:
     return spellings
 
 
-_QUALIFIED = re.compile(r"\s*(.*?)\s*\((.+)\)\s*")
-
-
 def resolve_name(raw: str, measures: Mapping) -> tuple[str, str]:
     """``(name, variant)`` of a measure as a result file spells it: the catalogue's name where
     one of its spellings matches (a leading minus, a negated score, and a qualifier in
-    parentheses aside, the qualifier then naming the variant); else ``raw`` itself."""
+    parentheses at the end aside, the qualifier then naming the variant: "GMStds (unit)
+    (piecewise linear)" is the label "GMStds (unit)" in the variant "piecewise linear", the
+    longest spelling first); else ``raw`` itself."""
     spellings = _spellings(measures)
     raw = str(raw).strip()
     for text in (raw, raw.lstrip("-")):
         if _key(text) in spellings:
             return spellings[_key(text)], ""
-    match = _QUALIFIED.fullmatch(raw.lstrip("-"))
-    if match and _key(match[1]) in spellings:
-        return spellings[_key(match[1])], match[2]
+    text = raw.lstrip("-")
+    if text.endswith(")"):
+        for start in reversed([i for i, char in enumerate(text) if char == "("]):
+            if _key(text[:start]) in spellings:
+                return spellings[_key(text[:start])], text[start + 1:-1].strip()
     return raw, ""
 
 

@@ -25,6 +25,7 @@ TABLES = {
     "model_distinguishing": ("models/table2.csv", "measure", {LABEL}),
     "graph_mode_collapse": ("graphs/summary.csv", "metric", {AGAINST}),
     "text_temperature": ("text/r2_scores.csv", "measure", {FREE}),
+    "curvature": ("curvature/table1.csv", "method", {f"{LABEL} (piecewise linear)"}),
 }
 
 
@@ -42,6 +43,7 @@ SCORING = {
     "model_distinguishing": ["models_scores", "models_stability"],
     "graph_mode_collapse": ["graphs_evaluate"],
     "text_temperature": ["text_scores", "text_stability_scores"],
+    "curvature": ["curvature_measures", "curvature_measures_table"],
 }
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from toy_measures import mean_nn
 from workflow_runner import REPO, run_snakemake, tiny_config
 
+from diversity_core.measures import measure_from_function
 from diversity_core.measures.registry import MEASURES
 from diversity_core.reporting import leaderboard as L
 
@@ -108,6 +110,23 @@ def test_a_measure_keeps_its_best_variant(tmp_path):
     board = _board(tmp_path, ["curvature"])
     assert board.loc["magarea", "curvature"] == pytest.approx(0.10)
     assert board["curvature_rank"].to_dict() == {"magarea": 1, "vendi": 2}
+
+
+def test_table1_rows_of_other_measures_resolve_by_their_labels(tmp_path):
+    """Table 1's row "<label> (piecewise linear)" of a measure besides MagArea is that measure,
+    a label with parentheses of its own included; a plugin's by its label too."""
+    catalogue = {**MEASURES, "mean_nn": measure_from_function(mean_nn)}  # not registered
+    _curvature(tmp_path, [("MagArea (piecewise linear)", 0.10, 0.01),
+                          ("MagArea (quantile)", 0.30, 0.01),
+                          ("GMStds (unit) (piecewise linear)", 0.50, 0.01),
+                          ("Mean NN distance (piecewise linear)", 0.20, 0.01),
+                          ("SVR (distance-matrix quantiles)", 0.02, 0.002)])
+    board = L.leaderboard(tmp_path, ["curvature"], catalogue).set_index("measure")
+    assert board["curvature_rank"].to_dict() == {"magarea": 1, "gmstds_unit": 3, "mean_nn": 2}
+    assert board.loc["gmstds_unit", "curvature"] == pytest.approx(0.50)
+    assert board.loc["mean_nn", "curvature_note"] == "piecewise linear"
+    assert L.resolve_name("GMStds (piecewise linear)", MEASURES) == ("gmstds",
+                                                                      "piecewise linear")
 
 
 def test_higher_is_better_where_the_criterion_says_so(tmp_path):

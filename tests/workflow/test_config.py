@@ -183,6 +183,10 @@ def test_strict_assets_refuses_unpinned_assets_before_any_job(tmp_path):
      "measures.plugins: measure plugin no_such_module:f: module no_such_module does not import"),
     ('images={"metrics": ["recall", "renyi"]}',
      "images.metrics ['recall', 'renyi']: unknown measure 'renyi'; known: magarea"),
+    ('curvature={"measures": ["magarea", "magdiff"]}',
+     "curvature.measures ['magarea', 'magdiff']: measures magdiff do not fit this experiment's "
+     "protocol"),
+    ('curvature={"measures": ["vendi"]}', "curvature.measures ['vendi'] must name magarea"),
 ])
 def test_measures_are_checked_against_the_registry_when_the_configuration_is_read(
         override, message, tmp_path):

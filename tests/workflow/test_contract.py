@@ -3,8 +3,9 @@ output and param of every rule of every experiment is a parameter of the script'
 the matching role and no default, and ``main`` needs nothing the rule does not give.
 
 The workflow is parsed with Snakemake's own API, once per configuration that defines other rules
-(the default one, and the paper's text configuration whose ``text.data: tevet_berant`` swaps the
-generation rules for the download of Tevet & Berant's release)."""
+(the default one, the paper's text configuration whose ``text.data: tevet_berant`` swaps the
+generation rules for the download of Tevet & Berant's release, and one whose Table 1 has a
+measure besides MagArea)."""
 
 import importlib.util
 import sys
@@ -22,7 +23,8 @@ sys.path.pop(0)
 
 # Configurations that between them define every rule (tests/workflow/test_contract.py checks that
 # none is left out: every script in scripts/ is some rule's).
-CONFIGURATIONS = {"default": [], "paper text": [REPO / "configs" / "paper_text_temperature.yaml"]}
+CONFIGURATIONS = {"default": [], "paper text": [REPO / "configs" / "paper_text_temperature.yaml"],
+                  "curvature measures": [REPO / ".test" / "config_curvature_measures.yaml"]}
 
 
 def _rules(configfiles):

@@ -3,13 +3,27 @@
 
 CURV = config["curvature"]
 CURV_CHUNKS = range(CURV["n_chunks"])
-# What the curvature results depend on: recorded in their provenance files.
-CURV_PROVENANCE = {key: config[key] for key in ("seed", "magnitude", "curvature")}
+# What the curvature results depend on: recorded in their provenance files. The measures besides
+# MagArea are the params of the rules that compute them (CURV_OTHER_MEASURES).
+CURV_PROVENANCE = {"seed": config["seed"], "magnitude": config["magnitude"],
+                   "curvature": {key: value for key, value in CURV.items() if key != "measures"}}
 # The software environment of every rule of this file (--sdm conda).
 CURV_ENV = "../../envs/pipeline.yaml"
 
 # Its cross-key constraints, checked before any job runs (common.smk: check_config).
 CONFIG_CHECKS["curvature"] = "diversity_core.experiments.curvature"
+MEASURE_LISTS["curvature"] = "measures"
+# Which rules make Table 1 depends on the list completed by the plugins that fit: checked and
+# completed now (check_config does it again, alike, for every section).
+check_measures(config)
+from diversity_core.experiments.curvature import other_measures  # noqa: E402
+
+CURV_OTHER_MEASURES = other_measures(CURV["measures"])
+# Table 1: the MagArea table itself, or with other measures, that table and their rows.
+CURV_TABLE1 = report(results("curvature", "table1.csv"), caption="../report/curvature_table1.rst",
+                     category="Curvature")
+CURV_MAGAREA_TABLE = interim("curvature", "table1_magarea.csv") if CURV_OTHER_MEASURES else \
+    CURV_TABLE1
 
 EXPERIMENT_TARGETS["curvature"] = [
     results("curvature", "table1.csv"),
@@ -121,11 +135,7 @@ rule curvature_table:
         functions=expand(rules.curvature_magnitude.output.functions, chunk=CURV_CHUNKS),
     output:
         features=interim("curvature", "features.csv"),
-        table=report(
-            results("curvature", "table1.csv"),
-            caption="../report/curvature_table1.rst",
-            category="Curvature",
-        ),
+        table=CURV_MAGAREA_TABLE,
     params:
         cv_folds=CURV["cv_folds"],
         piecewise_knots=CURV["piecewise_knots"],
@@ -140,6 +150,55 @@ rule curvature_table:
         bench("curvature", "table")
     script:
         "../../scripts/curvature_table.py"
+
+
+if CURV_OTHER_MEASURES:
+
+    rule curvature_measures:
+        """Every measure of curvature.measures besides MagArea, for every cloud in one chunk."""
+        input:
+            clouds=rules.curvature_generate.output.clouds,
+            t_cut=rules.curvature_t_cut.output.t_cut,
+            functions=rules.curvature_magnitude.output.functions,
+        output:
+            values=interim("curvature", "measures", "chunk{chunk}.npz"),
+        params:
+            measures=CURV_OTHER_MEASURES,
+            chunk=lambda w: int(w.chunk),
+            n_chunks=CURV["n_chunks"],
+            config=CURV_PROVENANCE,
+        threads: 1
+        conda:
+            CURV_ENV
+        log:
+            logs("curvature", "measures_chunk{chunk}"),
+        benchmark:
+            bench("curvature", "measures_chunk{chunk}")
+        script:
+            "../../scripts/curvature_measures.py"
+
+    rule curvature_measures_table:
+        """Table 1: the MagArea table with a row per other measure (the piecewise-linear fit,
+        cross-validated alike), before the distance baseline."""
+        input:
+            clouds=rules.curvature_generate.output.clouds,
+            magarea_table=rules.curvature_table.output.table,
+            values=expand(rules.curvature_measures.output.values, chunk=CURV_CHUNKS),
+        output:
+            table=CURV_TABLE1,
+        params:
+            cv_folds=CURV["cv_folds"],
+            piecewise_knots=CURV["piecewise_knots"],
+            seed=seed_for("curvature"),
+            config=CURV_PROVENANCE,
+        conda:
+            CURV_ENV
+        log:
+            logs("curvature", "measures_table"),
+        benchmark:
+            bench("curvature", "measures_table")
+        script:
+            "../../scripts/curvature_measures_table.py"
 
 
 rule curvature_figure:
