@@ -3,7 +3,9 @@
 * :func:`_integrate` and its Clenshaw–Curtis rule (nested Chebyshev grids of 13, 25 and 49
   scales, the error estimated from the trailing Chebyshev coefficients, panels bisected where
   needed), the Hermite rule (values and derivatives on the 13-point grid, the Clenshaw–Curtis
-  rule where its estimate is not enough), also SciPy's ``quad`` and the paper's trapezoid rule;
+  rule where its estimate is not enough), the log-stretched Hermite rule (values and
+  derivatives on 15 scales crowded towards 0, Clenshaw–Curtis in the stretched variable where
+  its estimate is not enough), also SciPy's ``quad`` and the paper's trapezoid rule;
 * :class:`ScaleGrid`: scales at which one evaluation of each magnitude function serves MagArea
   up to any limit (the curvature experiment's scale-sensitivity study).
 """
@@ -22,7 +24,10 @@ from scipy.fft import dct
 from .._validation import check_scales
 from ._common import MagnitudeWarning
 
-INTEGRATION_METHODS = ("chebyshev", "hermite", "quad", "trapezoid")
+INTEGRATION_METHODS = ("chebyshev", "cc25", "hermite", "hermite_log", "quad", "trapezoid")
+# Names of one rule: ``cc25`` is ``chebyshev`` (Clenshaw–Curtis, 13 then 25 scales, ...) under
+# the name the quadrature study gives it.
+_ALIASES = {"cc25": "chebyshev"}
 # Nested Clenshaw–Curtis grids: N + 1 Chebyshev points on a panel; each contains the previous.
 # Measured on [0, t_conv] of clustered clouds (300 to 2,000 points, d = 2 to 50), the error
 # estimate of 13 points was 2e-5 to 5e-5 (true errors 1e-7 to 4e-6), that of 25 points 2e-9 to
@@ -33,17 +38,31 @@ _MAX_BISECTIONS = 20
 # The Hermite rule's grid: the first Clenshaw–Curtis level (its nodes are those of the 13-point
 # level, so the Clenshaw–Curtis rule reuses every value where the Hermite estimate falls short).
 _HERMITE_LEVEL = _CC_LEVELS[0]
+# The log-stretched Hermite rule (``hermite_log``, see _log_hermite): 15 Chebyshev–Lobatto
+# points of s (13 scales to solve besides 0 and t_cut), then Clenshaw–Curtis in s on the nested
+# grids of 15, 29 and 57 points; α, its stretch where the space's largest distance is not
+# known (every engine path passes it).
+_LOG_HERMITE_LEVEL = 14
+_LOG_HERMITE_ALPHA = 2.0
+_LOG_HERMITE_LEVELS = (14, 28, 56)
+
+
+def canonical_method(method: str) -> str:
+    """The rule an integration method names (``cc25`` is ``chebyshev``)."""
+    return _ALIASES.get(method, method)
 
 
 def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
-               return_error: bool = False, announce=None, slope=None):
+               return_error: bool = False, announce=None, slope=None, diameter=None):
     """∫_0^t_cut f by ``method``; with ``return_error``, also its estimated absolute error (NaN
     for the trapezoid rule, whose error is not estimated). ``announce``: see :func:`_cc_panel`.
-    ``slope(t)``: ``(f(t), f'(t))`` at t > 0, which the Hermite rule needs."""
+    ``slope(t)``: ``(f(t), f'(t))`` at t > 0, which the Hermite rules need. ``diameter``: the
+    space's largest distance, which sets ``hermite_log``'s stretch (None: the stretch of
+    ``_LOG_HERMITE_ALPHA``)."""
     t_cut = float(check_scales(t_cut, name="t_cut")[0])
     check_integration(method, rtol, n_ts)
     value, error = _integrate_with_error(f, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                                         announce=announce, slope=slope)
+                                         announce=announce, slope=slope, diameter=diameter)
     return (value, error) if return_error else value
 
 
@@ -60,9 +79,15 @@ def check_integration(method: str, rtol: float, n_ts: int) -> None:
 
 
 def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
-                          announce=None, slope=None):
+                          announce=None, slope=None, diameter=None):
+    method = canonical_method(method)
     if t_cut == 0.0:
         return 0.0, 0.0
+    if method == "hermite_log":
+        if slope is None:
+            raise ValueError("the hermite_log rule needs the derivative of the integrand (slope).")
+        alpha = _LOG_HERMITE_ALPHA if diameter is None else _stretch_rate(t_cut * diameter)
+        return _log_hermite(f, slope, t_cut, rtol, alpha)
     if method == "hermite":
         if slope is None:
             raise ValueError("the hermite rule needs the derivative of the integrand (slope).")
@@ -184,7 +209,7 @@ def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0, announ
 
 
 def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rtol: float = 0.0,
-               values: np.ndarray | None = None):
+               values: np.ndarray | None = None, levels: tuple[int, ...] = _CC_LEVELS):
     """The nested Clenshaw–Curtis levels on [a, b] for ``count`` integrands at once, each
     stopping at the first level whose estimated error is below ``tol`` or ``rtol`` times its
     estimate: the loop of :func:`_cc_panel` (one integrand) and of the batch (many spaces, the
@@ -193,18 +218,19 @@ def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rt
     ``evaluate(rows, nodes, ts, n)``: the integrands ``rows`` at the scales ``ts[nodes]`` of
     level ``n`` (``ts`` its n + 1 nodes, ascending), a sequence of len(rows) values; asked for
     each level's new nodes only, integrand by integrand, each integrand's nodes from the largest
-    down. ``values`` (count, 49): values known beforehand on the finest grid (NaN: unknown).
+    down. ``values`` (count, levels[-1] + 1): values known beforehand on the finest grid (NaN:
+    unknown). ``levels``: the grids' N, each dividing the last (default: 12, 24, 48).
 
     Returns ``(estimate, error)``, arrays of shape (count,) from each integrand's last level.
     """
-    finest = _CC_LEVELS[-1]
+    finest = levels[-1]
     if values is None:
         values = np.full((count, finest + 1), np.nan)
     have = ~np.isnan(values)
     estimate = np.full(count, np.nan)
     error = np.full(count, np.nan)
     active = np.arange(count)
-    for n in _CC_LEVELS:
+    for n in levels:
         stride = finest // n
         ts = _cc_nodes(a, b, n)
         pending = [(k, j) for k in active for j in range(n, -1, -1) if not have[k, j * stride]]
@@ -282,15 +308,84 @@ def _hermite_panel(slope, f0: float, t_cut: float) -> tuple[float, float]:
 
 def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float):
     """Hermite estimate of ∫_0^t_cut and its error estimate (see :func:`_hermite_panel`) from
-    ``values`` (..., 13) at :func:`_cc_nodes` and ``slopes`` (..., 12) at all but the first;
-    arrays of shape (...)."""
+    ``values`` (..., n + 1) at :func:`_cc_nodes` and ``slopes`` (..., n) at all but the first
+    (n = 12: the ``hermite`` rule; 14: ``hermite_log``'s); arrays of shape (...)."""
     half = 0.5 * t_cut  # t = half · (x + 1): f'(t) dt/dx = half · f'(t)
     data = np.concatenate([values, half * np.asarray(slopes)], axis=-1)
-    coef = data @ _hermite_basis(_HERMITE_LEVEL).T  # Chebyshev coefficients in x
+    coef = data @ _hermite_basis(values.shape[-1] - 1).T  # Chebyshev coefficients in x
     degree = coef.shape[-1] - 1
     even = np.arange(0, degree + 1, 2)
     estimate = half * np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2), axis=-1)
     error = t_cut * np.abs(coef[..., -4:]).sum(axis=-1)
+    return estimate, error
+
+
+def _stretch_rate(reach: float) -> float:
+    """``hermite_log``'s α for t_cut · (largest distance) = ``reach``: 1.5 ln(reach / 25)
+    within [0.25, 3]. Mag rises from 1 over scales of about 1 / (largest distance); where that
+    is a small share of [0, t_cut] (reach above 100: cosine distances, targets of 0.99) the
+    nodes must crowd towards 0 (α of 2.5 to 3), where it is not (reach of 20 to 40: Euclidean
+    clouds whose distances concentrate) Mag changes fastest near t_cut and nearly the plain
+    Chebyshev points serve best (α of 0.25 to 0.5). Chosen on the clouds of
+    ``benchmarks/bench_quadrature_rule.py`` up to 1,500 points, α of 0.25 to 3.5 tried on each:
+    this rule let the estimate meet rtol 1e-6 on the 15 scales in more cases than ln(reach / 20)
+    or any fixed α (the study's CSV records the α used and whether it fell back)."""
+    return min(max(1.5 * math.log(max(reach, 1e-300) / 25.0), 0.25), 3.0)
+
+
+def _log_stretch(s: np.ndarray | float, t_cut: float, alpha: float):
+    """``hermite_log``'s change of variable: t = t_cut · (e^{αs} − 1) / (e^α − 1) and dt/ds,
+    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly)."""
+    scale = t_cut / math.expm1(alpha)
+    grow = np.exp(alpha * np.asarray(s, dtype=float))
+    return scale * np.expm1(alpha * np.asarray(s, dtype=float)), scale * alpha * grow, \
+        scale * alpha**2 * grow
+
+
+def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[float, float]:
+    """``hermite_log``: ∫_0^t_cut f dt = ∫_0^1 g(s) ds with g(s) = f(t(s)) t'(s) under
+    :func:`_log_stretch`, by the Hermite rule (:func:`_hermite_rule`) on the 15
+    Chebyshev–Lobatto points of s: g and g'(s) = f'(t) t'(s)² + f(t) t''(s) at the 14 positive
+    ones (``slope(t)``, asked from the largest scale down; t_cut is the convergence-scale
+    search's last scale, so 13 solves) and g(0) = t'(0) (Mag(0) = 1; Mag'(0) is not known).
+
+    Why the stretch: Mag(t) rises from 1 over scales of about 1 / (largest distance), a small
+    share of [0, t_cut] where t_cut · (largest distance) is large (cosine distances, targets of
+    0.99), and the Chebyshev points of t leave that rise unresolved; e^{αs} spaces the nodes
+    evenly in log t near t_cut and evenly in t near 0. Returns (estimate, estimated absolute
+    error); where the error estimate (that of :func:`_hermite_panel`) exceeds ``rtol`` times the
+    estimate, Clenshaw–Curtis in s on 15, 29 and 57 points (reusing the 15 values), then
+    bisected panels (:func:`_cc_refine`), guarantee the tolerance as ``chebyshev`` does."""
+    n = _LOG_HERMITE_LEVEL
+    s = _cc_nodes(0.0, 1.0, n)
+    t, dt, ddt = _log_stretch(s, t_cut, alpha)
+    t[0], t[-1] = 0.0, t_cut
+    g = np.empty(n + 1)
+    dg = np.empty(n)
+    g[0] = f(0.0) * dt[0]
+    for j in range(n, 0, -1):
+        mag, dmag = slope(float(t[j]))
+        g[j] = mag * dt[j]
+        dg[j - 1] = dmag * dt[j]**2 + mag * ddt[j]
+    estimate, error = (float(x) for x in _hermite_rule(g, dg, 1.0))
+    if error <= rtol * abs(estimate):
+        return estimate, error
+
+    def integrand(x: float) -> float:
+        tx, dtx, _ = _log_stretch(x, t_cut, alpha)
+        return f(float(tx) if x < 1.0 else t_cut) * float(dtx)
+
+    def evaluate(rows, nodes, xs, level):
+        return [integrand(float(xs[j])) for j in nodes]
+
+    finest = _LOG_HERMITE_LEVELS[-1]
+    known = np.full((1, finest + 1), np.nan)
+    known[0, ::finest // n] = g
+    estimate, error = (float(x[0]) for x in _cc_levels(evaluate, 0.0, 1.0, 1, rtol=rtol,
+                                                        values=known,
+                                                        levels=_LOG_HERMITE_LEVELS))
+    if error > rtol * abs(estimate):
+        estimate, error = _cc_refine(integrand, 1.0, estimate, rtol, return_error=True)
     return estimate, error
 
 
