@@ -355,7 +355,8 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     evenly in log t near t_cut and evenly in t near 0. Returns (estimate, estimated absolute
     error); where the error estimate (that of :func:`_hermite_panel`) exceeds ``rtol`` times the
     estimate, Clenshaw–Curtis in s on 15, 29 and 57 points (reusing the 15 values), then
-    bisected panels (:func:`_cc_refine`), guarantee the tolerance as ``chebyshev`` does."""
+    bisected panels (:func:`_cc_refine`), meet the tolerance by their estimates as
+    ``chebyshev`` does."""
     n = _LOG_HERMITE_LEVEL
     s = _cc_nodes(0.0, 1.0, n)
     t, dt, ddt = _log_stretch(s, t_cut, alpha)
