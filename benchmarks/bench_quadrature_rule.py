@@ -2,6 +2,7 @@
 and ``method="hermite_log"`` beside the default ``method="chebyshev"``, alias ``cc25``).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_quadrature_rule.py   # writes the CSV below
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_quadrature_rule.py --holdout
     python benchmarks/bench_quadrature_rule.py --max-n 3000 --out other.csv
 
 For Euclidean, cosine and cityblock clouds of 50 to 10,000 points (clustered: ``bench_gpu.py``'s
@@ -13,20 +14,28 @@ several convergence targets, on the dense NumPy engine:
   which the engine uses from ``FIRST_ORDER_FROM`` distinct points on), its solves;
 * ``cc25`` (Clenshaw–Curtis, 13 then 25 scales: ``chebyshev``), ``hermite`` (values and
   derivatives on the 13 scales, ``chebyshev`` where its estimate exceeds rtol) and
-  ``hermite_log`` (values and derivatives on 15 scales stretched towards 0, Clenshaw–Curtis in
-  the stretched variable where its estimate exceeds rtol), each on a fresh space after its own
+  ``hermite_log`` (values and derivatives on 15 scales stretched towards 0, then 22 and 29
+  where the estimate exceeds rtol, then Clenshaw–Curtis in the stretched variable), each on a
+  fresh space after its own
   search: the scales each solved (a solve is one factorisation or one conjugate-gradient solve;
   the search's last scale is t_cut, solved once for both), and with the search's
   (``*_total_solves``: t_conv + MagArea);
 * the fixed rules alone from the same values: Clenshaw–Curtis and Hermite on 13 scales,
-  ``hermite_log`` on its 15, with their estimated errors;
+  ``hermite_log`` on its 15 and on the 22 of its second stage, with their estimated errors;
 * the true relative errors against a reference: ``chebyshev`` at rtol 1e-10 (49 scales and
   bisection where needed) on the first space.
 
+``hermite_log``'s stretch rate α (``_quadrature._stretch_rate``) was chosen on the clouds of
+:data:`CLOUDS` up to 1,500 points. ``--holdout`` runs :data:`HOLDOUT` instead, clouds that
+took no part in that choice (other seeds, sizes, dimensions, cluster counts and spreads): the
+out-of-sample check. (The points of the rule's second stage were compared on the values of
+both sets' clouds; those of the study alone pick the same.)
+
 Counts and errors are deterministic; no times are recorded (the machine is shared). Output:
-``benchmarks/results/quadrature_rule.csv``, its header naming machine, versions, command, date,
-and beside it ``quadrature_rule_summary.csv``: per rule, the most solves for MagArea and for
-t_conv + MagArea, the cases in at most 13 solves, the worst true error (from the rows above).
+``benchmarks/results/quadrature_rule.csv`` (``--holdout``: ``quadrature_rule_holdout.csv``),
+its header naming machine, versions, command, date, and beside it ``*_summary.csv``: per rule,
+the most solves for MagArea and for t_conv + MagArea, the cases in at most 13 solves, the
+worst true error (from the rows above).
 """
 
 from __future__ import annotations
@@ -49,7 +58,10 @@ from diversity_core.magnitude._common import DEFAULT_MAX_ITER, DEFAULT_T_CONV_RT
 RTOL = 1e-6  # the default MagArea tolerance
 REFERENCE_RTOL = 1e-10
 OUT = Path(__file__).parent / "results" / "quadrature_rule.csv"
-# (metric, kind, n, d, targets)
+HOLDOUT_OUT = OUT.with_name("quadrature_rule_holdout.csv")
+# (metric, kind, n, d, targets). Kinds: ``clustered``, bench_gpu's ten Gaussian clusters
+# (centres of standard deviation 3); ``clustered_k<K>_c<C>``, K clusters, centres of standard
+# deviation C, unit-variance points about them; ``uniform``, see :func:`points`.
 CLOUDS = [
     ("euclidean", "clustered", 50, 10, (0.5, 0.95, 0.99)),
     ("euclidean", "clustered", 300, 10, (0.5, 0.95, 0.99)),
@@ -77,6 +89,22 @@ CLOUDS = [
     ("cityblock", "uniform", 200, 3, (0.5, 0.95, 0.99)),
     ("euclidean", "clustered", 700, 128, (0.6, 0.95, 0.98)),
 ]
+# The out-of-sample clouds (seeds from HOLDOUT_SEED on).
+HOLDOUT = [
+    ("euclidean", "clustered_k3_c2", 120, 7, (0.5, 0.9, 0.95, 0.99)),
+    ("euclidean", "clustered_k25_c4", 650, 24, (0.5, 0.9, 0.95, 0.99)),
+    ("euclidean", "uniform", 2000, 12, (0.9, 0.95, 0.99)),
+    ("euclidean", "clustered_k6_c1.5", 5000, 48, (0.95,)),
+    ("cosine", "clustered_k4_c2.5", 120, 20, (0.5, 0.9, 0.95, 0.99)),
+    ("cosine", "uniform", 650, 12, (0.5, 0.9, 0.95, 0.99)),
+    ("cosine", "clustered_k15_c1", 2000, 96, (0.9, 0.95, 0.99)),
+    ("cityblock", "uniform", 120, 9, (0.5, 0.9, 0.95, 0.99)),
+    ("cityblock", "clustered_k8_c5", 650, 16, (0.5, 0.9, 0.95, 0.99)),
+    ("cityblock", "clustered_k20_c2", 2000, 30, (0.9, 0.95, 0.99)),
+    ("euclidean", "clustered", 2000, 200, (0.5, 0.99)),
+    ("cosine", "clustered_k6_c3", 5000, 32, (0.95,)),
+]
+HOLDOUT_SEED = 1000
 COLUMNS = ["metric", "n", "d", "kind", "target", "t_conv", "search_solves",
            "search_solves_first_order",
            "cc25_solves", "cc25_total_solves", "cc25_rel_error", "cc25_rel_estimate",
@@ -84,7 +112,8 @@ COLUMNS = ["metric", "n", "d", "kind", "target", "t_conv", "search_solves",
            "hermite_log_alpha", "hermite_log_solves", "hermite_log_total_solves",
            "hermite_log_rel_error", "hermite_log_fell_back",
            "cc13_rel_error", "cc13_rel_estimate", "hermite13_rel_error",
-           "hermite13_rel_estimate", "hermite_log15_rel_error", "hermite_log15_rel_estimate"]
+           "hermite13_rel_estimate", "hermite_log15_rel_error", "hermite_log15_rel_estimate",
+           "hermite_log22_rel_error", "hermite_log22_rel_estimate"]
 RULES = ("cc25", "hermite", "hermite_log")
 GOAL_SOLVES = 13  # MagArea's budget of solves after the convergence-scale search
 
@@ -93,6 +122,10 @@ def points(kind: str, metric: str, n: int, d: int, seed: int) -> np.ndarray:
     if kind == "clustered":
         return bench_gpu.cloud(n, d, seed)
     rng = np.random.default_rng(seed)
+    if kind.startswith("clustered_k"):
+        k, spread = kind.removeprefix("clustered_k").split("_c")
+        centres = rng.normal(scale=float(spread), size=(int(k), d))
+        return centres[rng.integers(int(k), size=n)] + rng.normal(size=(n, d))
     return rng.normal(size=(n, d)) if metric == "cosine" else rng.uniform(size=(n, d))
 
 
@@ -139,6 +172,12 @@ def measure(D: np.ndarray, target: float) -> dict:
     h15, h15_error = _quadrature._log_hermite(third.magnitude, third._known_slope, t_conv,
                                               math.inf, alpha)
     assert (solves(second), solves(third)) == before
+    # hermite_log's second stage alone (its 7 scales solved now if the rule stopped at 15).
+    stages = _quadrature._log_hermite_stages(third.magnitude, third._known_slope, t_conv, alpha,
+                                             np.full(_quadrature._LOG_HERMITE_LEVELS[1] + 1,
+                                                     np.nan))
+    next(stages)
+    h22, h22_error = next(stages)
 
     reference = first.mag_area(t_conv, method="chebyshev", rtol=REFERENCE_RTOL)
 
@@ -154,10 +193,12 @@ def measure(D: np.ndarray, target: float) -> dict:
             "cc13_rel_error": rel(c13), "cc13_rel_estimate": float(c13_error) / reference,
             "hermite13_rel_error": rel(h13), "hermite13_rel_estimate": h13_error / reference,
             "hermite_log15_rel_error": rel(h15),
-            "hermite_log15_rel_estimate": h15_error / reference}
+            "hermite_log15_rel_estimate": h15_error / reference,
+            "hermite_log22_rel_error": rel(h22),
+            "hermite_log22_rel_estimate": h22_error / reference}
 
 
-def header(command: str, max_n: int | None) -> list[str]:
+def header(command: str, max_n: int | None, holdout: bool) -> list[str]:
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -168,30 +209,41 @@ def header(command: str, max_n: int | None) -> list[str]:
             f"# date: {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
             f"# rtol {RTOL:g}; reference: chebyshev at rtol {REFERENCE_RTOL:g}; solves: distinct "
             "scales solved (factorisations or conjugate-gradient solves)",
-            "# sizes run: " + ", ".join(str(n) for n in sorted({c[2] for _, c in clouds(max_n)}))
-            + (f" (--max-n {max_n}; larger clouds of the study left out)" if max_n else "")]
+            ("# clouds: HOLDOUT, seeds from 1000 (out of sample: alpha chosen on CLOUDS)"
+             if holdout else "# clouds: CLOUDS, seed = place in the list"),
+            "# sizes run: " + ", ".join(str(n) for n in
+                                         sorted({c[2] for _, c in clouds(max_n, holdout)}))
+            + (f" (--max-n {max_n}; larger clouds left out)" if max_n else "")]
 
 
-def clouds(max_n: int | None):
-    """(seed, cloud) of the study up to ``max_n`` points; the seed is the cloud's place in
-    :data:`CLOUDS`, whichever are run."""
-    return [(seed, c) for seed, c in enumerate(CLOUDS) if max_n is None or c[2] <= max_n]
+def clouds(max_n: int | None, holdout: bool = False):
+    """(seed, cloud) of the study (``holdout``: of the holdout) up to ``max_n`` points; the
+    seed is the cloud's place in :data:`CLOUDS` (in :data:`HOLDOUT`, plus
+    :data:`HOLDOUT_SEED`), whichever are run."""
+    first, listed = (HOLDOUT_SEED, HOLDOUT) if holdout else (0, CLOUDS)
+    return [(first + i, c) for i, c in enumerate(listed) if max_n is None or c[2] <= max_n]
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"default: {OUT.name} (--holdout: {HOLDOUT_OUT.name}) in {OUT.parent}")
     parser.add_argument("--max-n", type=int, default=None,
                         help="run only the clouds of at most this many points")
+    parser.add_argument("--holdout", action="store_true",
+                        help="run the holdout clouds (HOLDOUT) instead of the study's")
     args = parser.parse_args(argv)
+    default = HOLDOUT_OUT if args.holdout else OUT
+    out = args.out or default
     threads = os.environ.get("OPENBLAS_NUM_THREADS")
     lines = header((f"OPENBLAS_NUM_THREADS={threads} " if threads else "")
                    + "python benchmarks/bench_quadrature_rule.py"
+                   + (" --holdout" if args.holdout else "")
                    + (f" --max-n {args.max_n}" if args.max_n else "")
-                   + (f" --out {args.out}" if args.out != OUT else ""), args.max_n)
+                   + (f" --out {out}" if out != default else ""), args.max_n, args.holdout)
     lines.append(",".join(COLUMNS))
     rows = []
-    for seed, (metric, kind, n, d, targets) in clouds(args.max_n):
+    for seed, (metric, kind, n, d, targets) in clouds(args.max_n, args.holdout):
         D = dc.pairwise_distances(points(kind, metric, n, d, seed), metric)
         for target in targets:
             row = {"metric": metric, "n": n, "d": d, "kind": kind, "target": target,
@@ -202,9 +254,9 @@ def main(argv=None) -> None:
                                   else str(row[c])
                                   for c in COLUMNS))
             print(lines[-1], flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write(args.out, lines)
-    write(args.out.with_name(args.out.stem + "_summary.csv"),
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write(out, lines)
+    write(out.with_name(out.stem + "_summary.csv"),
           lines[:-len(rows) - 1] + summary(rows))
 
 
