@@ -4,8 +4,9 @@
   scales, the error estimated from the trailing Chebyshev coefficients, panels bisected where
   needed), the Hermite rule (values and derivatives on the 13-point grid, the Clenshaw–Curtis
   rule where its estimate is not enough), the log-stretched Hermite rule (values and
-  derivatives on 15 scales crowded towards 0, Clenshaw–Curtis in the stretched variable where
-  its estimate is not enough), also SciPy's ``quad`` and the paper's trapezoid rule;
+  derivatives on 15 scales crowded towards 0, then on 22 and 29, then Clenshaw–Curtis in the
+  stretched variable, as far as its estimates need), also SciPy's ``quad`` and the paper's
+  trapezoid rule;
 * :class:`ScaleGrid`: scales at which one evaluation of each magnitude function serves MagArea
   up to any limit (the curvature experiment's scale-sensitivity study).
 """

@@ -159,12 +159,12 @@ def mag_area(
         (``benchmarks/results/quadrature_rule.csv``). ``hermite_log``: values and derivatives
         at 15 scales stretched towards 0 (t = t_cut (e^{αs} − 1) / (e^α − 1) at the Chebyshev
         points of s, α from t_cut times the largest distance), the exact integral of their
-        interpolant of degree 28 in s; after the convergence-scale search 13 scales to solve,
-        and where its estimated error exceeds ``rtol``, Clenshaw–Curtis in s on 29 and 57
-        points reusing them (docs/performance.md). ``quad``: scipy's adaptive
-        Gauss–Kronrod to ``rtol`` (about twice the evaluations). ``trapezoid``: the paper's rule
-        on ``n_ts`` evenly spaced scales in [0, t_cut], 0 included (magnipy's default is 30; the
-        paper era used 10); its error is not controlled.
+        interpolant of degree 28 in s; after the convergence-scale search 13 scales to solve;
+        where its estimated error exceeds ``rtol``, 22 then 29 points of s (7 and 7 solves
+        more), then Clenshaw–Curtis in s on 57 points reusing them (docs/performance.md).
+        ``quad``: scipy's adaptive Gauss–Kronrod to ``rtol`` (about twice the evaluations).
+        ``trapezoid``: the paper's rule on ``n_ts`` evenly spaced scales in [0, t_cut], 0
+        included (magnipy's default is 30; the paper era used 10); its error is not controlled.
 
     Returns
     -------

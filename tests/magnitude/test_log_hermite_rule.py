@@ -67,21 +67,82 @@ def test_after_the_search_it_solves_thirteen_scales_where_its_estimate_suffices(
     assert area == pytest.approx(reference, rel=1e-6)
 
 
-def test_where_its_estimate_falls_short_clenshaw_curtis_reuses_its_scales():
-    """A rule whose estimate falls short (here: made so by a tolerance below what 15 scales
-    reach) goes on with Clenshaw–Curtis in the stretched variable on 29 and 57 points, which
-    contain its 15: 14 and 28 more solves, none off those grids, and the tolerance met."""
+def stretched(indices, t_cut: float, alpha: float, n: int = 28) -> np.ndarray:
+    """The scales t(s) at the given points of the n + 1 Chebyshev–Lobatto points of s."""
+    return _quadrature._log_stretch(_quadrature._cc_nodes(0.0, 1.0, n), t_cut, alpha)[0][
+        list(indices)]
+
+
+def test_its_second_stage_integrates_polynomials_of_degree_42_exactly():
+    """15 + 7 points: 22 values and 21 derivatives."""
+    s = _quadrature._cc_nodes(0.0, 1.0, 28)
+    known = sorted([0, *_quadrature._LOG_HERMITE_STAGES[0], *_quadrature._LOG_HERMITE_STAGES[1]])
+    assert len(known) == 22
+    basis = _quadrature._hermite_basis_at(tuple(2.0 * s[known] - 1.0))
+    rng = np.random.default_rng(1)
+    p = np.polynomial.Polynomial(rng.normal(size=43))
+    estimate, _ = _quadrature._hermite_rule(p(s[known]), p.deriv()(s[known][1:]), 1.0,
+                                            basis=basis)
+    assert estimate == pytest.approx(p.integ()(1.0) - p.integ()(0.0), rel=1e-11)
+
+
+def test_where_fifteen_points_fall_short_the_second_stage_adds_seven_scales():
+    """A tolerance the 15 points' estimate does not meet but the 22 points' does: 7 solves
+    more, at the 29-point grid's points 1, 5, ..., 25 (one in every other gap), and the
+    tolerance kept."""
+    D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
+    space = MagnitudeSpace(D)
+    t_cut = space.convergence_scale(0.5)
+    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    stages = _quadrature._log_hermite_stages(space.magnitude, space._known_slope, t_cut, alpha,
+                                             np.full(29, np.nan))
+    (h15, e15), (h22, e22) = (tuple(next(stages)) for _ in range(2))
+    rtol = math.sqrt(e15 / h15 * e22 / h22)  # between the two stages' estimates
+    assert e22 / h22 < rtol < e15 / h15
+    fresh = MagnitudeSpace(D)
+    fresh.convergence_scale(0.5)
+    solved = solved_scales(fresh)
+    area = fresh.mag_area(t_cut, method="hermite_log", rtol=rtol)
+    assert area == h22 and len(solved) == 13 + 7
+    second = stretched(_quadrature._LOG_HERMITE_STAGES[1], t_cut, alpha)
+    assert all(np.isclose(second, t, rtol=1e-14, atol=0).any() for t in solved - set(
+        stretched(_quadrature._LOG_HERMITE_STAGES[0], t_cut, alpha)))
+    assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-11), rel=rtol)
+
+
+def test_past_its_hermite_stages_clenshaw_curtis_reuses_their_scales():
+    """A tolerance below what the 29 points' estimate reaches: Clenshaw–Curtis in s on 57
+    points, which contain the 29 (28 solves more, none off that grid), and the tolerance met."""
     D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
     t_cut = dc.convergence_scale(D, 0.99)
     space = MagnitudeSpace(D)
     space.convergence_scale(0.99)
     solved = solved_scales(space)
-    area = space.mag_area(t_cut, method="hermite_log", rtol=1e-9)
-    assert len(solved) in (13 + 14, 13 + 14 + 28)
+    area = space.mag_area(t_cut, method="hermite_log", rtol=1e-12)
+    assert len(solved) == 13 + 7 + 7 + 28
     alpha = _quadrature._stretch_rate(t_cut * space.diameter)
-    grid = _quadrature._log_stretch(_quadrature._cc_nodes(0.0, 1.0, 56), t_cut, alpha)[0]
+    grid = stretched(range(57), t_cut, alpha, n=56)
     assert all(np.isclose(grid, t, rtol=1e-14, atol=0).any() for t in solved)
-    assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-11), rel=1e-9)
+    assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-13), rel=1e-11)
+
+
+def test_an_integrand_no_stage_resolves_is_bisected_to_the_tolerance():
+    """A bump of width 0.002 (poles that close to the axis): every Hermite stage and the 57
+    points fall short, and the bisected panels meet the tolerance."""
+    w = 2e-3
+    asked = []
+
+    def f(t):
+        asked.append(t)
+        return 1.0 + 1.0 / (1.0 + ((t - 0.3) / w)**2)
+
+    def slope(t):
+        return f(t), -2.0 * (t - 0.3) / w**2 / (1.0 + ((t - 0.3) / w)**2)**2
+
+    area, error = _quadrature._log_hermite(f, slope, 1.0, 1e-8, 1.0)
+    exact = 1.0 + w * (math.atan(0.7 / w) + math.atan(0.3 / w))
+    assert len(set(asked)) > 57 and error <= 1e-8 * area
+    assert area == pytest.approx(exact, rel=1e-8)
 
 
 def test_the_torch_path_integrates_by_the_same_rule_in_thirteen_factorisations():
