@@ -336,7 +336,8 @@ def _stretch_rate(reach: float) -> float:
     Chebyshev points serve best (α of 0.25 to 0.5). Chosen on the clouds of
     ``benchmarks/bench_quadrature_rule.py`` up to 1,500 points, α of 0.25 to 3.5 tried on each:
     this rule let the estimate meet rtol 1e-6 on the 15 scales in more cases than ln(reach / 20)
-    or any fixed α (the study's CSV records the α used and whether it fell back)."""
+    or any fixed α (the study's CSV records the α used and whether it fell back; its
+    ``--holdout`` clouds, which took no part in the choice, are the out-of-sample check)."""
     return min(max(1.5 * math.log(max(reach, 1e-300) / 25.0), 0.25), 3.0)
 
 
