@@ -28,8 +28,8 @@ several convergence targets, on the dense NumPy engine:
 ``hermite_log``'s stretch rate α (``_quadrature._stretch_rate``) was chosen on the clouds of
 :data:`CLOUDS` up to 1,500 points. ``--holdout`` runs :data:`HOLDOUT` instead, clouds that
 took no part in that choice (other seeds, sizes, dimensions, cluster counts and spreads): the
-out-of-sample check. (The points of the rule's second stage were compared on the values of
-both sets' clouds; those of the study alone pick the same.)
+out-of-sample check for α. (The points of the rule's second stage and the factor on its error
+estimate are chosen from both sets' values; the study's alone pick the same points.)
 
 Counts and errors are deterministic; no times are recorded (the machine is shared). Output:
 ``benchmarks/results/quadrature_rule.csv`` (``--holdout``: ``quadrature_rule_holdout.csv``),
