@@ -50,7 +50,14 @@ from ._common import (
     MemberWarning,
     member_warning_category,
 )
-from ._quadrature import _CC_LEVELS, _cc_levels, _cc_refine, _integrate, check_integration
+from ._quadrature import (
+    _CC_LEVELS,
+    _cc_levels,
+    _cc_refine,
+    _integrate,
+    canonical_method,
+    check_integration,
+)
 from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch, first_scale
 from ._solver import _CG_MIN_POINTS
 from ._space import (
@@ -449,7 +456,7 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
         group = members[t_cuts[members] == T]
         if T == 0.0:
             out[group] = 0.0
-        elif method == "chebyshev":
+        elif canonical_method(method) == "chebyshev":
             out[group] = _chebyshev_areas(batch, group, float(T), rtol)
         elif method == "trapezoid":
             ts = np.linspace(0.0, float(T), n_ts)
@@ -463,7 +470,8 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
                 with _member_warnings(i):
                     out[i] = _integrate(lambda t, i=i: _one(batch, i, t), float(T),
                                         method=method, rtol=rtol, n_ts=n_ts,
-                                        slope=lambda t, i=i: _one_slope(batch, i, t))
+                                        slope=lambda t, i=i: _one_slope(batch, i, t),
+                                        diameter=float(np.max(batch.D[i])))
     return _finish(out, failures, errors)
 
 

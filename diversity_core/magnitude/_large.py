@@ -403,7 +403,8 @@ class LargeMagnitudeSpace(_Operations):
             return self.magnitude(t, atol=atol)
 
         area, quadrature = _integrate(magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                                      return_error=True, slope=self.magnitude_and_derivative)
+                                      return_error=True, slope=self.magnitude_and_derivative,
+                                      diameter=float(self.D_max))
         # The errors of the values the integral used (those in the cache now).
         inside = [error for t, error in self._errors.items() if 0 < t <= t_cut]
         evaluation = t_cut * max(inside, default=0.0)

@@ -3,7 +3,10 @@
 * :func:`_integrate` and its Clenshaw–Curtis rule (nested Chebyshev grids of 13, 25 and 49
   scales, the error estimated from the trailing Chebyshev coefficients, panels bisected where
   needed), the Hermite rule (values and derivatives on the 13-point grid, the Clenshaw–Curtis
-  rule where its estimate is not enough), also SciPy's ``quad`` and the paper's trapezoid rule;
+  rule where its estimate is not enough), the log-stretched Hermite rule (values and
+  derivatives on 15 scales crowded towards 0, then on 22 and 29, then Clenshaw–Curtis in the
+  stretched variable, as far as its estimates need), also SciPy's ``quad`` and the paper's
+  trapezoid rule;
 * :class:`ScaleGrid`: scales at which one evaluation of each magnitude function serves MagArea
   up to any limit (the curvature experiment's scale-sensitivity study).
 """
@@ -22,7 +25,10 @@ from scipy.fft import dct
 from .._validation import check_scales
 from ._common import MagnitudeWarning
 
-INTEGRATION_METHODS = ("chebyshev", "hermite", "quad", "trapezoid")
+INTEGRATION_METHODS = ("chebyshev", "cc25", "hermite", "hermite_log", "quad", "trapezoid")
+# Names of one rule: ``cc25`` is ``chebyshev`` (Clenshaw–Curtis, 13 then 25 scales, ...) under
+# the name the quadrature study gives it.
+_ALIASES = {"cc25": "chebyshev"}
 # Nested Clenshaw–Curtis grids: N + 1 Chebyshev points on a panel; each contains the previous.
 # Measured on [0, t_conv] of clustered clouds (300 to 2,000 points, d = 2 to 50), the error
 # estimate of 13 points was 2e-5 to 5e-5 (true errors 1e-7 to 4e-6), that of 25 points 2e-9 to
@@ -33,17 +39,38 @@ _MAX_BISECTIONS = 20
 # The Hermite rule's grid: the first Clenshaw–Curtis level (its nodes are those of the 13-point
 # level, so the Clenshaw–Curtis rule reuses every value where the Hermite estimate falls short).
 _HERMITE_LEVEL = _CC_LEVELS[0]
+# The log-stretched Hermite rule (``hermite_log``, see _log_hermite): Hermite rules on nested
+# sets of the 29 Chebyshev–Lobatto points of s, each stage's new points (0, whose value is
+# known, aside): the even points (the 15-point grid: 13 scales to solve besides 0 and t_cut),
+# then every other odd point from 1 (7 more), then the other odd points (7 more); then
+# Clenshaw–Curtis in s on 57 points. α, its stretch where the space's largest distance is not
+# known (every engine path passes it).
+_LOG_HERMITE_STAGES = (tuple(range(2, 29, 2)), tuple(range(1, 28, 4)), tuple(range(3, 28, 4)))
+# Each stage's error estimate is that of _hermite_rule times this factor: the second stage's
+# points are not Chebyshev points, and the trailing coefficients of their interpolant bound its
+# error less sharply (the study's hermite_log22_rel_error and _rel_estimate columns compare
+# them).
+_LOG_HERMITE_ERROR_FACTORS = (1.0, 4.0, 1.0)
+_LOG_HERMITE_ALPHA = 2.0
+_LOG_HERMITE_LEVELS = (14, 28, 56)
+
+
+def canonical_method(method: str) -> str:
+    """The rule an integration method names (``cc25`` is ``chebyshev``)."""
+    return _ALIASES.get(method, method)
 
 
 def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
-               return_error: bool = False, announce=None, slope=None):
+               return_error: bool = False, announce=None, slope=None, diameter=None):
     """∫_0^t_cut f by ``method``; with ``return_error``, also its estimated absolute error (NaN
     for the trapezoid rule, whose error is not estimated). ``announce``: see :func:`_cc_panel`.
-    ``slope(t)``: ``(f(t), f'(t))`` at t > 0, which the Hermite rule needs."""
+    ``slope(t)``: ``(f(t), f'(t))`` at t > 0, which the Hermite rules need. ``diameter``: the
+    space's largest distance, which sets ``hermite_log``'s stretch (None: the stretch of
+    ``_LOG_HERMITE_ALPHA``)."""
     t_cut = float(check_scales(t_cut, name="t_cut")[0])
     check_integration(method, rtol, n_ts)
     value, error = _integrate_with_error(f, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                                         announce=announce, slope=slope)
+                                         announce=announce, slope=slope, diameter=diameter)
     return (value, error) if return_error else value
 
 
@@ -60,9 +87,15 @@ def check_integration(method: str, rtol: float, n_ts: int) -> None:
 
 
 def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
-                          announce=None, slope=None):
+                          announce=None, slope=None, diameter=None):
+    method = canonical_method(method)
     if t_cut == 0.0:
         return 0.0, 0.0
+    if method == "hermite_log":
+        if slope is None:
+            raise ValueError("the hermite_log rule needs the derivative of the integrand (slope).")
+        alpha = _LOG_HERMITE_ALPHA if diameter is None else _stretch_rate(t_cut * diameter)
+        return _log_hermite(f, slope, t_cut, rtol, alpha)
     if method == "hermite":
         if slope is None:
             raise ValueError("the hermite rule needs the derivative of the integrand (slope).")
@@ -184,7 +217,7 @@ def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0, announ
 
 
 def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rtol: float = 0.0,
-               values: np.ndarray | None = None):
+               values: np.ndarray | None = None, levels: tuple[int, ...] = _CC_LEVELS):
     """The nested Clenshaw–Curtis levels on [a, b] for ``count`` integrands at once, each
     stopping at the first level whose estimated error is below ``tol`` or ``rtol`` times its
     estimate: the loop of :func:`_cc_panel` (one integrand) and of the batch (many spaces, the
@@ -193,18 +226,19 @@ def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rt
     ``evaluate(rows, nodes, ts, n)``: the integrands ``rows`` at the scales ``ts[nodes]`` of
     level ``n`` (``ts`` its n + 1 nodes, ascending), a sequence of len(rows) values; asked for
     each level's new nodes only, integrand by integrand, each integrand's nodes from the largest
-    down. ``values`` (count, 49): values known beforehand on the finest grid (NaN: unknown).
+    down. ``values`` (count, levels[-1] + 1): values known beforehand on the finest grid (NaN:
+    unknown). ``levels``: the grids' N, each dividing the last (default: 12, 24, 48).
 
     Returns ``(estimate, error)``, arrays of shape (count,) from each integrand's last level.
     """
-    finest = _CC_LEVELS[-1]
+    finest = levels[-1]
     if values is None:
         values = np.full((count, finest + 1), np.nan)
     have = ~np.isnan(values)
     estimate = np.full(count, np.nan)
     error = np.full(count, np.nan)
     active = np.arange(count)
-    for n in _CC_LEVELS:
+    for n in levels:
         stride = finest // n
         ts = _cc_nodes(a, b, n)
         pending = [(k, j) for k in active for j in range(n, -1, -1) if not have[k, j * stride]]
@@ -280,13 +314,17 @@ def _hermite_panel(slope, f0: float, t_cut: float) -> tuple[float, float]:
     return float(estimate), float(error)
 
 
-def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float):
+def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float, *,
+                  basis: np.ndarray | None = None):
     """Hermite estimate of ∫_0^t_cut and its error estimate (see :func:`_hermite_panel`) from
-    ``values`` (..., 13) at :func:`_cc_nodes` and ``slopes`` (..., 12) at all but the first;
-    arrays of shape (...)."""
+    ``values`` (..., n + 1) at :func:`_cc_nodes` and ``slopes`` (..., n) at all but the first
+    (n = 12: the ``hermite`` rule; 14 and 28: ``hermite_log``'s); arrays of shape (...).
+    ``basis``: that of other points (:func:`_hermite_basis_at`)."""
     half = 0.5 * t_cut  # t = half · (x + 1): f'(t) dt/dx = half · f'(t)
     data = np.concatenate([values, half * np.asarray(slopes)], axis=-1)
-    coef = data @ _hermite_basis(_HERMITE_LEVEL).T  # Chebyshev coefficients in x
+    if basis is None:
+        basis = _hermite_basis(values.shape[-1] - 1)
+    coef = data @ basis.T  # Chebyshev coefficients in x
     degree = coef.shape[-1] - 1
     even = np.arange(0, degree + 1, 2)
     estimate = half * np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2), axis=-1)
@@ -294,13 +332,113 @@ def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float):
     return estimate, error
 
 
-@functools.cache
+def _stretch_rate(reach: float) -> float:
+    """``hermite_log``'s α for t_cut · (largest distance) = ``reach``: 1.5 ln(reach / 25)
+    within [0.25, 3]. Mag rises from 1 over scales of about 1 / (largest distance); where that
+    is a small share of [0, t_cut] (reach above 100: cosine distances, targets of 0.99) the
+    nodes must crowd towards 0 (α of 2.5 to 3), where it is not (reach of 20 to 40: Euclidean
+    clouds whose distances concentrate) Mag changes fastest near t_cut and nearly the plain
+    Chebyshev points serve best (α of 0.25 to 0.5). Chosen on the clouds of
+    ``benchmarks/bench_quadrature_rule.py`` up to 1,500 points, α of 0.25 to 3.5 tried on each:
+    this rule let the estimate meet rtol 1e-6 on the 15 scales in more cases than ln(reach / 20)
+    or any fixed α (the study's CSV records the α used and whether it fell back; its
+    ``--holdout`` clouds, which took no part in the choice, are the out-of-sample check)."""
+    return min(max(1.5 * math.log(max(reach, 1e-300) / 25.0), 0.25), 3.0)
+
+
+def _log_stretch(s: np.ndarray | float, t_cut: float, alpha: float):
+    """``hermite_log``'s change of variable: t = t_cut · (e^{αs} − 1) / (e^α − 1) and dt/ds,
+    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly)."""
+    scale = t_cut / math.expm1(alpha)
+    grow = np.exp(alpha * np.asarray(s, dtype=float))
+    return scale * np.expm1(alpha * np.asarray(s, dtype=float)), scale * alpha * grow, \
+        scale * alpha**2 * grow
+
+
+def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[float, float]:
+    """``hermite_log``: ∫_0^t_cut f dt = ∫_0^1 g(s) ds with g(s) = f(t(s)) t'(s) under
+    :func:`_log_stretch`, by Hermite rules in s: g and g'(s) = f'(t) t'(s)² + f(t) t''(s) at
+    positive points of s (``slope(t)``, asked from the largest scale down) and g(0) = t'(0)
+    (Mag(0) = 1; Mag'(0) is not known).
+
+    Three nested levels on the 29 Chebyshev–Lobatto points of s, each the exact integral of
+    the interpolant of all values and derivatives known so far, with the error estimate of
+    :func:`_hermite_rule`, stopping at the first level whose estimate is within ``rtol``:
+
+    1. the even points: the 15 Chebyshev–Lobatto points of s (t_cut is the convergence-scale
+       search's last scale, so 13 solves);
+    2. besides them the points 1, 5, ..., 25: one new point in every other gap, 7 solves. The
+       nodes stay spread as Chebyshev points are, at twice the density in every other gap,
+       and their interpolant is as well conditioned (points added in neighbouring gaps only
+       make it ill-conditioned: its integral then errs by far more than the 15 points'); its
+       error estimate counts four times (``_LOG_HERMITE_ERROR_FACTORS``);
+    3. all 29 points, 7 solves more.
+
+    Then Clenshaw–Curtis in s on 57 points (reusing the 29 values) and bisected panels
+    (:func:`_cc_refine`) meet the tolerance by their estimates as ``chebyshev`` does.
+
+    Why the stretch: Mag(t) rises from 1 over scales of about 1 / (largest distance), a small
+    share of [0, t_cut] where t_cut · (largest distance) is large (cosine distances, targets of
+    0.99), and the Chebyshev points of t leave that rise unresolved; e^{αs} spaces the nodes
+    evenly in log t near t_cut and evenly in t near 0. Returns (estimate, estimated absolute
+    error)."""
+    g = np.full(_LOG_HERMITE_LEVELS[1] + 1, np.nan)  # g at the 29 points, filled stage by stage
+    for estimate, error in _log_hermite_stages(f, slope, t_cut, alpha, g):
+        if error <= rtol * abs(estimate):
+            return estimate, error
+
+    def integrand(x: float) -> float:
+        tx, dtx, _ = _log_stretch(x, t_cut, alpha)
+        return f(float(tx) if x < 1.0 else t_cut) * float(dtx)
+
+    def evaluate(rows, nodes, xs, level):
+        return [integrand(float(xs[j])) for j in nodes]
+
+    finest = _LOG_HERMITE_LEVELS[-1]
+    values = np.full((1, finest + 1), np.nan)
+    values[0, ::finest // _LOG_HERMITE_LEVELS[1]] = g
+    estimate, error = (float(x[0]) for x in _cc_levels(evaluate, 0.0, 1.0, 1, rtol=rtol,
+                                                        values=values,
+                                                        levels=_LOG_HERMITE_LEVELS[1:]))
+    if error > rtol * abs(estimate):
+        estimate, error = _cc_refine(integrand, 1.0, estimate, rtol, return_error=True)
+    return estimate, error
+
+
 def _hermite_basis(n: int) -> np.ndarray:
-    """Values at the n + 1 Chebyshev–Lobatto points of [-1, 1] and derivatives at all but the
-    first -> the Chebyshev coefficients of their interpolant of degree 2n ((2n + 1, 2n + 1);
-    condition number 5e2 for n = 12)."""
-    x = -np.cos(np.pi * np.arange(n + 1) / n)
-    degree = 2 * n
+    """:func:`_hermite_basis_at` the n + 1 Chebyshev–Lobatto points of [-1, 1] (condition
+    number 5e2 for n = 12)."""
+    return _hermite_basis_at(tuple(-np.cos(np.pi * np.arange(n + 1) / n)))
+
+
+def _log_hermite_stages(f, slope, t_cut: float, alpha: float, g: np.ndarray):
+    """(estimate, estimated absolute error) of ``hermite_log``'s stages in turn (see
+    :func:`_log_hermite`), each solving its new scales when asked for; ``g`` (29,): g(s) at
+    the 29 points, filled as they are known."""
+    s = _cc_nodes(0.0, 1.0, g.size - 1)
+    t, dt, ddt = _log_stretch(s, t_cut, alpha)
+    t[0], t[-1] = 0.0, t_cut
+    dg = np.full(g.size, np.nan)
+    g[0] = f(0.0) * dt[0]
+    known = [0]
+    for new, factor in zip(_LOG_HERMITE_STAGES, _LOG_HERMITE_ERROR_FACTORS, strict=True):
+        for j in sorted(new, reverse=True):
+            mag, dmag = slope(float(t[j]))
+            g[j] = mag * dt[j]
+            dg[j] = dmag * dt[j]**2 + mag * ddt[j]
+        known = sorted(known + list(new))
+        estimate, error = _hermite_rule(g[known], dg[known[1:]], 1.0,
+                                        basis=_hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
+        yield float(estimate), factor * float(error)
+
+
+@functools.cache
+def _hermite_basis_at(x: tuple[float, ...]) -> np.ndarray:
+    """Values at the points ``x`` of [-1, 1] (ascending) and derivatives at all but the first
+    -> the Chebyshev coefficients of their interpolant of degree 2 len(x) - 2 (a square
+    matrix of that degree + 1)."""
+    x = np.asarray(x)
+    degree = 2 * x.size - 2
     unit = np.eye(degree + 1)
     slopes = np.stack([chebyshev.chebval(x[1:], chebyshev.chebder(unit[k]))
                        for k in range(degree + 1)], axis=1)

@@ -4,6 +4,7 @@ scale evaluated; and the small cache through which the plain functions share suc
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import OrderedDict
 
@@ -23,7 +24,7 @@ from ._common import (
     duplicate_groups,
     summarise_fallbacks,
 )
-from ._quadrature import _integrate
+from ._quadrature import _integrate, canonical_method
 from ._search import _initial_scale, find_convergence_scale
 from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
@@ -202,6 +203,11 @@ class MagnitudeSpace(_Operations):
     def fallbacks(self) -> list[dict]:
         return self._solver.fallbacks
 
+    @functools.cached_property
+    def diameter(self) -> float:
+        """The largest distance (sets the ``hermite_log`` rule's change of variable)."""
+        return float(self.D.max())
+
     def fallback_summary(self) -> list[dict]:
         """The fallback records grouped by solver (:func:`._common.summarise_fallbacks`: the
         scales' range, their count, the largest residual and error bound)."""
@@ -282,11 +288,12 @@ class MagnitudeSpace(_Operations):
         and every scale outside an integral, are solved to full accuracy (the allowed error is
         an argument of :meth:`magnitude`, not a state of the solver)."""
         t_cut = float(check_scales(t_cut, name="t_cut")[0])
-        if method not in ("chebyshev", "hermite") or t_cut == 0.0:
+        method = canonical_method(method)
+        if method not in ("chebyshev", "hermite", "hermite_log") or t_cut == 0.0:
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
-        # Only conjugate gradients can use a looser accuracy (the Hermite rule's own scales are
+        # Only conjugate gradients can use a looser accuracy (the Hermite rules' own scales are
         # solved in full: their derivatives need the weighting).
-        top = self._known_slope(t_cut)[0] if method == "hermite" else self.magnitude(t_cut)
+        top = self._known_slope(t_cut)[0] if method != "chebyshev" else self.magnitude(t_cut)
         atol = rtol * abs(top) / 16 if self._solver.uses_cg else 0.0
 
         def magnitude(t: float) -> float:
@@ -303,7 +310,8 @@ class MagnitudeSpace(_Operations):
 
         try:
             return _integrate(magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                              announce=announce, slope=self._known_slope)
+                              announce=announce, slope=self._known_slope,
+                              diameter=self.diameter)
         finally:
             self._solver.buffer.announce_pairs([], None, None)
 

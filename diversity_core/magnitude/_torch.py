@@ -221,6 +221,7 @@ class TorchMagnitudeSpace(_Operations):
         self._info = torch.zeros((), dtype=torch.int32, device=self.device)
         self._D_host = None  # for the CPU fallback, made on first need
         self._cache: dict[float, float] = {0.0: 1.0}
+        self._slopes: dict[float, float] = {}  # scale -> dMag/dt (read by the Hermite rules)
         self.fallbacks: list[dict] = []
         self._factorisations = {"convergence_scale": 0, "mag_area": 0, "other": 0}
 
@@ -331,7 +332,16 @@ class TorchMagnitudeSpace(_Operations):
         t = float(t)
         mag, w = self._solve(t, weights=True)
         self._cache[t] = mag
-        return mag, self._weighted_distance_form(t, w)
+        self._slopes[t] = self._weighted_distance_form(t, w)
+        return mag, self._slopes[t]
+
+    def _known_slope(self, t: float) -> tuple[float, float]:
+        """Mag(t) and dMag/dt, solved only if not computed at t already (the
+        convergence-scale search's last scale is MagArea's t_cut)."""
+        t = float(t)
+        if t in self._slopes:
+            return self._cache[t], self._slopes[t]
+        return self.magnitude_and_derivative(t)
 
     def unique_weights(self, t: float) -> np.ndarray:
         """Weighting of the de-duplicated space (shape (n_unique,)), t > 0, on the host."""
@@ -363,7 +373,7 @@ class TorchMagnitudeSpace(_Operations):
         """MagArea on [0, t_cut] by the engine's quadrature (see :func:`mag_area`)."""
         with self._phase_of("mag_area"):
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                              slope=self.magnitude_and_derivative)
+                              slope=self._known_slope, diameter=float(self.D.max()))
 
     def release(self) -> None:
         """Free the similarity buffer (the distance matrix stays)."""

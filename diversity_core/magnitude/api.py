@@ -144,21 +144,27 @@ def mag_area(
         :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)
     t_cut : float
         Upper end of the integration interval (see :func:`reference_free_t_cut`).
-    method : {"chebyshev", "hermite", "quad", "trapezoid"}
+    method : {"chebyshev", "cc25", "hermite", "hermite_log", "quad", "trapezoid"}
         ``chebyshev`` (default): Clenshaw–Curtis on nested Chebyshev grids (13, 25, 49, ...
         scales, end points included), refined until the error estimated from the trailing
         Chebyshev coefficients is below ``rtol`` (relative; default 1e-6: the estimate is
-        conservative, true errors were 3 to 100 times smaller). ``hermite``: values and
+        conservative, true errors were 3 to 100 times smaller); ``cc25`` is the same rule by
+        the name the quadrature study gives it. ``hermite``: values and
         derivatives ``dMag/dt`` (one solve gives both; the derivative costs an O(n²) product)
         on the 13 scales of the first Chebyshev grid, integrated exactly by their interpolant
         of degree 24; where its
         estimated error exceeds ``rtol``, ``chebyshev`` on the same scales and the finer ones.
         It solves 11 scales instead of 23 where the 13 suffice (the convergence-scale search
         has solved t_cut), and as many as ``chebyshev`` elsewhere
-        (``benchmarks/results/quadrature_rule.csv``). ``quad``: scipy's adaptive
-        Gauss–Kronrod to ``rtol`` (about twice the evaluations). ``trapezoid``: the paper's rule
-        on ``n_ts`` evenly spaced scales in [0, t_cut], 0 included (magnipy's default is 30; the
-        paper era used 10); its error is not controlled.
+        (``benchmarks/results/quadrature_rule.csv``). ``hermite_log``: values and derivatives
+        at 15 scales stretched towards 0 (t = t_cut (e^{αs} − 1) / (e^α − 1) at the Chebyshev
+        points of s, α from t_cut times the largest distance), the exact integral of their
+        interpolant of degree 28 in s; after the convergence-scale search 13 scales to solve;
+        where its estimated error exceeds ``rtol``, 22 then 29 points of s (7 and 7 solves
+        more), then Clenshaw–Curtis in s on 57 points reusing them (docs/performance.md).
+        ``quad``: scipy's adaptive Gauss–Kronrod to ``rtol`` (about twice the evaluations).
+        ``trapezoid``: the paper's rule on ``n_ts`` evenly spaced scales in [0, t_cut], 0
+        included (magnipy's default is 30; the paper era used 10); its error is not controlled.
 
     Returns
     -------

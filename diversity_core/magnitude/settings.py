@@ -55,10 +55,10 @@ class MagnitudeSettings:
         Convergence scale: ``Mag(t_conv) = target · n_distinct`` (paper: 0.95).
     t_conv_rtol : float > 0
         Relative tolerance of the convergence-scale search (on ``t_conv``).
-    integration : {"chebyshev", "hermite", "quad", "trapezoid"}
-        How MagArea integrates (see :func:`mag_area`).
+    integration : {"chebyshev", "cc25", "hermite", "hermite_log", "quad", "trapezoid"}
+        How MagArea integrates (see :func:`mag_area`; ``cc25`` is ``chebyshev``).
     integration_rtol : float > 0
-        Relative tolerance of the MagArea integral (``chebyshev``, ``hermite`` and ``quad``).
+        Relative tolerance of the MagArea integral (every rule but ``trapezoid``).
     n_ts : int >= 2
         Evenly spaced scales on ``[0, t_cut]`` (0 included) of stored magnitude functions and of
         the trapezoid rule.

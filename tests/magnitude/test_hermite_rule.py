@@ -35,28 +35,31 @@ def test_the_rule_integrates_polynomials_of_degree_24_exactly():
     assert estimate == pytest.approx(p.integ()(T) - p.integ()(0.0), rel=1e-12)
 
 
-@pytest.mark.parametrize("d", [0.3, 1.0, 4.0])
-def test_two_points(d):
+# The closed forms, for both Hermite rules (``hermite_log``: also test_log_hermite_rule.py).
+@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
+@pytest.mark.parametrize("d", [0.3, 1.0, 4.0, 40.0])
+def test_two_points(d, method):
     T = 5.0
     # ∫_0^T 2 / (1 + e^{-td}) dt = (2/d) (log(1 + e^{Td}) - log 2)
     expected = 2.0 / d * (np.logaddexp(0.0, T * d) - np.log(2.0))
-    assert dc.mag_area(equidistant(2, d), T, method="hermite") == pytest.approx(expected,
-                                                                                 rel=1e-6)
+    assert dc.mag_area(equidistant(2, d), T, method=method) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
 @pytest.mark.parametrize("rtol", [1e-6, 1e-9])
-def test_equidistant_points_and_the_line(rtol):
+def test_equidistant_points_and_the_line(rtol, method):
     n, d, T = 12, 0.7, 9.0
     # ∫_0^T n / (1 + (n-1) e^{-td}) dt = n (T + (log(1 + (n-1) e^{-Td}) - log n) / d)
     expected = n * (T + (np.log1p((n - 1) * np.exp(-T * d)) - np.log(n)) / d)
-    area = dc.mag_area(equidistant(n, d), T, method="hermite", rtol=rtol)
+    area = dc.mag_area(equidistant(n, d), T, method=method, rtol=rtol)
     assert area == pytest.approx(expected, rel=rtol)
     x = np.random.default_rng(1).uniform(0, 3, size=25)
     gaps = np.diff(np.sort(x))
     # ∫_0^T 1 + Σ tanh(t a/2) dt = T + Σ (2/a) log cosh(T a/2)
-    expected = T + np.sum(2.0 / gaps * np.log(np.cosh(T * gaps / 2)))
-    assert dc.mag_area(line(x), T, method="hermite", rtol=rtol) == pytest.approx(expected,
-                                                                                  rel=rtol)
+    for T in (9.0, 400.0):  # 400: the rise from 1 is a small share of [0, T]
+        expected = T + np.sum(2.0 / gaps * np.log(np.cosh(T * gaps / 2)))
+        assert dc.mag_area(line(x), T, method=method, rtol=rtol) == pytest.approx(expected,
+                                                                                   rel=rtol)
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine", "cityblock"])
@@ -107,34 +110,40 @@ def test_where_its_estimate_falls_short_the_default_rule_answers_on_the_same_sca
     assert solved == solved_default
 
 
-def test_batch_members_integrate_as_single_spaces():
+# The batch, large-n, settings and argument checks of both Hermite rules (``hermite_log``:
+# test_log_hermite_rule.py).
+@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
+def test_batch_members_integrate_as_single_spaces(method):
     spaces = [dc.pairwise_distances(clustered(n, 6, seed=n)) for n in (30, 80, 120)]
     t_cut = 0.8 * np.median([dc.convergence_scale(D) for D in spaces])
-    batch = mag_areas(spaces, t_cut, method="hermite")
-    single = [dc.mag_area(MagnitudeSpace(D), t_cut, method="hermite") for D in spaces]
+    batch = mag_areas(spaces, t_cut, method=method)
+    single = [dc.mag_area(MagnitudeSpace(D), t_cut, method=method) for D in spaces]
     np.testing.assert_allclose(batch, single, rtol=1e-9)
 
 
-def test_the_large_path_integrates_by_the_same_rule():
+@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
+def test_the_large_path_integrates_by_the_same_rule(method):
     from diversity_core.magnitude import LargeMagnitudeSpace
 
     X = clustered(400, 6, seed=3)
     D = dc.pairwise_distances(X)
     t_cut = dc.convergence_scale(D)
-    dense = dc.mag_area(MagnitudeSpace(D), t_cut, method="hermite")
+    dense = dc.mag_area(MagnitudeSpace(D), t_cut, method=method)
     large = LargeMagnitudeSpace(X)
-    assert dc.mag_area(large, t_cut, method="hermite") == pytest.approx(dense, rel=1e-6)
+    assert dc.mag_area(large, t_cut, method=method) == pytest.approx(dense, rel=1e-6)
     assert large.area_error["relative"] <= 1e-6
 
 
-def test_settings_and_the_configuration_name_it():
-    settings = MagnitudeSettings.from_config({"integration": "hermite"})
+@pytest.mark.parametrize("method", ["hermite", "hermite_log", "cc25"])
+def test_settings_and_the_configuration_name_it(method):
+    settings = MagnitudeSettings.from_config({"integration": method})
     D = dc.pairwise_distances(clustered(60, 4, seed=1))
     t = settings.convergence_scale(D)
-    assert settings.mag_area(D, t) == dc.mag_area(D, t, method="hermite")
-    assert "hermite" in dc.magnitude.INTEGRATION_METHODS
+    assert settings.mag_area(D, t) == dc.mag_area(D, t, method=method)
+    assert method in dc.magnitude.INTEGRATION_METHODS
 
 
-def test_the_rule_needs_the_derivative():
+@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
+def test_the_rule_needs_the_derivative(method):
     with pytest.raises(ValueError, match="derivative"):
-        _quadrature._integrate(lambda t: 1.0, 1.0, method="hermite", rtol=1e-6, n_ts=2)
+        _quadrature._integrate(lambda t: 1.0, 1.0, method=method, rtol=1e-6, n_ts=2)

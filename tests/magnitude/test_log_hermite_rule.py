@@ -1,0 +1,175 @@
+"""MagArea's log-stretched Hermite rule (``method="hermite_log"``) and the ``cc25`` name of the
+default rule: its change of variable, the adaptive reference, the scales it solves, and the torch
+path (closed forms, the batch and large-n paths: test_hermite_rule.py)."""
+
+import math
+
+import numpy as np
+import pytest
+from point_clouds import clustered
+from test_hermite_rule import solved_scales
+
+import diversity_core as dc
+from diversity_core.magnitude import MagnitudeSpace, _quadrature, mag_areas
+
+
+@pytest.mark.parametrize("alpha", [0.25, 2.0, 3.0])
+def test_the_stretch_maps_0_and_1_to_0_and_t_cut_exactly_with_its_derivatives(alpha):
+    T = 7.3
+    s = np.linspace(0.0, 1.0, 11)
+    t, dt, ddt = _quadrature._log_stretch(s, T, alpha)
+    assert t[0] == 0.0 and t[-1] == T and np.all(np.diff(t) > 0)
+    h = 1e-6
+    up, down = _quadrature._log_stretch(s + h, T, alpha), _quadrature._log_stretch(s - h, T, alpha)
+    np.testing.assert_allclose(dt, (up[0] - down[0]) / (2 * h), rtol=1e-7)
+    np.testing.assert_allclose(ddt, (up[1] - down[1]) / (2 * h), rtol=1e-7)
+
+
+def test_the_stretch_rate_grows_with_reach_within_its_bounds():
+    rates = [_quadrature._stretch_rate(r) for r in (0.0, 5.0, 20.0, 40.0, 80.0, 1e6)]
+    assert rates[0] == rates[1] == 0.25 and rates[-1] == 3.0
+    assert np.all(np.diff(rates) >= 0) and 0.25 < rates[3] < rates[4] < 3.0
+
+
+def test_its_fifteen_point_rule_integrates_polynomials_of_degree_28_exactly():
+    s = _quadrature._cc_nodes(0.0, 1.0, 14)
+    rng = np.random.default_rng(0)
+    p = np.polynomial.Polynomial(rng.normal(size=29))
+    estimate, _ = _quadrature._hermite_rule(p(s), p.deriv()(s[1:]), 1.0)
+    assert estimate == pytest.approx(p.integ()(1.0) - p.integ()(0.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "cityblock"])
+@pytest.mark.parametrize("n", [150, 600])  # 600: conjugate gradients answer most scales
+def test_agrees_with_the_adaptive_reference(metric, n):
+    D = dc.pairwise_distances(clustered(n, 12, seed=n), metric)
+    for target in (0.5, 0.95, 0.99):
+        t_cut = dc.convergence_scale(D, target)
+        reference = MagnitudeSpace(D).mag_area(t_cut, rtol=1e-10)
+        assert dc.mag_area(MagnitudeSpace(D), t_cut, method="hermite_log") == pytest.approx(
+            reference, rel=1e-6)
+
+
+def test_after_the_search_it_solves_thirteen_scales_where_its_estimate_suffices():
+    """t_cut = t_conv: the search solved Mag and dMag/dt there; 13 of the 15 scales remain (0
+    is Mag(0) = 1)."""
+    D = dc.pairwise_distances(clustered(200, 3, seed=0))
+    space = MagnitudeSpace(D)
+    t_cut = space.convergence_scale(0.99)
+    solved = solved_scales(space)
+    area = space.mag_area(t_cut, method="hermite_log")
+    assert t_cut not in solved and len(solved) == 13
+    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    alone, error = _quadrature._log_hermite(space.magnitude, space._known_slope, t_cut,
+                                            math.inf, alpha)
+    assert area == alone and error <= 1e-6 * area  # it stopped at 15 scales
+    reference = MagnitudeSpace(D).mag_area(t_cut, rtol=1e-10)
+    assert area == pytest.approx(reference, rel=1e-6)
+
+
+def stretched(indices, t_cut: float, alpha: float, n: int = 28) -> np.ndarray:
+    """The scales t(s) at the given points of the n + 1 Chebyshev–Lobatto points of s."""
+    return _quadrature._log_stretch(_quadrature._cc_nodes(0.0, 1.0, n), t_cut, alpha)[0][
+        list(indices)]
+
+
+def test_its_second_stage_integrates_polynomials_of_degree_42_exactly():
+    """15 + 7 points: 22 values and 21 derivatives."""
+    s = _quadrature._cc_nodes(0.0, 1.0, 28)
+    known = sorted([0, *_quadrature._LOG_HERMITE_STAGES[0], *_quadrature._LOG_HERMITE_STAGES[1]])
+    assert len(known) == 22
+    basis = _quadrature._hermite_basis_at(tuple(2.0 * s[known] - 1.0))
+    rng = np.random.default_rng(1)
+    p = np.polynomial.Polynomial(rng.normal(size=43))
+    estimate, _ = _quadrature._hermite_rule(p(s[known]), p.deriv()(s[known][1:]), 1.0,
+                                            basis=basis)
+    assert estimate == pytest.approx(p.integ()(1.0) - p.integ()(0.0), rel=1e-11)
+
+
+def test_where_fifteen_points_fall_short_the_second_stage_adds_seven_scales():
+    """A tolerance the 15 points' estimate does not meet but the 22 points' does: 7 solves
+    more, at the 29-point grid's points 1, 5, ..., 25 (one in every other gap), and the
+    tolerance kept."""
+    D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
+    space = MagnitudeSpace(D)
+    t_cut = space.convergence_scale(0.5)
+    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    stages = _quadrature._log_hermite_stages(space.magnitude, space._known_slope, t_cut, alpha,
+                                             np.full(29, np.nan))
+    (h15, e15), (h22, e22) = (tuple(next(stages)) for _ in range(2))
+    rtol = math.sqrt(e15 / h15 * e22 / h22)  # between the two stages' estimates
+    assert e22 / h22 < rtol < e15 / h15
+    fresh = MagnitudeSpace(D)
+    fresh.convergence_scale(0.5)
+    solved = solved_scales(fresh)
+    area = fresh.mag_area(t_cut, method="hermite_log", rtol=rtol)
+    assert area == h22 and len(solved) == 13 + 7
+    second = stretched(_quadrature._LOG_HERMITE_STAGES[1], t_cut, alpha)
+    assert all(np.isclose(second, t, rtol=1e-14, atol=0).any() for t in solved - set(
+        stretched(_quadrature._LOG_HERMITE_STAGES[0], t_cut, alpha)))
+    assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-11), rel=rtol)
+
+
+def test_past_its_hermite_stages_clenshaw_curtis_reuses_their_scales():
+    """A tolerance below what the 29 points' estimate reaches: Clenshaw–Curtis in s on 57
+    points, which contain the 29 (28 solves more, none off that grid), and the tolerance met."""
+    D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
+    t_cut = dc.convergence_scale(D, 0.99)
+    space = MagnitudeSpace(D)
+    space.convergence_scale(0.99)
+    solved = solved_scales(space)
+    area = space.mag_area(t_cut, method="hermite_log", rtol=1e-12)
+    assert len(solved) == 13 + 7 + 7 + 28
+    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    grid = stretched(range(57), t_cut, alpha, n=56)
+    assert all(np.isclose(grid, t, rtol=1e-14, atol=0).any() for t in solved)
+    assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-13), rel=1e-11)
+
+
+def test_an_integrand_no_stage_resolves_is_bisected_to_the_tolerance():
+    """A bump of width 0.002 (poles that close to the axis): every Hermite stage and the 57
+    points fall short, and the bisected panels meet the tolerance."""
+    w = 2e-3
+    asked = []
+
+    def f(t):
+        asked.append(t)
+        return 1.0 + 1.0 / (1.0 + ((t - 0.3) / w)**2)
+
+    def slope(t):
+        return f(t), -2.0 * (t - 0.3) / w**2 / (1.0 + ((t - 0.3) / w)**2)**2
+
+    area, error = _quadrature._log_hermite(f, slope, 1.0, 1e-8, 1.0)
+    exact = 1.0 + w * (math.atan(0.7 / w) + math.atan(0.3 / w))
+    assert len(set(asked)) > 57 and error <= 1e-8 * area
+    assert area == pytest.approx(exact, rel=1e-8)
+
+
+def test_the_torch_path_integrates_by_the_same_rule_in_thirteen_factorisations():
+    pytest.importorskip("torch")
+    from diversity_core.magnitude import TorchMagnitudeSpace
+
+    D = dc.pairwise_distances(clustered(150, 5, seed=4))
+    space = TorchMagnitudeSpace(D, device="cpu")
+    t_cut = space.convergence_scale(0.99)
+    area = space.mag_area(t_cut, method="hermite_log")
+    assert space.evaluations["mag_area"] == 13
+    numpy_space = MagnitudeSpace(D, solver="direct")
+    assert area == pytest.approx(numpy_space.mag_area(t_cut, method="hermite_log"), rel=1e-10)
+    assert space.mag_area(t_cut, method="cc25") == pytest.approx(
+        numpy_space.mag_area(t_cut, method="chebyshev"), rel=1e-10)
+
+
+def test_cc25_is_the_default_rule_by_another_name():
+    D = dc.pairwise_distances(clustered(120, 4, seed=5))
+    t_cut = dc.convergence_scale(D)
+    space = MagnitudeSpace(D)
+    solved = solved_scales(space)
+    named = space.mag_area(t_cut, method="cc25")
+    chebyshev = MagnitudeSpace(D)
+    solved_chebyshev = solved_scales(chebyshev)
+    assert named == chebyshev.mag_area(t_cut, method="chebyshev")
+    assert solved == solved_chebyshev
+    spaces = [D, dc.pairwise_distances(clustered(60, 4, seed=6))]
+    np.testing.assert_array_equal(mag_areas(spaces, t_cut, method="cc25"),
+                                  mag_areas(spaces, t_cut, method="chebyshev"))
