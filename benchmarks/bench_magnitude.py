@@ -467,7 +467,8 @@ def csv_rows(report: dict) -> list[dict]:
 
 
 def _git_commit() -> str:
-    """The repository's commit, ``+changes`` where tracked files differ from it."""
+    """The repository's commit, ``+changes`` where tracked files differ from it (read when the
+    run starts)."""
     def git(*args):
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
                               check=False).stdout.strip()
@@ -485,7 +486,7 @@ def write_csv(path: Path, report: dict, *, command: str, note: str,
     return record.write_csv(path, CSV_COLUMNS, csv_rows(report), command=command, note=note,
                             load=load, extra=(
         ("BLAS threads", str(report["machine"]["threads"])),
-        ("ours", f"diversity_core {v['diversity_core']} at commit {_git_commit()}; SciPy "
+        ("ours", f"diversity_core {v['diversity_core']} at commit {v['commit']}; SciPy "
                  f"{v['scipy']}; MagArea rules {', '.join(report['rules'])}"),
         ("magnipy", "not run (--skip-magnipy)" if not magnipy else
          ", ".join(f"{k} {x}" for k, x in magnipy.items()) + " (its own virtualenv)"),
@@ -497,7 +498,7 @@ def _rules(text: str) -> list[str]:
     unknown = [r for r in rules if r not in mg.INTEGRATION_METHODS]
     if not rules or unknown:
         raise argparse.ArgumentTypeError(
-            f"{','.join(unknown) or text!r}: not a MagArea rule; use one or more of "
+            f"{', '.join(unknown) or repr(text)}: not a MagArea rule; use one or more of "
             f"{', '.join(mg.INTEGRATION_METHODS)}, comma-separated")
     return rules
 
@@ -557,7 +558,8 @@ def main(argv=None) -> dict:
         report = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                               "threads": args.threads, "load_start": _load()},
                   "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
-                               "diversity_core": diversity_core.__version__},
+                               "diversity_core": diversity_core.__version__,
+                               "commit": _git_commit()},
                   "rules": args.integration}
         if not args.no_defaults:
             sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
