@@ -59,12 +59,13 @@ from pathlib import Path
 
 import numpy as np
 import record
-from bench_quadrature_rule import solves
 
 REPO = Path(__file__).resolve().parents[1]
 for _p in (REPO, REPO / "tests" / "support"):  # the package (also from elsewhere), the bridge
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+
+from bench_quadrature_rule import solves  # noqa: E402  (it imports the package)
 
 import diversity_core  # noqa: E402
 from diversity_core import magnitude as mg  # noqa: E402
