@@ -5,9 +5,15 @@ tests/support/magnipy_bridge.py; set MAGNIPY_PYTHON to reuse an existing one)::
 
     nice -n 10 .venv/bin/python benchmarks/bench_magnitude.py                 # sections 1 and 2
     nice -n 10 .venv/bin/python benchmarks/bench_magnitude.py --large 50000   # and section 3
+    nice -n 10 .venv/bin/python benchmarks/bench_magnitude.py --sizes 1500 --threads 1 \\
+        --integration cc25,hermite_log --csv benchmarks/results/magnitude_vs_magnipy.csv
 
-Three shapes (markdown tables on stdout; ``--json out.json`` writes every figure), each of ours
-timed against magnipy back to back in one run, on the same data, with the ratio and the error:
+Three shapes (markdown tables on stdout; ``--json out.json`` writes every figure, ``--csv
+out.csv`` sections 1 and 2 under a header naming the command, date, machine, BLAS threads,
+versions and load), each of ours timed against magnipy back to back in one run, on the same
+data, with the ratio and the error. ``--integration`` names the MagArea rules of ours
+(``MagnitudeSettings(integration=...)``, which the timed functions take; default: the package's
+rule): each is timed on the same data in turn, one row per rule.
 
 1. **Defaults, one space.** ``pairwise_distances`` -> ``convergence_scale(D)`` ->
    ``mag_area(D, t_conv)``, every setting at the package's default (the two plain functions
@@ -21,8 +27,8 @@ timed against magnipy back to back in one run, on the same data, with the ratio 
    defaults against ``Diversipy(Xs, metric="cosine").MagAreas()``, on 1,000 sets of 10 points
    (the text experiment's shape) and 200 sets of 300 points in 384 dimensions (Table 2's);
    also the same through a loop of the single-space functions. Errors: batch against the
-   single-space loop (they must agree to 1e-10), and the area of each against magnipy's
-   (trapezoid rule / t_cut, so a few 1e-5 apart).
+   single-space loop (they must agree to 1e-10), and each library's areas against accurate
+   integrals as in section 1 (magnipy's: its trapezoid rule times its t_cut, at its t_cut).
 3. **Large n** (``--large N``, ours only: magnipy would need hours and a 20 GB matrix): a set of
    N points through :func:`magnitude_space` (the large-n path beyond 10,000 points): build,
    convergence scale, MagArea to ``--large-rtol`` (1e-4), peak resident memory, the run's own
@@ -30,10 +36,11 @@ timed against magnipy back to back in one run, on the same data, with the ratio 
    times tighter (the self-consistency check); ``--large-validate`` compares with the exact
    dense path (feasible up to n of about 10,000).
 
-Timings are wall-clock minima over ``--repeats`` (default 2), ours and magnipy's runs taking
-turns (ours, magnipy, ours, magnipy), so that both see the same spells of the machine's speed.
-Both libraries use their BLAS
-with ``--threads`` threads (default 2). The machine's load (``os.getloadavg``) is printed before
+Each of ``--repeats`` repetitions (default 2) draws new data and runs every rule of ours (the
+engine's cache emptied before each, the first rule changing from one repetition to the next),
+then magnipy, so that both libraries see the same spells of the machine's speed; times are the
+minima over the repetitions, errors the maxima. Both libraries use their BLAS with
+``--threads`` threads (default 2). The machine's load (``os.getloadavg``) is printed before
 and after each section: on a machine shared with other jobs, compare ratios, not seconds.
 """
 
@@ -51,19 +58,23 @@ import time
 from pathlib import Path
 
 import numpy as np
-from record import add_record_options, recording
+import record
 
 REPO = Path(__file__).resolve().parents[1]
-for _p in (REPO, REPO / "tests"):  # the package (also when run from elsewhere) and the bridge
+for _p in (REPO, REPO / "tests" / "support"):  # the package (also from elsewhere), the bridge
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+
+from bench_quadrature_rule import solves  # noqa: E402  (it imports the package)
 
 import diversity_core  # noqa: E402
 from diversity_core import magnitude as mg  # noqa: E402
 from diversity_core import pairwise_distances  # noqa: E402
+from diversity_core.magnitude.settings import MagnitudeSettings  # noqa: E402
 
 SEED = 20241210
 DIM = 10
+BATCH_DIM = 384  # sentence embeddings
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,18 +90,20 @@ def gaussian_mixture(n: int, d: int = DIM, *, k: int = 10, spread: float = 4.0, 
     return centres[labels] + rng.normal(size=(n, d))
 
 
-def text_like_sets(n_sets: int, size: int, d: int = 384, seed: int = 3) -> list[np.ndarray]:
+def text_like_sets(n_sets: int, size: int, d: int = BATCH_DIM, seed: int = 3,
+                   repetition: int = 0) -> list[np.ndarray]:
     """Sets that resemble sentence embeddings of generated responses: each set around one of
     100 "prompts", its spread drawn per set (the temperature)."""
-    rng = np.random.default_rng([SEED, seed, n_sets, size])
+    rng = np.random.default_rng([SEED, seed, n_sets, size, repetition])
     prompts = rng.normal(size=(100, d))
     return [3 * prompts[rng.integers(100)] + rng.uniform(0.5, 2.0) * rng.normal(size=(size, d))
             for _ in range(n_sets)]
 
 
-def model_like_sets(n_sets: int, size: int, d: int = 384, seed: int = 4) -> list[np.ndarray]:
+def model_like_sets(n_sets: int, size: int, d: int = BATCH_DIM, seed: int = 4,
+                    repetition: int = 0) -> list[np.ndarray]:
     """Subsamples of a clustered collection (topics), scaled per set: Table 2's shape."""
-    rng = np.random.default_rng([SEED, seed, n_sets, size])
+    rng = np.random.default_rng([SEED, seed, n_sets, size, repetition])
     topics = rng.normal(size=(8, d))
     return [topics[rng.integers(8, size=size)] * rng.uniform(1.0, 3.0)
             + rng.normal(size=(size, d)) for _ in range(n_sets)]
@@ -110,27 +123,21 @@ def _timed(fn, repeats: int):
     return best, value
 
 
-def _alternating(ours, job: dict | None, repeats: int):
-    """Ours and magnipy's ``job`` in turn, ``repeats`` times each: ((best seconds, value) of
-    ours, magnipy's job result of its best run or None, magnipy's versions). Taking turns, both
-    libraries sample the same spells of a shared machine's speed, which moved by 20% within
-    minutes on one of ours; one library's repeats and then the other's did not."""
-    best, theirs, versions = (math.inf, None), None, {}
-    for _ in range(repeats):
-        seconds, value = _timed(ours, 1)
-        if seconds < best[0]:
-            best = (seconds, value)
-        if job is not None:
-            import magnipy_bridge
+def _magnipy(job: dict) -> tuple[dict, dict]:
+    """magnipy's result of ``job`` and its versions: one worker process, which first runs a
+    small default job (imports and first calls warmed up) and then ``job``, timed inside."""
+    import magnipy_bridge
 
-            res = magnipy_bridge.run_magnipy({"jobs": [
-                {"X": gaussian_mixture(50, seed=[SEED, 0]), "metric": "euclidean",
-                 "default": True},
-                job]})
-            versions = res["versions"]
-            if theirs is None or res["jobs"][1]["time_total"] < theirs["time_total"]:
-                theirs = res["jobs"][1]
-    return best, theirs, versions
+    res = magnipy_bridge.run_magnipy({"jobs": [
+        {"X": gaussian_mixture(50, seed=[SEED, 0]), "metric": "euclidean", "default": True},
+        job]})
+    return res["jobs"][1], res["versions"]
+
+
+def _turns(rules: list[str], repetition: int) -> list[str]:
+    """The rules in the order of this repetition: each takes its turn first."""
+    k = repetition % len(rules)
+    return rules[k:] + rules[:k]
 
 
 def accurate_area(D, t_cut: float) -> float:
@@ -138,39 +145,70 @@ def accurate_area(D, t_cut: float) -> float:
     return mg.mag_area(mg.MagnitudeSpace(D, solver="direct"), t_cut, rtol=1e-11)
 
 
+def _rel(values, reference) -> float:
+    return float(np.max(np.abs(np.asarray(values) / np.asarray(reference) - 1)))
+
+
 # --------------------------------------------------------------------------------------------
 # 1. Defaults, one space
 # --------------------------------------------------------------------------------------------
 
 
-def ours_defaults(X):
+def ours_defaults(X, settings):
+    """Distances, convergence scale and MagArea under ``settings`` (the package's defaults but
+    for the integration rule)."""
     D = pairwise_distances(X)
-    t_conv = mg.convergence_scale(D)
-    return t_conv, mg.mag_area(D, t_conv)
+    t_conv = settings.convergence_scale(D)
+    return t_conv, settings.mag_area(D, t_conv)
 
 
-def bench_defaults(sizes, repeats: int, skip_magnipy: bool):
+def default_solves(D, settings) -> int:
+    """The distinct scales a fresh space of ``D`` solves for t_conv and MagArea (each one
+    factorisation or conjugate-gradient solve)."""
+    space = mg.MagnitudeSpace(D)
+    settings.mag_area(space, settings.convergence_scale(space))
+    return solves(space)
+
+
+def bench_defaults(sizes, rules: list[str], repeats: int, skip_magnipy: bool):
+    """Rows of section 1, one per (n, rule): each repetition draws a new cloud, times every
+    rule on it (in turn, the cache emptied before each), then magnipy; times are minima,
+    errors maxima over the repetitions."""
     rows, versions = [], {}
+    settings = {rule: MagnitudeSettings(integration=rule) for rule in rules}
     for n in sizes:
-        X = gaussian_mixture(n)
         load = _load()
-        (seconds, (t_conv, area)), theirs, theirs_versions = _alternating(
-            lambda X=X: ours_defaults(X),
-            None if skip_magnipy else {"X": X, "metric": "euclidean", "default": True}, repeats)
-        row = {"n": n, "load": load, "ours": {"time": seconds, "t_conv": t_conv, "mag_area": area}}
-        if theirs is not None:
-            versions = theirs_versions
-            row["magnipy"] = {"time": theirs["time_total"], "t_conv": theirs["t_conv"],
-                              "mag_area": theirs["mag_area"]}
-            row["ratio"] = theirs["time_total"] / seconds
-        D = pairwise_distances(X)
-        row["ours"]["area_rel_err"] = abs(area / accurate_area(D, t_conv) - 1)
-        if "magnipy" in row:
-            t_m = row["magnipy"]["t_conv"]
-            row["magnipy"]["area_rel_err"] = abs(row["magnipy"]["mag_area"]
-                                                 / accurate_area(D, t_m) - 1)
-        rows.append(row)
-        _progress(f"defaults n={n} done")
+        ours = {rule: {"time": math.inf, "area_rel_err": 0.0, "solves": 0} for rule in rules}
+        theirs = None
+        for r in range(repeats):
+            X = gaussian_mixture(n, seed=[SEED, n, DIM, r])
+            values = {}
+            for rule in _turns(rules, r):
+                seconds, values[rule] = _timed(lambda X=X, s=settings[rule]: ours_defaults(X, s),
+                                               1)
+                ours[rule]["time"] = min(ours[rule]["time"], seconds)
+            D = pairwise_distances(X)
+            t_conv = values[rules[0]][0]  # the search does not depend on the rule
+            assert all(values[rule][0] == t_conv for rule in rules), values
+            reference = accurate_area(D, t_conv)
+            for rule in rules:
+                o = ours[rule]
+                o["t_conv"], o["mag_area"] = values[rule]
+                o["area_rel_err"] = max(o["area_rel_err"], _rel(values[rule][1], reference))
+                o["solves"] = max(o["solves"], default_solves(D, settings[rule]))
+            if not skip_magnipy:
+                job, versions = _magnipy({"X": X, "metric": "euclidean", "default": True})
+                err = _rel(job["mag_area"], accurate_area(D, job["t_conv"]))
+                theirs = {"time": min(job["time_total"], theirs["time"] if theirs else math.inf),
+                          "t_conv": job["t_conv"], "mag_area": job["mag_area"],
+                          "area_rel_err": max(err, theirs["area_rel_err"] if theirs else 0.0)}
+            _progress(f"defaults n={n} repetition {r + 1} of {repeats} done")
+        for rule in rules:
+            row = {"n": n, "rule": rule, "load": load, "ours": ours[rule]}
+            if theirs is not None:
+                row["magnipy"] = theirs
+                row["ratio"] = theirs["time"] / ours[rule]["time"]
+            rows.append(row)
     return rows, versions
 
 
@@ -179,41 +217,69 @@ def bench_defaults(sizes, repeats: int, skip_magnipy: bool):
 # --------------------------------------------------------------------------------------------
 
 
-def ours_batch(Xs):
+def ours_batch(Xs, settings):
     Ds = [pairwise_distances(X, "cosine") for X in Xs]
-    t_cut = float(np.median(mg.convergence_scales(Ds)))
-    return t_cut, mg.mag_areas(Ds, t_cut)
+    t_cut = float(np.median(settings.convergence_scales(Ds)))
+    return t_cut, settings.mag_areas(Ds, t_cut)
 
 
-def ours_loop(Xs):
+def ours_loop(Xs, settings):
     spaces = [mg.MagnitudeSpace(pairwise_distances(X, "cosine")) for X in Xs]
-    t_cut = float(np.median([mg.convergence_scale(s) for s in spaces]))
-    return t_cut, np.array([mg.mag_area(s, t_cut) for s in spaces])
+    t_cut = float(np.median([settings.convergence_scale(s) for s in spaces]))
+    return t_cut, np.array([settings.mag_area(s, t_cut) for s in spaces]), spaces
 
 
-def bench_batches(shapes, repeats: int, skip_magnipy: bool):
+def bench_batches(shapes, rules: list[str], repeats: int, skip_magnipy: bool):
+    """Rows of section 2, one per (shape, rule), repeated as in :func:`bench_defaults`; also
+    the single-space loop of each rule (its spaces count the solves per set)."""
     out = []
+    settings = {rule: MagnitudeSettings(integration=rule) for rule in rules}
     for name, n_sets, size, make in shapes:
-        Xs = make(n_sets, size)
         load = _load()
-        (seconds, (t_cut, areas)), theirs, _ = _alternating(
-            lambda Xs=Xs: ours_batch(Xs),
-            None if skip_magnipy else {"kind": "diversipy", "Xs": Xs, "metric": "cosine"},
-            repeats)
-        loop_seconds, (t_cut_loop, areas_loop) = _timed(lambda Xs=Xs: ours_loop(Xs), 1)
-        row = {"shape": name, "n_sets": n_sets, "size": size, "load": load,
-               "ours": {"time": seconds, "t_cut": t_cut},
-               "loop": {"time": loop_seconds},
-               "batch_vs_loop": float(np.max(np.abs(areas / areas_loop - 1))),
-               "t_cut_batch_vs_loop": abs(t_cut / t_cut_loop - 1)}
-        if theirs is not None:
-            row["magnipy"] = {"time": theirs["time_total"], "t_cut": theirs["t_cut"]}
-            row["ratio"] = theirs["time_total"] / seconds
-            row["loop_ratio"] = theirs["time_total"] / loop_seconds
-            # Diversipy reports area / t_cut by the 30-point trapezoid rule.
-            row["vs_magnipy"] = float(np.max(np.abs(areas / t_cut / theirs["mag_areas"] - 1)))
-        out.append(row)
-        _progress(f"batch {name} done")
+        ours = {rule: {"time": math.inf, "loop_time": math.inf, "area_rel_err": 0.0,
+                       "batch_vs_loop": 0.0, "t_cut_batch_vs_loop": 0.0, "solves": 0.0}
+                for rule in rules}
+        theirs = None
+        for r in range(repeats):
+            Xs = make(n_sets, size, repetition=r)
+            values = {}
+            for rule in _turns(rules, r):
+                seconds, values[rule] = _timed(lambda Xs=Xs, s=settings[rule]: ours_batch(Xs, s),
+                                               1)
+                ours[rule]["time"] = min(ours[rule]["time"], seconds)
+                seconds, loop = _timed(lambda Xs=Xs, s=settings[rule]: ours_loop(Xs, s), 1)
+                o = ours[rule]
+                o["loop_time"] = min(o["loop_time"], seconds)
+                o["batch_vs_loop"] = max(o["batch_vs_loop"], _rel(values[rule][1], loop[1]))
+                o["t_cut_batch_vs_loop"] = max(o["t_cut_batch_vs_loop"],
+                                               abs(values[rule][0] / loop[0] - 1))
+                o["solves"] = max(o["solves"], float(np.mean([solves(s) for s in loop[2]])))
+            Ds = [pairwise_distances(X, "cosine") for X in Xs]
+            t_cut = values[rules[0]][0]  # the searches do not depend on the rule
+            assert all(values[rule][0] == t_cut for rule in rules), values
+            reference = [accurate_area(D, t_cut) for D in Ds]
+            for rule in rules:
+                o = ours[rule]
+                o["t_cut"] = values[rule][0]
+                o["area_rel_err"] = max(o["area_rel_err"], _rel(values[rule][1], reference))
+            if not skip_magnipy:
+                job, _ = _magnipy({"kind": "diversipy", "Xs": Xs, "metric": "cosine"})
+                # Diversipy reports area / t_cut by the 30-point trapezoid rule.
+                t_m = job["t_cut"]
+                err = _rel(np.asarray(job["mag_areas"]) * t_m,
+                           [accurate_area(D, t_m) for D in Ds])
+                theirs = {"time": min(job["time_total"], theirs["time"] if theirs else math.inf),
+                          "t_cut": t_m,
+                          "area_rel_err": max(err, theirs["area_rel_err"] if theirs else 0.0)}
+            _progress(f"batch {name} repetition {r + 1} of {repeats} done")
+        for rule in rules:
+            row = {"shape": name, "n_sets": n_sets, "size": size, "rule": rule, "load": load,
+                   "ours": ours[rule]}
+            if theirs is not None:
+                row["magnipy"] = theirs
+                row["ratio"] = theirs["time"] / ours[rule]["time"]
+                row["loop_ratio"] = theirs["time"] / ours[rule]["loop_time"]
+            out.append(row)
     return out
 
 
@@ -307,28 +373,30 @@ def print_report(report: dict) -> None:
     if rows:
         print("\n### 1. Defaults: pairwise_distances → convergence_scale → mag_area "
               "(clustered Euclidean, d = 10)\n")
-        print("| n | load | ours (s) | magnipy (s) | ratio | ours MagArea rel. err | "
-              "magnipy MagArea rel. err |")
-        print("|---|---|---|---|---|---|---|")
-        for r in rows:
-            m = r.get("magnipy", {})
-            print(f"| {r['n']:,} | {r['load']:.1f} | {r['ours']['time']:.3f} | "
-                  f"{_fmt(m.get('time'), '.2f')} | {_fmt(r.get('ratio'), '.1f')}× | "
-                  f"{r['ours']['area_rel_err']:.1e} | {_fmt(m.get('area_rel_err'), '.1e')} |")
-    rows = report.get("batches")
-    if rows:
-        print("\n### 2. Batches: convergence_scales → median → mag_areas (cosine)\n")
-        print("| sets × points | load | ours, batch (s) | ours, loop (s) | magnipy Diversipy "
-              "(s) | ratio batch | ratio loop | batch vs loop (max rel.) | vs magnipy "
-              "(max rel.) |")
+        print("| n | rule | load | ours (s) | magnipy (s) | ratio | solves | ours MagArea rel. "
+              "err | magnipy MagArea rel. err |")
         print("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             m = r.get("magnipy", {})
-            print(f"| {r['n_sets']:,} × {r['size']} | {r['load']:.1f} | "
-                  f"{r['ours']['time']:.3f} | {r['loop']['time']:.2f} | "
+            print(f"| {r['n']:,} | {r['rule']} | {r['load']:.1f} | {r['ours']['time']:.3f} | "
                   f"{_fmt(m.get('time'), '.2f')} | {_fmt(r.get('ratio'), '.1f')}× | "
-                  f"{_fmt(r.get('loop_ratio'), '.1f')}× | {r['batch_vs_loop']:.1e} | "
-                  f"{_fmt(r.get('vs_magnipy'), '.1e')} |")
+                  f"{r['ours']['solves']} | {r['ours']['area_rel_err']:.1e} | "
+                  f"{_fmt(m.get('area_rel_err'), '.1e')} |")
+    rows = report.get("batches")
+    if rows:
+        print("\n### 2. Batches: convergence_scales → median → mag_areas (cosine)\n")
+        print("| sets × points | rule | load | ours, batch (s) | ours, loop (s) | magnipy "
+              "Diversipy (s) | ratio batch | ratio loop | solves per set | batch vs loop (max "
+              "rel.) | ours MagArea rel. err | magnipy MagArea rel. err |")
+        print("|" + "---|" * 12)
+        for r in rows:
+            m, o = r.get("magnipy", {}), r["ours"]
+            print(f"| {r['n_sets']:,} × {r['size']} | {r['rule']} | {r['load']:.1f} | "
+                  f"{o['time']:.3f} | {o['loop_time']:.2f} | "
+                  f"{_fmt(m.get('time'), '.2f')} | {_fmt(r.get('ratio'), '.1f')}× | "
+                  f"{_fmt(r.get('loop_ratio'), '.1f')}× | {o['solves']:.1f} | "
+                  f"{o['batch_vs_loop']:.1e} | {o['area_rel_err']:.1e} | "
+                  f"{_fmt(m.get('area_rel_err'), '.1e')} |")
     rows = report.get("large")
     if rows:
         print("\n### 3. Large n (ours only)\n")
@@ -347,12 +415,109 @@ def print_report(report: dict) -> None:
                   f"{r['area_error']['relative']:.1e} | {exact} |")
 
 
+CSV_COLUMNS = ["section", "case", "sets", "points", "dim", "metric", "rule", "load",
+               "ours_s", "magnipy_s", "ratio", "ours_loop_s", "loop_ratio", "ours_solves",
+               "ours_rel_error", "magnipy_rel_error", "batch_vs_loop", "t_cut",
+               "magnipy_t_cut"]
+CSV_LEGEND = (
+    "one row per section, case and MagArea rule; new data each repetition; ours_s and "
+    "magnipy_s: wall-clock minima over the repetitions (ours after emptying the engine's "
+    "cache), ratio = magnipy_s / ours_s; ours_loop_s: the single-space functions in a loop; "
+    "ours_solves: distinct scales solved for t_conv + MagArea (one factorisation or "
+    "conjugate-gradient solve each; batches: the mean per set of the loop's spaces); "
+    "*_rel_error: the largest relative error of a MagArea against Cholesky at every scale and "
+    "Clenshaw-Curtis to rtol 1e-11 (magnipy: its trapezoid rule at its own t_cut); "
+    "batch_vs_loop: the largest relative difference between the two; t_cut, magnipy_t_cut: "
+    "the last repetition's limit of integration (t_conv; batches: the median); load: the "
+    "1-minute load average before the case")
+
+
+def csv_rows(report: dict) -> list[dict]:
+    """The report's sections 1 and 2 as rows of :data:`CSV_COLUMNS`."""
+    def number(x, spec):
+        return "" if x is None else format(x, spec)
+
+    rows = []
+    for r in report.get("defaults", []):
+        o, m = r["ours"], r.get("magnipy", {})
+        rows.append({"section": "defaults", "case": "clustered", "sets": 1, "points": r["n"],
+                     "dim": DIM, "metric": "euclidean", "rule": r["rule"],
+                     "load": f"{r['load']:.2f}", "ours_s": f"{o['time']:.4g}",
+                     "magnipy_s": number(m.get("time"), ".4g"),
+                     "ratio": number(r.get("ratio"), ".3g"), "ours_loop_s": "",
+                     "loop_ratio": "", "ours_solves": o["solves"],
+                     "ours_rel_error": f"{o['area_rel_err']:.2g}",
+                     "magnipy_rel_error": number(m.get("area_rel_err"), ".2g"),
+                     "batch_vs_loop": "", "t_cut": f"{o['t_conv']:.8g}",
+                     "magnipy_t_cut": number(m.get("t_conv"), ".8g")})
+    for r in report.get("batches", []):
+        o, m = r["ours"], r.get("magnipy", {})
+        rows.append({"section": "batch", "case": r["shape"], "sets": r["n_sets"],
+                     "points": r["size"], "dim": BATCH_DIM, "metric": "cosine",
+                     "rule": r["rule"], "load": f"{r['load']:.2f}",
+                     "ours_s": f"{o['time']:.4g}", "magnipy_s": number(m.get("time"), ".4g"),
+                     "ratio": number(r.get("ratio"), ".3g"),
+                     "ours_loop_s": f"{o['loop_time']:.4g}",
+                     "loop_ratio": number(r.get("loop_ratio"), ".3g"),
+                     "ours_solves": f"{o['solves']:.1f}",
+                     "ours_rel_error": f"{o['area_rel_err']:.2g}",
+                     "magnipy_rel_error": number(m.get("area_rel_err"), ".2g"),
+                     "batch_vs_loop": f"{o['batch_vs_loop']:.2g}", "t_cut": f"{o['t_cut']:.8g}",
+                     "magnipy_t_cut": number(m.get("t_cut"), ".8g")})
+    return rows
+
+
+def _git_commit() -> str:
+    """The repository's commit, ``+changes`` where tracked files differ from it (read when the
+    run starts)."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return commit + (" +changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def write_csv(path: Path, report: dict, *, command: str, note: str,
+              load: tuple[str, str]) -> Path:
+    """Sections 1 and 2 as a CSV whose header (``#`` lines, :func:`record.write_csv`) names
+    the command, date, machine, BLAS threads, versions and load."""
+    v = report["versions"]
+    magnipy = v.get("magnipy")
+    return record.write_csv(path, CSV_COLUMNS, csv_rows(report), command=command, note=note,
+                            load=load, extra=(
+        ("BLAS threads", str(report["machine"]["threads"])),
+        ("ours", f"diversity_core {v['diversity_core']} at commit {v['commit']}; SciPy "
+                 f"{v['scipy']}; MagArea rules {', '.join(report['rules'])}"),
+        ("magnipy", "not run (--skip-magnipy)" if not magnipy else
+         ", ".join(f"{k} {x}" for k, x in magnipy.items()) + " (its own virtualenv)"),
+        ("columns", CSV_LEGEND)))
+
+
+def _rules(text: str) -> list[str]:
+    rules = list(dict.fromkeys(r.strip() for r in text.split(",") if r.strip()))
+    unknown = [r for r in rules if r not in mg.INTEGRATION_METHODS]
+    if not rules or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or repr(text)}: not a MagArea rule; use one or more of "
+            f"{', '.join(mg.INTEGRATION_METHODS)}, comma-separated")
+    return rules
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,1500,2000,4000",
                     help="section 1: comma-separated n (default: %(default)s)")
-    ap.add_argument("--repeats", type=int, default=2, help="timing repeats (minimum reported)")
+    ap.add_argument("--integration", type=_rules, default=[mg.DEFAULT_INTEGRATION],
+                    metavar="METHOD[,METHOD...]",
+                    help="MagArea rules of ours (magnitude.integration), each timed on the same "
+                         "data in turn (default: the package's, %(default)s)")
+    ap.add_argument("--batch-shapes", default="1000x10,200x300", metavar="SETSxPOINTS,...",
+                    help="section 2: the text-like batch first, then Table 2's "
+                         "(default: %(default)s)")
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="repetitions, each on new data (times: minimum; errors: maximum)")
     ap.add_argument("--threads", type=int, default=2,
                     help="BLAS threads of ours AND magnipy (default: %(default)s)")
     ap.add_argument("--skip-magnipy", action="store_true", help="time ours only")
@@ -368,8 +533,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--large-validate", action="store_true",
                     help="section 3: compare with the exact dense path (n up to ~10,000)")
     ap.add_argument("--json", type=Path, help="write all figures to this JSON file")
+    ap.add_argument("--csv", type=Path, metavar="PATH",
+                    help="write sections 1 and 2 to this CSV, one row per case and rule, under "
+                         "a header naming the command, date, machine, versions and load")
     ap.add_argument("--_large-case", help=argparse.SUPPRESS)
-    add_record_options(ap)
+    record.add_record_options(ap)
     args = ap.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -380,23 +548,30 @@ def main(argv=None) -> dict:
         print(json.dumps(large_case(*json.loads(args._large_case)), default=float))
         return {}
 
-    with recording(args.record, args.note):
+    shapes = [tuple(int(k) for k in shape.lower().split("x"))
+              for shape in args.batch_shapes.split(",")]
+    if len(shapes) != 2 or any(len(shape) != 2 for shape in shapes):
+        ap.error(f"--batch-shapes {args.batch_shapes!r}: two SETSxPOINTS, e.g. 1000x10,200x300")
+    load_before = record.load_average()
+    with record.recording(args.record, args.note):
         import scipy
 
         report = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                               "threads": args.threads, "load_start": _load()},
                   "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
-                               "diversity_core": diversity_core.__version__}}
+                               "diversity_core": diversity_core.__version__,
+                               "commit": _git_commit()},
+                  "rules": args.integration}
         if not args.no_defaults:
             sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-            report["defaults"], magnipy_versions = bench_defaults(sizes, args.repeats,
-                                                                  args.skip_magnipy)
+            report["defaults"], magnipy_versions = bench_defaults(
+                sizes, args.integration, args.repeats, args.skip_magnipy)
             if magnipy_versions:
                 report["versions"]["magnipy"] = magnipy_versions
         if not args.no_batches:
             report["batches"] = bench_batches(
-                [("text", 1000, 10, text_like_sets), ("table2", 200, 300, model_like_sets)],
-                args.repeats, args.skip_magnipy)
+                [("text", *shapes[0], text_like_sets), ("table2", *shapes[1], model_like_sets)],
+                args.integration, args.repeats, args.skip_magnipy)
         if args.large:
             cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.large_cases.split(",")]
             report["large"] = bench_large(args.large, cases, args.large_rtol, args.large_check,
@@ -407,6 +582,9 @@ def main(argv=None) -> dict:
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")
         tmp.write_text(json.dumps(report, indent=2, default=float))
         tmp.replace(args.json)
+    if args.csv:
+        write_csv(args.csv, report, command=record.command_line(), note=args.note,
+                  load=(load_before, record.load_average()))
     return report
 
 
