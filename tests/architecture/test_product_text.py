@@ -1,8 +1,9 @@
 """The product speaks of itself: no issue numbers, no talk of how the work went (sessions,
 agents, lent machines), no commit hashes offered as evidence, in the code, the workflow, the
 configuration, the tests and the documentation. Provenance records keep their commits (that is
-custody): they live in results/, which is not read here, as do the package's pins (a revision is
-a 40-digit hash after ``revision``, not after ``commit``).
+custody): they live in results/, which is not read here, and so do the benchmarks' records
+(benchmarks/results/: the command, machine and code version each measurement was made with), as
+do the package's pins (a revision is a 40-digit hash after ``revision``, not after ``commit``).
 
 The list is short on purpose; each pattern is written so that the product's own words do not
 match it (an HTTP ``User-Agent``, the hub's ``/api/agent-harnesses``, a colour ``#1f77b4``, a
@@ -19,6 +20,8 @@ from workflow_runner import REPO
 PATHS = ("diversity_core", "scripts", "workflow", "Snakefile", "config.yaml", "configs", ".test",
          "benchmarks", "envs", ".ci", "pyproject.toml", "setup.py", "tests", ".gitignore",
          "README.md", "CHANGELOG.md", "docs")
+# Machine-written records of what was measured, with the code version that measured it.
+RECORDS = ("benchmarks/results/",)
 # Files that are data rather than prose: images, arrays, archives.
 BINARY = (".png", ".pdf", ".npy", ".npz", ".gz", ".zip", ".tar", ".so", ".pt", ".parquet",
           ".ico", ".jpg", ".jpeg", ".svg")
@@ -46,6 +49,7 @@ def _files() -> list[str]:
     this = str((REPO / __file__).resolve().relative_to(REPO))
     return sorted(name for name in set(filter(None, listed.split("\0")))
                   if name != this and not name.lower().endswith(BINARY)
+                  and not name.startswith(RECORDS)
                   and (REPO / name).is_file())
 
 
