@@ -23,7 +23,7 @@ from ..comparison import compare
 from ..comparison.protocol import SCALE_GAP
 from ..files.embeddings import InputError
 from ..magnitude import DEFAULT_N_TS, DEFAULT_TARGET
-from ..magnitude.settings import MagnitudeSettings
+from ..magnitude.settings import DEFAULT_INTEGRATION, MagnitudeSettings
 from ..measures.registry import FREE_MEASURES, MEASURES, REFERENCE_MEASURES
 from .options import (
     PROGRAM,
@@ -148,6 +148,8 @@ def _compare_options(args) -> str:
         parts.append(f"--embed {args.embed}" + (f" --field {args.field}" if args.field else ""))
     if args.device.name != "cpu":
         parts.append(f"--device {args.device.name}")
+    if args.integration != DEFAULT_INTEGRATION:
+        parts.append(f"--integration {args.integration}")
     for name, value in (("--key", args.key), ("--index-column", args.index_column)):
         if value is not None:
             parts.append(f"{name} {value}")
@@ -252,7 +254,8 @@ def run_compare(args, argv) -> int:
         records[read.path] = file_record(read, data[read.path])
         described.append(("reference: " if read.path == args.reference else "")
                          + describe_file(read, data[read.path], args.subsample, args.seed))
-    settings = MagnitudeSettings(target=args.target, n_ts=args.n_ts, device=args.device)
+    settings = MagnitudeSettings(target=args.target, n_ts=args.n_ts, device=args.device,
+                                 integration=args.integration)
     # The magnitude functions on the grid only where they are shown (JSON, figure, report): on
     # a large set they cost more than t_conv and MagArea together.
     shown = args.json or args.plot is not None or args.report is not None

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..device import parse_device
 from ..files.embeddings import EmbeddingFile, InputError, read_embeddings
+from ..magnitude import DEFAULT_INTEGRATION, INTEGRATION_METHODS
 from ..measures.registry import MEASURES, PluginError, get_measure_names, register_plugins
 
 __all__ = ["ALIASES", "OPTION_RANGES", "PROGRAM",
@@ -99,8 +100,8 @@ def plugin_measure(spec: str) -> str:
 
 def add_measure_options(p) -> None:
     """The options of the measures (``--metric-space``, ``--k``, ``--tau``,
-    ``--magdiff-normalise``, ``--plugin``), added to the parser ``p``: shared by ``score`` and
-    ``compare``."""
+    ``--magdiff-normalise``, ``--plugin``, ``--integration``, ``--device``), added to the parser
+    ``p``: shared by ``score`` and ``compare``."""
     p.add_argument("--plugin", action="append", default=[], type=plugin_measure,
                    metavar="package.module:OBJECT",
                    help="a measure of your own (a diversity_core Measure, or a function with "
@@ -111,6 +112,9 @@ def add_measure_options(p) -> None:
     p.add_argument("--tau", type=float, default=1.0, help="DCScore temperature (default 1)")
     p.add_argument("--magdiff-normalise", choices=("t_cut", "reference_area"),
                    help="divide MagDiff by t_cut or by the reference's MagArea")
+    p.add_argument("--integration", choices=INTEGRATION_METHODS, default=DEFAULT_INTEGRATION,
+                   help=f"MagArea's quadrature rule (default: {DEFAULT_INTEGRATION}; "
+                        "docs/performance.md compares them)")
     p.add_argument("--device", default="cpu",
                    help="where magnitude runs and, with --embed, the encoder: cpu (default: "
                         "the NumPy engine, the encoder on the CPU); auto (the encoder on CUDA "

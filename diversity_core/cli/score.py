@@ -102,7 +102,8 @@ def run_score(args, argv) -> int:
                          f"{X.shape[1]} features, the reference ({args.reference}) has "
                          f"{ref.shape[1]}.")
     result = score(X, ref, metrics, metric_space=args.metric_space, k=args.k, tau=args.tau,
-                   magdiff_normalise=args.magdiff_normalise, labels=paths, device=args.device)
+                   magdiff_normalise=args.magdiff_normalise, labels=paths, device=args.device,
+                   integration=args.integration)
     values = [v for where in result["scores"].values() for v in where.values()]
     if all(v is None for v in values):
         by_reason = {}

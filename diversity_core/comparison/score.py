@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import Device
-from ..magnitude.settings import MagnitudeSettings
+from ..magnitude.settings import DEFAULT_INTEGRATION, MagnitudeSettings
 from ..measures.registry import MEASURES, get_measure_names
 from .protocol import compare, fallback_note
 
@@ -37,7 +37,7 @@ class _Results:
 def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: int = 5,
           tau: float = 1.0, magdiff_normalise: str | None = None,
           labels: dict[str, str] | None = None, memory_limit: int | None = None,
-          device: Device | str = "cpu") -> dict:
+          device: Device | str = "cpu", integration: str = DEFAULT_INTEGRATION) -> dict:
     """Compute the requested metrics; returns ``{"scores": ..., "undefined": ..., "notes": ...,
     "t_cut": ...}``.
 
@@ -53,7 +53,8 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     ``memory_limit``, default the memory available); ``fallbacks`` lists, per set, the scales
     where magnitude needed a fallback solver, with error bounds (also in the MagArea note).
     ``device``: where the engine runs (``MagnitudeSettings.device``: a
-    :class:`~diversity_core.device.Device` or its name, ``cpu``, ``cuda``...).
+    :class:`~diversity_core.device.Device` or its name, ``cpu``, ``cuda``...);
+    ``integration``: MagArea's quadrature rule (``MagnitudeSettings.integration``).
     """
     metrics = list(metrics or get_measure_names(
         needs_reference=None if reference is not None else False))
@@ -67,7 +68,7 @@ def score(X, reference=None, metrics=None, *, metric_space: str = "cosine", k: i
     result = compare({keys["embeddings"]: X}, reference, metric=metric_space, k=k, tau=tau,
                      reference_name=keys.get("reference", "reference"), measures=metrics,
                      memory_limit=memory_limit, progress=False, functions=False,
-                     settings=MagnitudeSettings(device=device))
+                     settings=MagnitudeSettings(device=device, integration=integration))
     out = _Results(sets)
     table = result.table
     for name in sets:

@@ -311,6 +311,25 @@ def test_bad_options(files, capsys, option, message):
     assert rc == 2 and message in err and out == ""
 
 
+def test_the_integration_rule_is_an_option(files, capsys):
+    """``--integration`` picks MagArea's quadrature rule for ``score`` and ``compare``: every
+    rule meets the default tolerance (1e-6), so the values agree to it, and compare's options
+    line names a rule other than the default."""
+    tmp, _, _ = files
+    areas = {}
+    for rule in ("cc25", "hermite_log"):
+        rc, out, _ = _run(["score", str(tmp / "x.npy"), "--json", "--metrics", "magarea",
+                           "--integration", rule], capsys)
+        assert rc == 0
+        areas[rule] = json.loads(out)["scores"]["embeddings"]["magarea"]
+    assert areas["hermite_log"] == pytest.approx(areas["cc25"], rel=2e-6)
+    rc, out, _ = _run(["compare", str(tmp / "x.npy"), str(tmp / "r.npz"), "--json",
+                       "--integration", "hermite_log"], capsys)
+    assert rc == 0 and "--integration hermite_log" in json.loads(out)["options_line"]
+    rc, _, err = _run(["score", str(tmp / "x.npy"), "--integration", "simpson"], capsys)
+    assert rc == 2 and "argument --integration: invalid choice: 'simpson'" in err
+
+
 def test_the_engine_device_gives_the_same_scores(files, capsys):
     """``--device torch:cpu`` runs magnitude on the engine's torch path: the same
     numbers as the NumPy engine to 1e-9, for ``score`` and ``compare``; a GPU the machine lacks
