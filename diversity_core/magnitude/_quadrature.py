@@ -385,15 +385,11 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     evenly in log t near t_cut and evenly in t near 0. Returns (estimate, estimated absolute
     error). One integrand of :func:`_log_hermite_many`, which integrates many at once."""
 
-    def slopes(rows, ts):
-        pairs = [slope(float(t)) for t in ts]
-        return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-
     def values(rows, ts):
         return np.array([f(float(t)) for t in ts])
 
-    estimate, error = _log_hermite_many(slopes, values, np.array([f(0.0)]), t_cut, rtol,
-                                        np.array([alpha]))
+    estimate, error = _log_hermite_many(_one_integrand(slope), values, np.array([f(0.0)]),
+                                        t_cut, rtol, np.array([alpha]))
     if error[0] > rtol * abs(estimate[0]):
         return _log_hermite_refine(f, t_cut, alpha, float(estimate[0]), rtol)
     return float(estimate[0]), float(error[0])
@@ -460,17 +456,23 @@ def _log_hermite_stages(f, slope, t_cut: float, alpha: float, g: np.ndarray):
     """(estimate, estimated absolute error) of ``hermite_log``'s stages in turn (see
     :func:`_log_hermite`) for one integrand, each solving its new scales when asked for;
     ``g`` (29,): g(s) at the 29 points, filled as they are known."""
-
-    def slopes(rows, ts):
-        pairs = [slope(float(x)) for x in ts]
-        return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-
-    stages = _log_hermite_stages_many(slopes, np.array([f(0.0)]), t_cut, np.array([alpha]),
-                                      g.reshape(1, -1))
+    stages = _log_hermite_stages_many(_one_integrand(slope), np.array([f(0.0)]), t_cut,
+                                      np.array([alpha]), g.reshape(1, -1))
     next(stages)
     for _ in _LOG_HERMITE_STAGES:
         estimate, error = stages.send(np.array([0]))
         yield float(estimate[0]), float(error[0])
+
+
+def _one_integrand(slope):
+    """``slopes(rows, ts)`` of :func:`_log_hermite_many` for one integrand's ``slope(t)``,
+    asked scale by scale in the order given."""
+
+    def slopes(rows, ts):
+        pairs = [slope(float(t)) for t in ts]
+        return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+    return slopes
 
 
 def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut: float, alphas: np.ndarray,
