@@ -434,8 +434,8 @@ class _DenseSolver:
         :meth:`magnitude_with_error` where CG answered), and the estimated error of Mag where
         ``atol`` > 0 let conjugate gradients stop on it (else 0). The derivative then comes from
         that weighting too: its error is linear in the weighting's (``2 eᵀ (D ∘ Z_t) w``, where
-        Mag's is quadratic), which the Hermite rules' integrals absorb (measured in
-        ``MagnitudeSpace._integrate``)."""
+        Mag's is quadratic), hence the smaller allowance the Hermite rules give it
+        (``_space._SLOPE_ATOL_SHARE``)."""
         solution = self._fast_solution(t, atol)
         error = 0.0
         if solution is not None and solution[1] is not None:
