@@ -44,7 +44,7 @@ import numpy as np
 from record import add_record_options, recording
 
 REPO = Path(__file__).resolve().parents[1]
-for _p in (REPO, REPO / "tests"):  # the package (also when run from elsewhere) and the bridge
+for _p in (REPO, REPO / "tests" / "support"):  # the package (also from elsewhere), the bridge
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 

@@ -346,10 +346,12 @@ def _stretch_rate(reach: float) -> float:
     return min(max(1.5 * math.log(max(reach, 1e-300) / 25.0), 0.25), 3.0)
 
 
-def _log_stretch(s: np.ndarray | float, t_cut: float, alpha: float):
+def _log_stretch(s: np.ndarray | float, t_cut: float, alpha):
     """``hermite_log``'s change of variable: t = t_cut · (e^{αs} − 1) / (e^α − 1) and dt/ds,
-    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly)."""
-    scale = t_cut / math.expm1(alpha)
+    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly); ``alpha`` one rate, or one per
+    entry of ``s`` (broadcast)."""
+    alpha = np.asarray(alpha, dtype=float)
+    scale = t_cut / np.expm1(alpha)
     grow = np.exp(alpha * np.asarray(s, dtype=float))
     return scale * np.expm1(alpha * np.asarray(s, dtype=float)), scale * alpha * grow, \
         scale * alpha**2 * grow
@@ -381,28 +383,67 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     share of [0, t_cut] where t_cut · (largest distance) is large (cosine distances, targets of
     0.99), and the Chebyshev points of t leave that rise unresolved; e^{αs} spaces the nodes
     evenly in log t near t_cut and evenly in t near 0. Returns (estimate, estimated absolute
-    error)."""
-    g = np.full(_LOG_HERMITE_LEVELS[1] + 1, np.nan)  # g at the 29 points, filled stage by stage
-    for estimate, error in _log_hermite_stages(f, slope, t_cut, alpha, g):
-        if error <= rtol * abs(estimate):
+    error). One integrand of :func:`_log_hermite_many`, which integrates many at once."""
+
+    def values(rows, ts):
+        return np.array([f(float(t)) for t in ts])
+
+    estimate, error = _log_hermite_many(_one_integrand(slope), values, np.array([f(0.0)]),
+                                        t_cut, rtol, np.array([alpha]))
+    if error[0] > rtol * abs(estimate[0]):
+        return _log_hermite_refine(f, t_cut, alpha, float(estimate[0]), rtol)
+    return float(estimate[0]), float(error[0])
+
+
+def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut: float, rtol: float,
+                      alphas: np.ndarray):
+    """:func:`_log_hermite` of ``count = len(alphas)`` integrands on one [0, t_cut] (the batch's
+    members), each stage evaluated for all unfinished integrands at once, then the
+    Clenshaw–Curtis levels in s as ``_cc_levels`` runs them for many; without the bisection
+    (:func:`_log_hermite_refine`, one integrand at a time, where the returned error exceeds
+    ``rtol`` times the estimate).
+
+    ``slopes(rows, ts)``: ``(f, f')`` of integrands ``rows`` (indices into ``alphas``) at
+    scales ``ts`` > 0, arrays of len(rows), each integrand's scales from the largest down;
+    ``values(rows, ts)``: f alone likewise; ``f0``: f(0) of each; ``alphas``: each one's
+    stretch rate. Returns ``(estimate, error)``, arrays of shape (count,)."""
+    count = len(alphas)
+    g = np.full((count, _LOG_HERMITE_LEVELS[1] + 1), np.nan)  # g at the 29 points
+    estimate = np.full(count, np.nan)
+    error = np.full(count, np.nan)
+    active = np.arange(count)
+    stages = _log_hermite_stages_many(slopes, f0, t_cut, alphas, g)
+    next(stages)
+    for _ in _LOG_HERMITE_STAGES:
+        estimate[active], error[active] = stages.send(active)
+        active = active[~(error[active] <= rtol * np.abs(estimate[active]))]
+        if not active.size:
             return estimate, error
+
+    def evaluate(rows, nodes, xs, level):
+        members, x = active[rows], xs[nodes]
+        tx, dtx, _ = _log_stretch(x, t_cut, np.asarray(alphas, dtype=float)[members])
+        return values(members, np.where(x < 1.0, tx, t_cut)) * dtx
+
+    finest = _LOG_HERMITE_LEVELS[-1]
+    known_values = np.full((active.size, finest + 1), np.nan)
+    known_values[:, ::finest // _LOG_HERMITE_LEVELS[1]] = g[active]
+    estimate[active], error[active] = _cc_levels(evaluate, 0.0, 1.0, active.size, rtol=rtol,
+                                                 values=known_values,
+                                                 levels=_LOG_HERMITE_LEVELS[1:])
+    return estimate, error
+
+
+def _log_hermite_refine(f, t_cut: float, alpha: float, estimate: float,
+                        rtol: float) -> tuple[float, float]:
+    """The bisection stage of :func:`_log_hermite` (:func:`_cc_refine` of g in s), after the
+    57 points gave ``estimate`` with too large an error: (estimate, estimated error)."""
 
     def integrand(x: float) -> float:
         tx, dtx, _ = _log_stretch(x, t_cut, alpha)
         return f(float(tx) if x < 1.0 else t_cut) * float(dtx)
 
-    def evaluate(rows, nodes, xs, level):
-        return [integrand(float(xs[j])) for j in nodes]
-
-    finest = _LOG_HERMITE_LEVELS[-1]
-    values = np.full((1, finest + 1), np.nan)
-    values[0, ::finest // _LOG_HERMITE_LEVELS[1]] = g
-    estimate, error = (float(x[0]) for x in _cc_levels(evaluate, 0.0, 1.0, 1, rtol=rtol,
-                                                        values=values,
-                                                        levels=_LOG_HERMITE_LEVELS[1:]))
-    if error > rtol * abs(estimate):
-        estimate, error = _cc_refine(integrand, 1.0, estimate, rtol, return_error=True)
-    return estimate, error
+    return _cc_refine(integrand, 1.0, estimate, rtol, return_error=True)
 
 
 def _hermite_basis(n: int) -> np.ndarray:
@@ -413,23 +454,52 @@ def _hermite_basis(n: int) -> np.ndarray:
 
 def _log_hermite_stages(f, slope, t_cut: float, alpha: float, g: np.ndarray):
     """(estimate, estimated absolute error) of ``hermite_log``'s stages in turn (see
-    :func:`_log_hermite`), each solving its new scales when asked for; ``g`` (29,): g(s) at
-    the 29 points, filled as they are known."""
-    s = _cc_nodes(0.0, 1.0, g.size - 1)
-    t, dt, ddt = _log_stretch(s, t_cut, alpha)
-    t[0], t[-1] = 0.0, t_cut
-    dg = np.full(g.size, np.nan)
-    g[0] = f(0.0) * dt[0]
+    :func:`_log_hermite`) for one integrand, each solving its new scales when asked for;
+    ``g`` (29,): g(s) at the 29 points, filled as they are known."""
+    stages = _log_hermite_stages_many(_one_integrand(slope), np.array([f(0.0)]), t_cut,
+                                      np.array([alpha]), g.reshape(1, -1))
+    next(stages)
+    for _ in _LOG_HERMITE_STAGES:
+        estimate, error = stages.send(np.array([0]))
+        yield float(estimate[0]), float(error[0])
+
+
+def _one_integrand(slope):
+    """``slopes(rows, ts)`` of :func:`_log_hermite_many` for one integrand's ``slope(t)``,
+    asked scale by scale in the order given."""
+
+    def slopes(rows, ts):
+        pairs = [slope(float(t)) for t in ts]
+        return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+    return slopes
+
+
+def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut: float, alphas: np.ndarray,
+                             g: np.ndarray):
+    """The stages of :func:`_log_hermite` for many integrands (``slopes``, ``f0``, ``alphas``
+    as for :func:`_log_hermite_many`), a generator: sent the integrands to advance (an array
+    of indices), it solves their scales of the next stage and yields their (estimate,
+    estimated absolute error), arrays of that length; ``g`` (count, 29): g(s) at the 29
+    points, filled as they are known."""
+    s = _cc_nodes(0.0, 1.0, g.shape[1] - 1)
+    t, dt, ddt = _log_stretch(s[None, :], t_cut, np.asarray(alphas, dtype=float)[:, None])
+    t[:, 0], t[:, -1] = 0.0, t_cut
+    dg = np.full(g.shape, np.nan)
+    g[:, 0] = f0 * dt[:, 0]
     known = [0]
+    active = yield None
     for new, factor in zip(_LOG_HERMITE_STAGES, _LOG_HERMITE_ERROR_FACTORS, strict=True):
-        for j in sorted(new, reverse=True):
-            mag, dmag = slope(float(t[j]))
-            g[j] = mag * dt[j]
-            dg[j] = dmag * dt[j]**2 + mag * ddt[j]
+        order = sorted(new, reverse=True)
+        rows, cols = np.repeat(active, len(order)), np.tile(order, len(active))
+        mag, dmag = slopes(rows, t[rows, cols])
+        g[rows, cols] = mag * dt[rows, cols]
+        dg[rows, cols] = dmag * dt[rows, cols]**2 + mag * ddt[rows, cols]
         known = sorted(known + list(new))
-        estimate, error = _hermite_rule(g[known], dg[known[1:]], 1.0,
+        estimate, error = _hermite_rule(g[np.ix_(active, known)],
+                                        dg[np.ix_(active, known[1:])], 1.0,
                                         basis=_hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
-        yield float(estimate), factor * float(error)
+        active = yield estimate, factor * error
 
 
 @functools.cache

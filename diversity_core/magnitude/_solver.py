@@ -429,17 +429,22 @@ class _DenseSolver:
             parts = map_threads(lambda share: [block(start) for start in share], shares, threads)
         return [value for part in parts for value in part]
 
-    def magnitude_and_derivative(self, t: float) -> tuple[float, float]:
-        """Mag(t) and dMag/dt = wᵀ (D ∘ Z_t) w, with the weighting w (Mag as in
-        :meth:`magnitude` where CG answered)."""
-        solution = self._fast_solution(t)
+    def magnitude_and_derivative(self, t: float, atol: float = 0.0) -> tuple[float, float, float]:
+        """Mag(t), dMag/dt = wᵀ (D ∘ Z_t) w with the weighting w (Mag as in
+        :meth:`magnitude_with_error` where CG answered), and the estimated error of Mag where
+        ``atol`` > 0 let conjugate gradients stop on it (else 0). The derivative then comes from
+        that weighting too: its error is linear in the weighting's (``2 eᵀ (D ∘ Z_t) w``, where
+        Mag's is quadratic), hence the smaller allowance the Hermite rules give it
+        (``_space._SLOPE_ATOL_SHARE``)."""
+        solution = self._fast_solution(t, atol)
+        error = 0.0
         if solution is not None and solution[1] is not None:
-            w, residual, _ = solution
+            w, residual, error = solution
             mag = float(w.sum() + residual @ w)
         else:
             w = solution[0] if solution is not None else self.weights(t, keep_similarity=True)
             mag = float(w.sum())
-        return mag, self.weighted_distance_form(t, w)
+        return mag, self.weighted_distance_form(t, w), error
 
 
 

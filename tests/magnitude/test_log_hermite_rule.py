@@ -173,3 +173,64 @@ def test_cc25_is_the_default_rule_by_another_name():
     spaces = [D, dc.pairwise_distances(clustered(60, 4, seed=6))]
     np.testing.assert_array_equal(mag_areas(spaces, t_cut, method="cc25"),
                                   mag_areas(spaces, t_cut, method="chebyshev"))
+
+
+@pytest.mark.parametrize("rtol", [1e-6, 1e-9, 1e-12])  # 1e-12: stages 2, 3 and Clenshaw–Curtis
+def test_the_batch_integrates_every_member_as_its_own_space_does(rtol):
+    """Members of 10 points (the stacked solver), of 80 and 120 (the looped one), solved stage
+    by stage together: each member's area is its single space's, to round-off."""
+    spaces = [dc.pairwise_distances(clustered(10, 384, seed=k), "cosine") for k in range(6)]
+    spaces += [dc.pairwise_distances(clustered(n, 6, seed=n)) for n in (80, 120)]
+    t_cut = float(np.median([dc.convergence_scale(D) for D in spaces]))
+    batch = mag_areas(spaces, t_cut, method="hermite_log", rtol=rtol)
+    single = [dc.mag_area(MagnitudeSpace(D), t_cut, method="hermite_log", rtol=rtol)
+              for D in spaces]
+    np.testing.assert_allclose(batch, single, rtol=1e-12, atol=0)
+
+
+def test_many_integrands_take_one_call_per_stage_and_each_its_own_result():
+    """Integrands that stop at different stages: one call of ``slopes`` per stage for all the
+    unfinished ones, and each result that of the integrand alone."""
+    widths = np.array([0.5, 0.05, 0.01])  # smooth to hard: Lorentzian bumps at t = 0.3
+    alphas = np.array([0.5, 1.0, 2.0])
+
+    def f(k, t):
+        return 1.0 + 1.0 / (1.0 + ((t - 0.3) / widths[k])**2)
+
+    def df(k, t):
+        return -2.0 * (t - 0.3) / widths[k]**2 / (1.0 + ((t - 0.3) / widths[k])**2)**2
+
+    calls = []
+
+    def slopes(rows, ts):
+        calls.append(len(rows))
+        return f(rows, ts), df(rows, ts)
+
+    estimate, error = _quadrature._log_hermite_many(
+        slopes, lambda rows, ts: f(rows, ts), f(np.arange(3), 0.0), 1.0, 1e-7, alphas)
+    assert calls[0] == 3 * 14 and 1 < len(calls) <= 3 and calls[-1] < calls[0]
+    for k in range(3):
+        alone, alone_error = _quadrature._log_hermite(
+            lambda t, k=k: float(f(k, t)), lambda t, k=k: (float(f(k, t)), float(df(k, t))),
+            1.0, 1e-7, float(alphas[k]))
+        many = (estimate[k], error[k])
+        if error[k] > 1e-7 * abs(estimate[k]):  # past the 57 points: bisection, one at a time
+            many = _quadrature._log_hermite_refine(lambda t, k=k: float(f(k, t)), 1.0,
+                                                   float(alphas[k]), float(estimate[k]), 1e-7)
+        assert many == pytest.approx((alone, alone_error), rel=1e-12)
+
+
+def test_conjugate_gradients_solve_its_scales_to_the_accuracy_the_integral_allows():
+    """600 points: conjugate gradients answer, stopping on Mag's estimated error as for the
+    default rule; the scales so solved are known to be less accurate (a full-accuracy request
+    solves them again), and the integral keeps its tolerance."""
+    D = dc.pairwise_distances(clustered(600, 12, seed=600))
+    space = MagnitudeSpace(D)
+    t_cut = space.convergence_scale(0.95)
+    area = space.mag_area(t_cut, method="hermite_log")
+    assert space._slope_error and all(e > 0 for e in space._slope_error.values())
+    assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-10), rel=1e-6)
+    t = next(iter(space._slope_error))
+    exact = MagnitudeSpace(D, solver="direct").magnitude_and_derivative(t)
+    assert space._known_slope(t) == pytest.approx(exact, rel=1e-8)
+    assert t not in space._slope_error and t not in space._cache_error

@@ -175,7 +175,7 @@ def test_batches_agree_with_the_numpy_batch_functions(device):
     t_conv = torch_convergence_scales(batch)
     np.testing.assert_allclose(t_conv, mg.convergence_scales(matrices), rtol=RTOL)
     t_cut = float(np.median(t_conv))
-    for method in ("chebyshev", "hermite", "quad", "trapezoid"):
+    for method in ("chebyshev", "hermite", "hermite_log", "quad", "trapezoid"):
         np.testing.assert_allclose(torch_mag_areas(batch, t_cut, method=method),
                                    mg.mag_areas(matrices, t_cut, method=method), rtol=RTOL)
     np.testing.assert_allclose(torch_mag_areas(batch, t_conv),  # one limit per member
