@@ -24,7 +24,7 @@ sys.path.pop(0)
 # Configurations that between them define every rule (tests/workflow/test_contract.py checks that
 # none is left out: every script in scripts/ is some rule's).
 CONFIGURATIONS = {"default": [], "paper text": [REPO / "configs" / "paper_text_temperature.yaml"],
-                  "curvature measures": [REPO / ".test" / "config_curvature_measures.yaml"]}
+                  "curvature measures": [REPO / ".test" / "curvature_measures.yaml"]}
 
 
 def _rules(configfiles):
