@@ -157,6 +157,7 @@ class LargeMagnitudeSpace(_Operations):
             self.group_of_point = self.multiplicity = None
         self._cache: dict[float, float] = {0.0: 1.0}
         self._last = None  # last weighting: the warm start of the next scale
+        self._last_t = None  # its scale
         # scale -> solver error, and solver plus distance error, of the cached Mag
         self._solver_errors: dict[float, float] = {0.0: 0.0}
         self._errors: dict[float, float] = {0.0: 0.0}
@@ -307,6 +308,11 @@ class LargeMagnitudeSpace(_Operations):
         gain = math.inf  # what the last refinement step added to the estimate
         if previous_r <= _CONVERGED_RESIDUAL * math.sqrt(n):
             error = 0.0  # the warm start is this scale's weighting already
+        elif self._last_t == t:
+            # The warm start is this scale's own weighting, solved before (a derivative asked
+            # after the value): its error is the one recorded then. Refining it again makes no
+            # progress that the loop below could take as a bound.
+            error = self._solver_errors.get(t, math.inf)
         while steps < _MAX_REFINEMENTS and error > atol and previous_r > 0:
             size = previous_r
             # The correction solves Z d = r / ‖r‖: its energy, times ‖r‖², is what the step
@@ -336,7 +342,7 @@ class LargeMagnitudeSpace(_Operations):
                 x, r, value, previous_r, extra = x_new, r_new, value_new, size_new, extra_new
         dmag = float(x @ extra[0]) if derivative else None
         distance_error = self.distance_rtol * t * float(np.abs(x) @ extra[-1])
-        self._last = x
+        self._last, self._last_t = x, float(t)
         self._solver_errors[float(t)] = float(error)
         self._errors[float(t)] = float(error + distance_error)
         record = {"t": float(t), "mag": value, "solver_error": float(error),

@@ -86,6 +86,25 @@ def test_large_path_matches_the_exact_path_within_its_budget(metric, X):
         assert error <= record["solver_error"] + record["distance_error"] + 1e-9 * record["mag"]
 
 
+def test_a_derivative_asked_after_the_value_keeps_the_value_s_accuracy():
+    """The Hermite rules ask dMag/dt at a scale the search has just solved (t_cut): the warm
+    start is then that scale's own weighting, whose recorded error stands; refining it again
+    makes no progress, which must not read as an unresolved scale (an infinite error, a
+    warning, a MagArea reported as a lower bound)."""
+    X = clustered(600, 8, 3)
+    large = LargeMagnitudeSpace(X)
+    exact = dc.MagnitudeSpace(dc.pairwise_distances(X))
+    t = large.convergence_scale()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mg.MagnitudeWarning)
+        mag, dmag = large.magnitude_and_derivative(t)
+        area = large.mag_area(t, method="hermite_log")
+    assert np.isfinite(large.records[-1]["solver_error"]) or large.records[-1]["t"] != t
+    assert mag == pytest.approx(exact.magnitude(t), rel=1e-7)
+    assert dmag == pytest.approx(exact.magnitude_and_derivative(t)[1], rel=1e-5)
+    assert area == pytest.approx(exact.mag_area(t, rtol=1e-11), rel=1e-6)
+
+
 def test_duplicates_are_merged_in_input_order(small_blocks):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(150, 3))
