@@ -388,9 +388,9 @@ def measure_from_function(function: Callable, *, name: str | None = None,
                           higher_is_more_diverse: bool | None = True,
                           source: str | None = None) -> Measure:
     """A plain function as a :class:`Measure`. Its name, label and needs come from the keywords,
-    else from the function's attributes ``name``, ``label``, ``needs`` and
-    ``higher_is_more_diverse``, else from the function itself (its ``__name__``; a second
-    positional parameter: it needs a reference)."""
+    else from the function's attributes ``name``, ``label``, ``needs``,
+    ``higher_is_more_diverse`` and ``higher_is_closer``, else from the function itself (its
+    ``__name__``; a second positional parameter: it needs a reference)."""
     name = name or getattr(function, "name", None) or function.__name__
     label = label or getattr(function, "label", None) or name
     higher = getattr(function, "higher_is_more_diverse", higher_is_more_diverse)

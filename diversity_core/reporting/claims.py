@@ -47,6 +47,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .names import measure_spellings
+
 VERDICTS = ("reproduced", "partly", "not reproduced", "not run")
 
 
@@ -497,19 +499,13 @@ def experiment_files(spec: dict) -> dict[str, list[str]]:
             for e in spec["experiments"]}
 
 
-def measure_spellings(measures) -> dict[str, list[str]]:
-    """Every spelling of each measure in ``measures`` (a mapping of names to objects with
-    ``column``, ``label``, ``description`` and ``in_paper``, such as the measure registry):
-    the aliases the result tables use, beside those the claims file adds."""
-    return {name: [m.column, m.label, m.description, m.in_paper] for name, m in measures.items()}
-
-
 def evaluate_claims(spec: dict, results_dir, measures=None) -> list[dict]:
     """One row per claim: experiment, claim, source, paper, ours, gap, verdict, how, rule, note.
 
     Measures are matched by every spelling of ``measures`` (the registry: see
-    :func:`measure_spellings`) and of the claims file's ``names``. A claim whose result file is
-    missing is ``not run``; a malformed file raises ``ValueError`` naming the file and the claim.
+    :func:`~diversity_core.reporting.names.measure_spellings`) and of the claims file's
+    ``names``. A claim whose result file is missing is ``not run``; a malformed file raises
+    ``ValueError`` naming the file and the claim.
     """
     validate_claims(spec)
     results_dir = Path(results_dir)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .figure_style import COLOUR_MAP, STYLE
+from .names import measure_spellings
 
 __all__ = ["PAPER_MEASURES", "TESTS", "Score", "Test", "draw_leaderboard", "input_files",
            "leaderboard", "render_csv", "render_markdown", "resolve_name"]
@@ -214,11 +215,9 @@ def _key(text) -> str:
 
 def _spellings(measures: Mapping) -> dict[str, str]:
     spellings = {}
-    for name, measure in measures.items():
-        for text in (name, getattr(measure, "label", None), getattr(measure, "in_paper", None),
-                     getattr(measure, "description", None)):
-            if text:
-                spellings.setdefault(_key(text), name)
+    for name, texts in measure_spellings(measures).items():
+        for text in texts:
+            spellings.setdefault(_key(text), name)
     return spellings
 
 
