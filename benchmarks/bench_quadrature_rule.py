@@ -50,6 +50,7 @@ from pathlib import Path
 import bench_gpu
 import numpy as np
 import scipy
+from record import write_aside
 
 import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, _quadrature, _search
@@ -254,10 +255,9 @@ def main(argv=None) -> None:
                                   else str(row[c])
                                   for c in COLUMNS))
             print(lines[-1], flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write(out, lines)
-    write(out.with_name(out.stem + "_summary.csv"),
-          lines[:-len(rows) - 1] + summary(rows))
+    write_aside(out, "\n".join(lines) + "\n")
+    write_aside(out.with_name(out.stem + "_summary.csv"),
+                "\n".join(lines[:-len(rows) - 1] + summary(rows)) + "\n")
 
 
 def summary(rows: list[dict]) -> list[str]:
@@ -271,12 +271,6 @@ def summary(rows: list[dict]) -> list[str]:
                    f"{sum(k <= GOAL_SOLVES for k in solved)},"
                    f"{max(r[f'{rule}_rel_error'] for r in rows):.3g}")
     return out
-
-
-def write(path: Path, lines: list[str]) -> None:
-    partial = path.with_suffix(".csv.partial")
-    partial.write_text("\n".join(lines) + "\n")
-    os.replace(partial, path)
 
 
 if __name__ == "__main__":

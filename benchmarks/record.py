@@ -102,7 +102,8 @@ def header(*, command: str, note: str = "", load: tuple[str, str] = ("?", "?"),
             ("note", note or "none")]
 
 
-def _write_aside(path: Path, text: str) -> None:
+def write_aside(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole: to a file beside it, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text, encoding="utf-8")
@@ -120,7 +121,7 @@ def write_result(name: str, body: str, *, command: str, note: str = "",
     lines += [f"- {key}: `{value}`" if key == "command" else f"- {key}: {value}"
               for key, value in facts if not (key == "note" and not note)]
     path = RESULTS / f"{name}.md"
-    _write_aside(path, "\n".join(lines) + "\n\n" + body.strip() + "\n")
+    write_aside(path, "\n".join(lines) + "\n\n" + body.strip() + "\n")
     return path
 
 
@@ -136,7 +137,7 @@ def write_csv(path: Path, columns: list[str], rows: list[dict], *, command: str,
     writer = csv.DictWriter(buffer, columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    _write_aside(Path(path), buffer.getvalue())
+    write_aside(Path(path), buffer.getvalue())
     return Path(path)
 
 
