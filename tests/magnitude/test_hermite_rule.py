@@ -76,7 +76,7 @@ def test_agrees_with_the_default_rule(metric, n):
 
 def test_after_the_search_it_solves_eleven_scales_where_its_estimate_suffices():
     """t_cut = t_conv: the search solved Mag and dMag/dt there; 11 of the 13 scales remain (0
-    is Mag(0) = 1). The default rule solves 23 on the same space."""
+    is Mag(0) = 1). The chebyshev rule (cc25) solves 23 on the same space."""
     D = dc.pairwise_distances(clustered(200, 3, seed=0))
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale()
@@ -85,16 +85,16 @@ def test_after_the_search_it_solves_eleven_scales_where_its_estimate_suffices():
     assert t_cut not in solved and len(solved) == 11
     h13, error = _quadrature._hermite_panel(space._known_slope, 1.0, t_cut)
     assert area == h13 and error <= 1e-6 * area  # it stopped at 13 scales
-    default = MagnitudeSpace(D)
-    default.convergence_scale()
-    solved = solved_scales(default)
-    assert default.mag_area(t_cut) == pytest.approx(area, rel=1e-6)
+    cc25 = MagnitudeSpace(D)
+    cc25.convergence_scale()
+    solved = solved_scales(cc25)
+    assert cc25.mag_area(t_cut, method="cc25") == pytest.approx(area, rel=1e-6)
     assert len(solved) == 23
 
 
 def test_where_its_estimate_falls_short_the_default_rule_answers_on_the_same_scales():
     """Cosine clusters at target 0.99: the 13 scales do not reach rtol; the Clenshaw–Curtis
-    levels reuse all of them, and the result is the default rule's (both solve in full below
+    levels reuse all of them, and the result is the chebyshev rule's (both solve in full below
     the conjugate-gradient size; the Hermite rule's values come with their weighting, w.sum()
     rather than ‖L⁻¹1‖², hence round-off)."""
     D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
@@ -104,10 +104,10 @@ def test_where_its_estimate_falls_short_the_default_rule_answers_on_the_same_sca
     area = space.mag_area(t_cut, method="hermite")
     h13, error = _quadrature._hermite_panel(space._known_slope, 1.0, t_cut)
     assert error > 1e-6 * abs(h13)
-    default = MagnitudeSpace(D)
-    solved_default = solved_scales(default)
-    assert default.mag_area(t_cut) == pytest.approx(area, rel=1e-13)
-    assert solved == solved_default
+    cc25 = MagnitudeSpace(D)
+    solved_cc25 = solved_scales(cc25)
+    assert cc25.mag_area(t_cut, method="chebyshev") == pytest.approx(area, rel=1e-13)
+    assert solved == solved_cc25
 
 
 # The batch, large-n, settings and argument checks of both Hermite rules (``hermite_log``:
