@@ -25,14 +25,15 @@ How it is computed, and why it differs from the authors' ``magnipy``:
   the exact derivative ``dMag/dt = wᵀ (D ∘ Z_t) w`` (O(n²) once ``w`` is known), inside a
   bracket that is never left; magnipy brackets by factors of 10 and runs toms748 without
   derivatives.
-* MagArea is a true integral by default: Clenshaw–Curtis quadrature on nested Chebyshev grids
-  (13, 25, 49, ... scales), refined until the error estimated from the decay of the Chebyshev
-  coefficients is below a relative tolerance (default 1e-8). The magnitude function is smooth on
-  [0, t_cut], so this converges geometrically: 25 evaluations gave relative errors of 1e-11 to
-  2e-9 on clustered clouds of 300 to 2,000 points, where ``scipy.integrate.quad``'s adaptive
-  Gauss–Kronrod needs 147 for rtol 1e-8 (it is kept as ``method="quad"`` for cross-checks). The
-  grid's end points are free: Mag(0) = 1, and Mag(t_cut) is usually known from the
-  convergence-scale search. The paper's evenly spaced trapezoid rule is
+* MagArea is a true integral, to a relative tolerance (default 1e-6). The default rule,
+  ``hermite_log``, uses what each solve gives, the value and the derivative ``dMag/dt``, at 15
+  scales crowded towards 0 (where magnitude rises fastest) and integrates their interpolant
+  exactly: 13 solves after the convergence-scale search, which has solved t_cut, where its
+  error estimate meets the tolerance, more stages reusing them where not. ``chebyshev`` (alias
+  ``cc25``) is Clenshaw–Curtis quadrature on nested Chebyshev grids (13, 25, 49, ... scales),
+  refined until the error estimated from the decay of the Chebyshev coefficients is below the
+  tolerance; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is kept as ``method="quad"``
+  for cross-checks. The paper's evenly spaced trapezoid rule is
   ``method="trapezoid"``, for comparison with published numbers.
 * :class:`MagnitudeSpace` validates and de-duplicates a distance matrix once and remembers every
   scale it has evaluated, so that a convergence scale, a MagArea and a magnitude function of the
