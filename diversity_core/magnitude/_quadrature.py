@@ -483,23 +483,31 @@ def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut: float, alphas: np.nd
     estimated absolute error), arrays of that length; ``g`` (count, 29): g(s) at the 29
     points, filled as they are known."""
     s = _cc_nodes(0.0, 1.0, g.shape[1] - 1)
-    t, dt, ddt = _log_stretch(s[None, :], t_cut, np.asarray(alphas, dtype=float)[:, None])
+    alphas = np.asarray(alphas, dtype=float)[:, None]
+    t = _log_stretch(s[None, :], t_cut, alphas)[0]
     t[:, 0], t[:, -1] = 0.0, t_cut
-    dg = np.full(g.shape, np.nan)
-    g[:, 0] = f0 * dt[:, 0]
+    # The rule runs on g / t_cut (the stretch of [0, 1]: du/ds and d²u/ds², with dMag/dt times
+    # t_cut), its integral times t_cut: g'(s) itself holds t'(s)², which overflows where t_cut
+    # exceeds 1e154 (distances below 1e-154), while each factor here stays of the order of n.
+    _, du, ddu = _log_stretch(s[None, :], 1.0, alphas)
+    unit = np.full(g.shape, np.nan)  # g / t_cut
+    dunit = np.full(g.shape, np.nan)
+    unit[:, 0] = f0 * du[:, 0]
+    g[:, 0] = t_cut * unit[:, 0]
     known = [0]
     active = yield None
     for new, factor in zip(_LOG_HERMITE_STAGES, _LOG_HERMITE_ERROR_FACTORS, strict=True):
         order = sorted(new, reverse=True)
         rows, cols = np.repeat(active, len(order)), np.tile(order, len(active))
         mag, dmag = slopes(rows, t[rows, cols])
-        g[rows, cols] = mag * dt[rows, cols]
-        dg[rows, cols] = dmag * dt[rows, cols]**2 + mag * ddt[rows, cols]
+        unit[rows, cols] = mag * du[rows, cols]
+        dunit[rows, cols] = (dmag * t_cut) * du[rows, cols]**2 + mag * ddu[rows, cols]
+        g[rows, cols] = t_cut * unit[rows, cols]
         known = sorted(known + list(new))
-        estimate, error = _hermite_rule(g[np.ix_(active, known)],
-                                        dg[np.ix_(active, known[1:])], 1.0,
+        estimate, error = _hermite_rule(unit[np.ix_(active, known)],
+                                        dunit[np.ix_(active, known[1:])], 1.0,
                                         basis=_hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
-        active = yield estimate, factor * error
+        active = yield t_cut * estimate, factor * t_cut * error
 
 
 @functools.cache
