@@ -27,8 +27,8 @@ time says how much of it the products are. The breakdown reads the engine's pane
 sizes (private names of ``diversity_core.magnitude._large``), as a profiler would.
 
 ``--csv`` writes ``large_commands.csv`` and ``large_product_breakdown.csv`` into ``--results``
-(default ``benchmarks/results/``) (``record.write_csv``: command, date,
-machine, versions and load average above each table). Run it on an otherwise idle machine: the
+(default ``benchmarks/results/``) through ``record.write_csv``: command, date, machine, versions
+and load average above each table. Run it on an otherwise idle machine: the
 times are the point.
 """
 
