@@ -56,15 +56,17 @@ BREAKDOWN_COLUMNS = ["part", "seconds", "per_product_s", "products_float32",
 
 def run_command(words: list[str]) -> tuple[float, float]:
     """Wall seconds and peak resident GB of one command, run as a child of this process."""
-    start = time.perf_counter()
-    # The output is not read until the child ends: a table of a few lines fits in the pipe.
-    child = subprocess.Popen(words, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code:
-        raise RuntimeError(f"{' '.join(words)} failed ({code}):\n{child.stderr.read()[-3000:]}")
+    # stderr (progress bars, warnings) goes to a file: a pipe left unread until the child ends
+    # would stop the child once it is full.
+    with tempfile.TemporaryFile(mode="w+") as log:
+        start = time.perf_counter()
+        child = subprocess.Popen(words, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            log.seek(0)
+            raise RuntimeError(f"{' '.join(words)} failed ({code}):\n{log.read()[-3000:]}")
     return wall, usage.ru_maxrss / 2**20  # ru_maxrss is in KiB on Linux
 
 
