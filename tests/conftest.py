@@ -179,8 +179,7 @@ class TinyRuns:
     file works on a copy (``shutil.copytree`` keeps the timestamps: Snakemake sees the copy up to
     date). ``rerun(target)`` is a second run of the same configuration from an empty results
     folder (after the first, with the same resources), for the tests that compare a rerun byte
-    for byte; it too runs once per session, in its own folder, and belongs to those tests (one
-    adds a run with another batching into it).
+    for byte; it too runs once per session, in its own folder, and belongs to those tests.
 
     Once per session, not per test process: pytest-xdist's workers share the folder, the first
     to ask for a run makes it under a lock while the other waits for it, and a marker file

@@ -54,7 +54,13 @@ def plugin_config(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("experiment", list(TABLES))
+# The experiments whose plugin runs take longest go to the extended tier; each kind of plugin
+# (a set alone, against a reference, a label in a table) still runs in the default suite.
+EXTENDED = {"model_distinguishing", "graph_mode_collapse"}
+
+
+@pytest.mark.parametrize("experiment", [
+    pytest.param(e, marks=pytest.mark.extended) if e in EXTENDED else e for e in TABLES])
 def test_a_plugin_runs_through_the_experiment(experiment, plugin_config, tiny_runs, tmp_path):
     shared = tiny_runs(experiment)
     before = _status()

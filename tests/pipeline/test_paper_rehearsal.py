@@ -34,7 +34,7 @@ from paper_mirror import (
 )
 from workflow_runner import REPO, run_snakemake
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from workflow_runner import run_tiny
 
 from diversity_core.data import text_tasks
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 

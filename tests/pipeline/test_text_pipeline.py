@@ -1,10 +1,12 @@
-"""End to end: the text-temperature experiment on its tiny configuration (the decTest design),
-twice from empty result folders (SmolLM2, corpora and the embedding model come from the
-repository's resources/, fetched by the pipeline's own rules when missing): the outputs exist with
-the promised columns, reruns agree byte for byte, another batching is served from the cache (the
-grid design's runs are in test_text_grid.py, a file of their own so that they run beside these)."""
+"""End to end: the text-temperature experiment on its tiny configuration (the decTest design;
+SmolLM2, corpora and the embedding model come from the repository's resources/, fetched by the
+pipeline's own rules when missing): the outputs exist with the promised columns, another batching
+is served from the cache, and (extended tier) a rerun from an empty results folder agrees byte
+for byte (the grid design's runs are in test_text_grid.py, a file of their own so that they run
+beside these)."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +25,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def two_runs(tiny_runs):
-    """The shared tiny run (read only) and a rerun from an empty results folder (this
-    module's own: a test adds a run with another batching to it)."""
-    return [tiny_runs("text_temperature"), tiny_runs.rerun("text_temperature")]
+def tiny_run(tiny_runs) -> Path:
+    """The shared tiny run (read only)."""
+    return tiny_runs("text_temperature")
 
 
-def test_data_tables_and_figures(two_runs):
-    out = two_runs[0] / "results" / "text"
+def test_data_tables_and_figures(tiny_run):
+    out = tiny_run / "results" / "text"
     caps = pd.read_csv(out / "temperature_cap.csv")
     assert list(caps.columns) == ["task", "cap", "level", "share_at_cap", "max_drop",
                                   "n_pilot_sets"]
@@ -105,8 +106,10 @@ def test_data_tables_and_figures(two_runs):
     assert (out / "logs" / "embed_paraphrase-MiniLM-L3-v2-onnx_prompt.log").exists()
 
 
-def test_reruns_are_identical(two_runs):
-    first, second = (out / "results" / "text" for out in two_runs)
+@pytest.mark.extended
+def test_reruns_are_identical(tiny_run, tiny_runs):
+    first, second = (out / "results" / "text" for out in (
+        tiny_run, tiny_runs.rerun("text_temperature")))
     names = ["r2_scores.csv", "ranking.csv", "gains.csv", "spearman.csv", "max_temperature.csv",
              "temperature_cap.csv", "fluency.csv"]
     names += [f"data/{task}.jsonl" for task in TASKS]
@@ -114,17 +117,24 @@ def test_reruns_are_identical(two_runs):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 
-def test_another_batching_is_served_from_the_cache(two_runs, tmp_path, tiny_runs):
+def test_another_batching_is_served_from_the_cache(tiny_run, tmp_path, tiny_runs):
     """decTest sets are cached per prompt: three chunks of batches of two sample nothing, and the
-    data files are those of the first run."""
-    text = two_runs[1] / "results" / "text"
+    data files are those of the first run. The run starts from a copy of the shared run's
+    results without their generation chunks and data files, the cache kept (Snakemake keeps
+    the parameters of a file's job by path, and the copy's paths have none)."""
+    out = tmp_path / "run"
+    shutil.copytree(tiny_run / "results", out / "results", symlinks=True)
+    text = out / "results" / "text"
     before = {task: (text / "data" / f"{task}.jsonl").read_bytes() for task in TASKS}
+    shutil.rmtree(text / "interim" / "generation")
+    for task in TASKS:
+        (text / "data" / f"{task}.jsonl").unlink()
 
     def rebatch(section):
         section["generation"]["n_chunks"] = 3
         section["generation"]["dectest"]["batch_sets"] = 2
 
-    data_only(two_runs[1], overlay(tmp_path, "rebatched", rebatch), tiny_runs.resources)
+    data_only(out, overlay(tmp_path, "rebatched", rebatch), tiny_runs.resources)
     for task in TASKS:
         assert generated(text, task, 3) == 0
         assert (text / "data" / f"{task}.jsonl").read_bytes() == before[task]
@@ -167,7 +177,7 @@ def compare_on_the_experiments_embeddings(text_dir: Path, model: str, task: str,
     return dc.compare(sets, metric="cosine", settings=settings, progress=False), scores
 
 
-def test_compare_reproduces_the_experiments_mag_areas(two_runs):
+def test_compare_reproduces_the_experiments_mag_areas(tiny_run):
     """``compare`` on the experiment's own cached embeddings: the same t_cut (the median
     protocol) and the same MagArea column (to the integration tolerance) for the same sets."""
     import numpy as np
@@ -176,7 +186,7 @@ def test_compare_reproduces_the_experiments_mag_areas(two_runs):
 
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     settings = dc.MagnitudeSettings.from_config(config["magnitude"])
-    out = two_runs[0] / "results" / "text"
+    out = tiny_run / "results" / "text"
     for task in TASKS:
         result, scores = compare_on_the_experiments_embeddings(
             out, "paraphrase-MiniLM-L3-v2-onnx", task, settings)
