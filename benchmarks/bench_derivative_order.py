@@ -33,10 +33,7 @@ within rtol 1e-6, and the worst true error.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
-from pathlib import Path
 
 import bench_quadrature_rule as study
 import numpy as np
@@ -155,23 +152,9 @@ def summary(rows: list[dict]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"default: {OUT.name} (--holdout: {HOLDOUT_OUT.name}) in {OUT.parent}")
-    parser.add_argument("--max-n", type=int, default=DEFAULT_MAX_N,
-                        help=f"run only the clouds of at most this many points "
-                             f"(default {DEFAULT_MAX_N})")
-    parser.add_argument("--holdout", action="store_true",
-                        help="run bench_quadrature_rule's holdout clouds instead of its study's")
-    args = parser.parse_args(argv)
-    default = HOLDOUT_OUT if args.holdout else OUT
-    out = args.out or default
-    threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    command = ((f"OPENBLAS_NUM_THREADS={threads} " if threads else "")
-               + "python benchmarks/bench_derivative_order.py"
-               + (" --holdout" if args.holdout else "")
-               + (f" --max-n {args.max_n}" if args.max_n != DEFAULT_MAX_N else "")
-               + (f" --out {out}" if out != default else ""))
+    args, out, command = study.cloud_arguments(argv, __doc__.split("\n")[0],
+                                               "bench_derivative_order.py", (OUT, HOLDOUT_OUT),
+                                               max_n=DEFAULT_MAX_N)
     chosen = study.clouds(args.max_n, args.holdout)
     extra = (("rtol", f"{RTOL:g}; reference: chebyshev at rtol {study.REFERENCE_RTOL:g}"),
              ("clouds", ("bench_quadrature_rule.HOLDOUT" if args.holdout else

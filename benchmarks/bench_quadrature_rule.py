@@ -1,5 +1,5 @@
-"""MagArea's quadrature rules compared: factorisations and true error (``method="hermite"``
-and ``method="hermite_log"`` beside the default ``method="chebyshev"``, alias ``cc25``).
+"""MagArea's quadrature rules compared: factorisations and true error (``method="chebyshev"``,
+alias ``cc25``, ``method="hermite"`` and the default, ``method="hermite_log"``).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_quadrature_rule.py   # writes the CSV below
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_quadrature_rule.py --holdout
@@ -225,23 +225,37 @@ def clouds(max_n: int | None, holdout: bool = False):
     return [(first + i, c) for i, c in enumerate(listed) if max_n is None or c[2] <= max_n]
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Path],
+                    max_n: int | None = None):
+    """The command line of a study over :data:`CLOUDS` (``--holdout``: :data:`HOLDOUT`):
+    ``(args, out, command)``, ``outputs`` the default files of the two, ``max_n`` the default
+    of ``--max-n``, ``command`` the line that reproduces the run (with the BLAS thread count
+    where one is set)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=None,
-                        help=f"default: {OUT.name} (--holdout: {HOLDOUT_OUT.name}) in {OUT.parent}")
-    parser.add_argument("--max-n", type=int, default=None,
-                        help="run only the clouds of at most this many points")
+                        help=f"default: {outputs[0].name} (--holdout: {outputs[1].name}) in "
+                             f"{outputs[0].parent}")
+    parser.add_argument("--max-n", type=int, default=max_n,
+                        help="run only the clouds of at most this many points"
+                             + (f" (default {max_n})" if max_n else ""))
     parser.add_argument("--holdout", action="store_true",
                         help="run the holdout clouds (HOLDOUT) instead of the study's")
     args = parser.parse_args(argv)
-    default = HOLDOUT_OUT if args.holdout else OUT
+    default = outputs[1] if args.holdout else outputs[0]
     out = args.out or default
     threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    lines = header((f"OPENBLAS_NUM_THREADS={threads} " if threads else "")
-                   + "python benchmarks/bench_quadrature_rule.py"
-                   + (" --holdout" if args.holdout else "")
-                   + (f" --max-n {args.max_n}" if args.max_n else "")
-                   + (f" --out {out}" if out != default else ""), args.max_n, args.holdout)
+    command = ((f"OPENBLAS_NUM_THREADS={threads} " if threads else "")
+               + f"python benchmarks/{script}"
+               + (" --holdout" if args.holdout else "")
+               + (f" --max-n {args.max_n}" if args.max_n != max_n else "")
+               + (f" --out {out}" if out != default else ""))
+    return args, out, command
+
+
+def main(argv=None) -> None:
+    args, out, command = cloud_arguments(argv, __doc__.split("\n")[0],
+                                         "bench_quadrature_rule.py", (OUT, HOLDOUT_OUT))
+    lines = header(command, args.max_n, args.holdout)
     lines.append(",".join(COLUMNS))
     rows = []
     for seed, (metric, kind, n, d, targets) in clouds(args.max_n, args.holdout):
