@@ -16,8 +16,13 @@ from diversity_core.magnitude import MagnitudeSpace, _quadrature
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "bench_derivative_order.py"
+# The benchmarks import each other by module name: their folder is on the path for the import
+# only, as in test_bench_magnitude.py (the parametrisations below read its RULES).
 sys.path.insert(0, str(SCRIPT.parent))
-import bench_derivative_order as bench  # noqa: E402
+try:
+    import bench_derivative_order as bench
+finally:
+    sys.path.remove(str(SCRIPT.parent))
 
 
 @pytest.mark.parametrize("t", [0.05, 0.7, 3.0])
