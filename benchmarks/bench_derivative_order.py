@@ -41,8 +41,7 @@ import scipy.linalg
 from numpy.polynomial import chebyshev
 from record import load_average, write_csv
 
-import diversity_core as dc
-from diversity_core.magnitude import MagnitudeSpace, _quadrature
+from diversity_core.magnitude import MagnitudeSpace, _chebyshev
 
 # (points N, conditions per point): value, then derivatives up to order - 1.
 RULES = ((15, 2), (10, 3), (11, 3), (8, 4), (9, 4))
@@ -96,7 +95,7 @@ def hermite_basis(x: np.ndarray, order: int) -> np.ndarray:
 
 def rule(D: np.ndarray, t_cut: float, alpha: float, points: int, order: int):
     """(integral, estimated absolute error) of one rule of :data:`RULES` on [0, t_cut]."""
-    s = _quadrature._cc_nodes(0.0, 1.0, points - 1)
+    s = _chebyshev._cc_nodes(0.0, 1.0, points - 1)
     scale = t_cut / math.expm1(alpha)
     t = scale * np.expm1(alpha * s)
     t[0], t[-1] = 0.0, t_cut
@@ -125,7 +124,7 @@ def measure(D: np.ndarray, target: float) -> dict:
     space = MagnitudeSpace(D)
     t_conv = space.convergence_scale(target)
     reference = space.mag_area(t_conv, method="chebyshev", rtol=study.REFERENCE_RTOL)
-    alpha = _quadrature._stretch_rate(t_conv * space.diameter)
+    alpha = _chebyshev._stretch_rate(t_conv * space.diameter)
     row = {"t_conv": t_conv, "alpha": alpha}
     for points, order in RULES:
         estimate, error = rule(D, t_conv, alpha, points, order)
@@ -160,13 +159,8 @@ def main(argv=None) -> None:
              ("clouds", ("bench_quadrature_rule.HOLDOUT" if args.holdout else
                          "bench_quadrature_rule.CLOUDS") + ", its seeds; sizes run: "
               + ", ".join(str(n) for n in sorted({c[2] for _, c in chosen}))))
-    rows, before = [], load_average()
-    for seed, (metric, kind, n, d, targets) in chosen:
-        D = dc.pairwise_distances(study.points(kind, metric, n, d, seed), metric)
-        for target in targets:
-            rows.append({"metric": metric, "n": n, "d": d, "kind": kind, "target": target,
-                         **measure(D, target)})
-            print(",".join(str(rows[-1][c]) for c in COLUMNS), flush=True)
+    before = load_average()
+    rows = study.cloud_rows(chosen, measure, COLUMNS)
     load = (before, load_average())
     write_csv(out, COLUMNS, rows, command=command, load=load, extra=extra)
     write_csv(out.with_name(out.stem + "_summary.csv"),

@@ -25,7 +25,7 @@ several convergence targets, on the dense NumPy engine:
 * the true relative errors against a reference: ``chebyshev`` at rtol 1e-10 (49 scales and
   bisection where needed) on the first space.
 
-``hermite_log``'s stretch rate α (``_quadrature._stretch_rate``) was chosen on the clouds of
+``hermite_log``'s stretch rate α (``_chebyshev._stretch_rate``) was chosen on the clouds of
 :data:`CLOUDS` up to 1,500 points. ``--holdout`` runs :data:`HOLDOUT` instead, clouds that
 took no part in that choice (other seeds, sizes, dimensions, cluster counts and spreads): the
 out-of-sample check for α. (The points of the rule's second stage and the factor on its error
@@ -53,7 +53,7 @@ import scipy
 from record import write_aside
 
 import diversity_core as dc
-from diversity_core.magnitude import MagnitudeSpace, _quadrature, _search
+from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _quadrature, _search
 from diversity_core.magnitude._common import DEFAULT_MAX_ITER, DEFAULT_T_CONV_RTOL
 
 RTOL = 1e-6  # the default MagArea tolerance
@@ -167,9 +167,9 @@ def measure(D: np.ndarray, target: float) -> dict:
     # The fixed rules from the values the Hermite rules used (all known: nothing solved).
     before = solves(second), solves(third)
     h13, h13_error = _quadrature._hermite_panel(second._known_slope, 1.0, t_conv)
-    ts = _quadrature._cc_nodes(0.0, t_conv, _quadrature._HERMITE_LEVEL)
-    c13, c13_error = _quadrature._cc_rule(second.magnitude_function(ts), 0.0, t_conv)
-    alpha = _quadrature._stretch_rate(t_conv * third.diameter)
+    ts = _chebyshev._cc_nodes(0.0, t_conv, _quadrature._HERMITE_LEVEL)
+    c13, c13_error = _chebyshev._cc_rule(second.magnitude_function(ts), 0.0, t_conv)
+    alpha = _chebyshev._stretch_rate(t_conv * third.diameter)
     h15, h15_error = _quadrature._log_hermite(third.magnitude, third._known_slope, t_conv,
                                               math.inf, alpha)
     assert (solves(second), solves(third)) == before
@@ -226,11 +226,12 @@ def clouds(max_n: int | None, holdout: bool = False):
 
 
 def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Path],
-                    max_n: int | None = None):
+                    max_n: int | None = None, more: tuple[tuple[str, dict], ...] = ()):
     """The command line of a study over :data:`CLOUDS` (``--holdout``: :data:`HOLDOUT`):
     ``(args, out, command)``, ``outputs`` the default files of the two, ``max_n`` the default
     of ``--max-n``, ``command`` the line that reproduces the run (with the BLAS thread count
-    where one is set)."""
+    where one is set); ``more``: further options, each ``(flag, add_argument's keywords)``,
+    in the command where given another value than their default."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=None,
                         help=f"default: {outputs[0].name} (--holdout: {outputs[1].name}) in "
@@ -240,6 +241,8 @@ def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Pa
                              + (f" (default {max_n})" if max_n else ""))
     parser.add_argument("--holdout", action="store_true",
                         help="run the holdout clouds (HOLDOUT) instead of the study's")
+    for flag, options in more:
+        parser.add_argument(flag, **options)
     args = parser.parse_args(argv)
     default = outputs[1] if args.holdout else outputs[0]
     out = args.out or default
@@ -249,7 +252,24 @@ def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Pa
                + (" --holdout" if args.holdout else "")
                + (f" --max-n {args.max_n}" if args.max_n != max_n else "")
                + (f" --out {out}" if out != default else ""))
+    for flag, options in more:
+        value = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        if value != options.get("default"):
+            command += f" {flag} {value}"
     return args, out, command
+
+
+def cloud_rows(chosen, measure, columns: list[str]) -> list[dict]:
+    """One row per cloud of ``chosen`` (:func:`clouds`) and target: the cloud's description
+    and ``measure(D, target)``'s columns, each row printed as it is made (``columns``)."""
+    rows = []
+    for seed, (metric, kind, n, d, targets) in chosen:
+        D = dc.pairwise_distances(points(kind, metric, n, d, seed), metric)
+        for target in targets:
+            rows.append({"metric": metric, "n": n, "d": d, "kind": kind, "target": target,
+                         **measure(D, target)})
+            print(",".join(str(rows[-1][c]) for c in columns), flush=True)
+    return rows
 
 
 def main(argv=None) -> None:

@@ -32,8 +32,9 @@ How it is computed, and why it differs from the authors' ``magnipy``:
   error estimate meets the tolerance, more stages reusing them where not. ``chebyshev`` (alias
   ``cc25``) is Clenshaw–Curtis quadrature on nested Chebyshev grids (13, 25, 49, ... scales),
   refined until the error estimated from the decay of the Chebyshev coefficients is below the
-  tolerance; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is kept as ``method="quad"``
-  for cross-checks. The paper's evenly spaced trapezoid rule is
+  tolerance; ``hermite_d2`` adds the second derivative, which a Cholesky factor gives for two
+  triangular solves, and needs 9 solves; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is
+  kept as ``method="quad"`` for cross-checks. The paper's evenly spaced trapezoid rule is
   ``method="trapezoid"``, for comparison with published numbers.
 * :class:`MagnitudeSpace` validates and de-duplicates a distance matrix once and remembers every
   scale it has evaluated, so that a convergence scale, a MagArea and a magnitude function of the

@@ -20,7 +20,7 @@ overhead and one LAPACK call per scale dominate such small spaces. Here:
   (:func:`_prepared_batch`);
 * the convergence-scale searches advance together, each by the same safeguarded Newton steps as
   a single space (``_search._ScaleSearch``), and the Clenshaw–Curtis levels of the integral are
-  the single space's loop (``_quadrature._cc_levels``), evaluated for all members sharing
+  the single space's loop (``_chebyshev._cc_levels``), evaluated for all members sharing
   ``t_cut`` at once;
 * members of ``_BATCH_MAX_POINTS`` distinct points or more take the single-space path unchanged
   (conjugate gradients pay off there), and so does any member whose similarity matrix is not
@@ -43,6 +43,7 @@ import numpy as np
 from .._threads import allowed_threads, map_threads, single_threaded_if
 from .._validation import check_scales
 from ._batch_solve import _STACKED_MAX_POINTS, _looped_slopes, _looped_values, _stacked_solve
+from ._chebyshev import _CC_LEVELS, _cc_levels, _cc_refine, _stretch_rate, _stretched_refine
 from ._common import (
     DEFAULT_MAX_ITER,
     DUPLICATE_RTOL,
@@ -50,17 +51,8 @@ from ._common import (
     MemberWarning,
     member_warning_category,
 )
-from ._quadrature import (
-    _CC_LEVELS,
-    _cc_levels,
-    _cc_refine,
-    _integrate,
-    _log_hermite_many,
-    _log_hermite_refine,
-    _stretch_rate,
-    canonical_method,
-    check_integration,
-)
+from ._hermite_d2 import check_largest_distance, hermite_d2_many
+from ._quadrature import _integrate, _log_hermite_many, canonical_method, check_integration
 from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch, first_scale
 from ._solver import _CG_MIN_POINTS
 from ._space import (
@@ -140,6 +132,12 @@ class PreparedBatch:
         len(idx). ``complement``: a scale T whose nodes come in pairs t, T - t (a hint)."""
         raise NotImplementedError
 
+    def evaluate_derivatives(self, idx, ts):
+        """(Mag, dMag/dt, d²Mag/dt²) of member ``idx[k]`` at scale ``ts[k] > 0``: arrays of
+        len(idx) (what the ``hermite_d2`` rule asks)."""
+        raise ValueError("the hermite_d2 rule needs second derivatives, which this path does "
+                         "not compute; use hermite_log.")
+
     def initial_scales(self):
         """(member, first scale of its convergence-scale search) of every valid member, in the
         order the searches are run; NaN for a member of one distinct point."""
@@ -192,6 +190,8 @@ class _Batch(PreparedBatch):
                        for size, members in sorted(by_size.items())]
         self.group_of = np.full(self.m, -1, dtype=np.intp)
         self.row_of = np.full(self.m, -1, dtype=np.intp)
+        # member -> (scale, Mag, dMag/dt) of its last solve with the slope (see _evaluate)
+        self._last_slope: dict[int, tuple[float, float, float]] = {}
         for g, group in enumerate(self.groups):
             self.group_of[group.members] = g
             self.row_of[group.members] = np.arange(len(group.members))
@@ -278,43 +278,72 @@ class _Batch(PreparedBatch):
         Chebyshev nodes of [0, T]), which the looped solver forms from each other (see
         ``_batch_solve._looped_values``). Members of the single-space path are evaluated in the
         order given."""
+        mag, derivatives = self._evaluate(idx, ts, 2 if derivative else 1, complement)
+        return mag, derivatives[0] if derivative else None
+
+    def evaluate_derivatives(self, idx, ts):
+        mag, derivatives = self._evaluate(idx, ts, 3, None)
+        return mag, derivatives[0], derivatives[1]
+
+    def _evaluate(self, idx, ts, order: int, complement: float | None):
+        """Mag and its first ``order`` − 1 derivatives (an array (order − 1, len(idx))).
+
+        Mag and dMag/dt of a member at the scale of its last such solve are not solved again: a
+        MagArea's Hermite rules ask them at t_cut, the convergence-scale search's last scale
+        (one solve of about 14 per member). Only those: the same solver then gives the same
+        bits, where Mag alone comes from another formula (``‖L⁻¹1‖²`` against ``Σ w``)."""
         idx = np.asarray(idx, dtype=np.intp)
         ts = np.asarray(ts, dtype=np.float64)
         mag = np.empty(len(idx))
-        dmag = np.empty(len(idx)) if derivative else None
+        derivatives = np.empty((order - 1, len(idx)))
+        if order == 2:
+            known = [self._last_slope.get(int(i), (None,))[0] == float(t)
+                     for i, t in zip(idx, ts, strict=True)]
+            if any(known):
+                known = np.array(known)
+                for k in np.flatnonzero(known):
+                    mag[k], derivatives[0, k] = self._last_slope[int(idx[k])][1:]
+                rest = np.flatnonzero(~known)
+                mag[rest], derivatives[:, rest] = self._evaluate(idx[rest], ts[rest], 2, None)
+                return mag, derivatives
         kernel = self.group_of[idx] >= 0
         for g in np.unique(self.group_of[idx[kernel]]):
             sel = np.flatnonzero(self.group_of[idx] == g)
-            values, slopes, solved = self._evaluate_group(self.groups[g], self.row_of[idx[sel]],
-                                                          ts[sel], derivative, complement)
+            values, found, solved = self._evaluate_group(self.groups[g], self.row_of[idx[sel]],
+                                                         ts[sel], order, complement)
             mag[sel] = values
-            if derivative:
-                dmag[sel] = slopes
+            if order > 1:
+                derivatives[:, sel] = found
             for k in sel[~solved]:  # not positive definite: the member's own fallback solvers
-                mag[k], d = self._evaluate_single(int(idx[k]), float(ts[k]), derivative)
-                if derivative:
-                    dmag[k] = d
+                mag[k], derivatives[:, k] = self._evaluate_single(int(idx[k]), float(ts[k]),
+                                                                  order)
         for k in np.flatnonzero(~kernel):
-            mag[k], d = self._evaluate_single(int(idx[k]), float(ts[k]), derivative)
-            if derivative:
-                dmag[k] = d
+            mag[k], derivatives[:, k] = self._evaluate_single(int(idx[k]), float(ts[k]), order)
         for k, i in enumerate(idx):  # what the caller's own spaces evaluated, they remember
             if self.given[i]:
                 self.spaces[i].record_magnitude(float(ts[k]), float(mag[k]))
-        return mag, dmag
+            if order == 2:
+                self._last_slope[int(i)] = (float(ts[k]), float(mag[k]), float(derivatives[0, k]))
+        return mag, derivatives
 
-    def _evaluate_single(self, i: int, t: float, derivative: bool):
+    def _evaluate_single(self, i: int, t: float, order: int) -> tuple[float, tuple]:
         space = self.space(i)
         with _member_warnings(i):
-            return (space.magnitude_and_derivative(t) if derivative
-                    else (space.magnitude(t), None))
+            if order == 1:
+                return space.magnitude(t), ()
+            if order == 2:
+                mag, dmag = space.magnitude_and_derivative(t)
+                return mag, (dmag,)
+            mag, dmag, ddmag = space.magnitude_and_derivatives(t)
+            return mag, (dmag, ddmag)
 
-    def _evaluate_group(self, group: _Group, rows, ts, derivative: bool, complement):
-        """Mag (dMag/dt) of the group's members ``rows`` at ``ts``, and which were solved."""
+    def _evaluate_group(self, group: _Group, rows, ts, order: int, complement):
+        """Mag (and derivatives up to ``order`` − 1, an array (order − 1, len(rows))) of the
+        group's members ``rows`` at ``ts``, and which were solved."""
         if group.size <= _STACKED_MAX_POINTS:
-            solve = functools.partial(_stacked_solve, derivative=derivative)
-        elif derivative:
-            solve = _looped_slopes
+            solve = functools.partial(_stacked_solve, order=order)
+        elif order > 1:
+            solve = functools.partial(_looped_slopes, order=order)
         else:
             solve = functools.partial(_looped_values, complement=complement)
         # Contiguous shares of the work on the allowed threads: NumPy's stacked routines and
@@ -330,9 +359,9 @@ class _Batch(PreparedBatch):
             results = map_threads(lambda part: solve(group, rows[part], ts[part]), parts,
                                   len(parts))
         values = np.concatenate([r[0] for r in results])
-        slopes = np.concatenate([r[1] for r in results]) if derivative else None
+        derivatives = np.concatenate([r[1] for r in results], axis=1) if order > 1 else None
         solved = np.concatenate([r[2] for r in results])
-        return values, slopes, solved
+        return values, derivatives, solved
 
 
 def _prepared_batch(spaces) -> PreparedBatch:
@@ -463,6 +492,8 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
             out[group] = _chebyshev_areas(batch, group, float(T), rtol)
         elif method == "hermite_log":
             out[group] = _log_hermite_areas(batch, group, float(T), rtol)
+        elif method == "hermite_d2":
+            out[group] = _hermite_d2_areas(batch, group, float(T), rtol)
         elif method == "trapezoid":
             ts = np.linspace(0.0, float(T), n_ts)
             values = np.ones((len(group), n_ts))
@@ -508,7 +539,7 @@ def _one_slope(batch: PreparedBatch, i: int, t: float) -> tuple[float, float]:
 
 def _chebyshev_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rtol: float):
     """The single-space Clenshaw–Curtis integral of many members on one [0, t_cut]: the
-    quadrature's nested levels (``_quadrature._cc_levels``, the single space's loop) evaluated
+    quadrature's nested levels (``_chebyshev._cc_levels``, the single space's loop) evaluated
     for all unfinished members at once (the same nodes), then bisection member by member where
     a panel is not enough."""
     values = np.full((len(members), _CC_LEVELS[-1] + 1), np.nan)  # on the finest grid
@@ -545,10 +576,42 @@ def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, 
 
     estimate, error = _log_hermite_many(slopes, values, np.ones(len(members)), t_cut, rtol,
                                         alphas)
+    return _refined(batch, members, estimate, error, t_cut, rtol, alphas)
+
+
+def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rtol: float):
+    """The single-space ``hermite_d2`` integral of many members on one [0, t_cut]: each stage's
+    scales solved for all unfinished members at once (``_hermite_d2.hermite_d2_many``), then
+    bisection member by member where its Clenshaw–Curtis levels are not enough."""
+    largest = [float(np.max(batch.D[int(i)])) for i in members]
+    for i, value in zip(members, largest, strict=True):
+        try:
+            check_largest_distance(value)
+        except ValueError as exc:
+            raise ValueError(f"member {int(i)}: {exc}") from None
+    alphas = np.array([_stretch_rate(t_cut * value) for value in largest])
+
+    def derivatives(rows, ts, order):
+        if order == 2:
+            return np.stack(batch.evaluate(members[rows], ts, derivative=True))
+        return np.stack(batch.evaluate_derivatives(members[rows], ts))
+
+    def values(rows, ts):
+        return batch.evaluate(members[rows], ts)[0]
+
+    estimate, error = hermite_d2_many(derivatives, values, np.ones(len(members)), t_cut, rtol,
+                                      alphas)
+    return _refined(batch, members, estimate, error, t_cut, rtol, alphas)
+
+
+def _refined(batch: PreparedBatch, members: np.ndarray, estimate: np.ndarray,
+             error: np.ndarray, t_cut: float, rtol: float, alphas: np.ndarray) -> np.ndarray:
+    """The stretched rules' areas: each member's estimate, bisected in the stretched variable
+    (``_chebyshev._stretched_refine``) where its error exceeds ``rtol`` times it."""
     areas = estimate.copy()
     for k in np.flatnonzero(~(error <= rtol * np.abs(estimate))):
         i = int(members[k])
         with _member_warnings(i):
-            areas[k] = _log_hermite_refine(lambda t, i=i: _one(batch, i, t), t_cut,
-                                           float(alphas[k]), float(estimate[k]), rtol)[0]
+            areas[k] = _stretched_refine(lambda t, i=i: _one(batch, i, t), t_cut,
+                                         float(alphas[k]), float(estimate[k]), rtol)[0]
     return areas

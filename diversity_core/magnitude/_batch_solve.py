@@ -1,11 +1,12 @@
-"""The batch's solvers: Mag (and dMag/dt) of many members of one size at their scales.
+"""The batch's solvers: Mag (and its derivatives) of many members of one size at their scales.
 
 ``_stacked_solve``: NumPy's stacked Cholesky for up to ``_STACKED_MAX_POINTS`` points (one C
-call per chunk of matrices); ``_looped_values`` and ``_looped_slopes``: member by member on one
-packed triangle through LAPACK without the GIL (``_lapack``), MagArea's pairs of scales
-t, T - t formed from each other (``_complements``). A group is any object with ``size``, ``D``
-(stacked (G, m, m) for the stacked solver, a list of (m, m) for the looped ones) and ``D_max``
-(each member's largest distance, looped solvers only): ``_batch._Group``.
+call per chunk of matrices); ``_looped_values`` and ``_looped_slopes`` (also the second
+derivative): member by member on one packed triangle through LAPACK without the GIL
+(``_lapack``), MagArea's pairs of scales t, T - t formed from each other (``_complements``).
+A group is any object with ``size``, ``D`` (stacked (G, m, m) for the stacked solver, a list of
+(m, m) for the looped ones) and ``D_max`` (each member's largest distance, looped solvers
+only): ``_batch._Group``.
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ _STACKED_MAX_POINTS = 64
 _CHUNK_ENTRIES = 1 << 20
 
 
-def _stacked_solve(group, rows, ts, *, derivative: bool):
-    """Mag (and wᵀ(D∘Z)w) of members ``rows`` of a group of small distance matrices (stacked)
-    at scales ``ts``, in chunks of ``_CHUNK_ENTRIES``; ``solved`` is False where a similarity
-    matrix is not numerically positive definite (NumPy's Cholesky fails)."""
+def _stacked_solve(group, rows, ts, *, order: int):
+    """Mag of members ``rows`` of a group of small distance matrices (stacked) at scales ``ts``,
+    with ``order`` − 1 derivatives (order 1 to 3; dMag/dt = wᵀ(D∘Z)w, d²Mag/dt² =
+    2 vᵀZ⁻¹v − wᵀ(D²∘Z)w with v = (D∘Z)w), in chunks of ``_CHUNK_ENTRIES``; ``solved`` is
+    False where a similarity matrix is not numerically positive definite (NumPy's Cholesky
+    fails). Returns ``(values, derivatives or None, solved)``, ``derivatives`` of shape
+    (order − 1, len(rows))."""
     D_all = group.D
     P, m = len(rows), D_all.shape[1]
     values = np.full(P, np.nan)
-    slopes = np.zeros(P) if derivative else None
+    derivatives = np.zeros((order - 1, P)) if order > 1 else None
     solved = np.ones(P, dtype=bool)
     chunk = max(1, _CHUNK_ENTRIES // (m * m))
     for start in range(0, P, chunk):
@@ -52,17 +56,22 @@ def _stacked_solve(group, rows, ts, *, derivative: bool):
                 except np.linalg.LinAlgError:
                     ok[p] = False
         solved[part] = ok
-        if ok.all():
-            w = np.linalg.solve(Z, np.ones((len(Z), m, 1)))[..., 0]
-            values[part] = w.sum(axis=1)
-            if derivative:
-                slopes[part] = np.einsum("pi,pij,pj->p", w, D * Z, w)
-        elif ok.any():
-            w = np.linalg.solve(Z[ok], np.ones((int(ok.sum()), m, 1)))[..., 0]
-            values[part][ok] = w.sum(axis=1)
-            if derivative:
-                slopes[part][ok] = np.einsum("pi,pij,pj->p", w, D[ok] * Z[ok], w)
-    return values, slopes, solved
+        if not ok.any():
+            continue
+        sel = np.flatnonzero(ok) + start
+        if not ok.all():
+            D, Z = D[ok], Z[ok]
+        w = np.linalg.solve(Z, np.ones((len(Z), m, 1)))[..., 0]
+        values[sel] = w.sum(axis=1)
+        if order > 1:
+            DZ = D * Z
+            derivatives[0, sel] = np.einsum("pi,pij,pj->p", w, DZ, w)
+        if order > 2:
+            v = np.einsum("pij,pj->pi", DZ, w)
+            u = np.linalg.solve(Z, v[..., None])[..., 0]
+            derivatives[1, sel] = 2.0 * np.einsum("pi,pi->p", v, u) \
+                - np.einsum("pi,pij,pj->p", w, D * DZ, w)
+    return values, derivatives, solved
 
 
 def _looped_values(group, rows, ts, complement: float | None = None):
@@ -136,18 +145,22 @@ def _looped_values(group, rows, ts, complement: float | None = None):
 
 
 
-def _looped_slopes(group, rows, ts):
-    """Mag and dMag/dt matrix by matrix, Z = exp(-tD) packed as in :func:`_looped_values`:
-    ``w = L⁻ᵀ L⁻¹ 1`` (dpftrf, dtfsm), ``Mag = Σ w``, ``dMag/dt = wᵀ (D∘Z) w`` with D∘Z formed
-    packed and unpacked to one triangle (dtfttr): ``wᵀ A w = 2 wᵀ U w − Σ A_ii w_i²`` for the
-    upper triangle U of a symmetric A. Against full storage (exponentials of both triangles,
-    dpotrf, dtrtrs): 0.75 against 0.86 ms a solve at 300 points on two threads here (medians of
-    10 alternating runs of 200 members); the results differ by round-off.
+def _looped_slopes(group, rows, ts, *, order: int = 2):
+    """Mag and dMag/dt (with ``order`` 3 also d²Mag/dt²) matrix by matrix, Z = exp(-tD) packed
+    as in :func:`_looped_values`: ``w = L⁻ᵀ L⁻¹ 1`` (dpftrf, dtfsm), ``Mag = Σ w``,
+    ``dMag/dt = wᵀ (D∘Z) w`` with D∘Z formed packed and unpacked to one triangle (dtfttr):
+    ``wᵀ A w = 2 wᵀ U w − Σ A_ii w_i²`` for the upper triangle U of a symmetric A. Against full
+    storage (exponentials of both triangles, dpotrf, dtrtrs): 0.75 against 0.86 ms a solve at
+    300 points on two threads here (medians of 10 alternating runs of 200 members); the results
+    differ by round-off. The second derivative, ``2 ‖L⁻¹v‖² − wᵀ (D²∘Z) w`` with
+    ``v = (D∘Z) w = U w + Uᵀ w`` (D's diagonal is 0), takes one more triangular solve and
+    D²∘Z unpacked likewise. Returns ``(values, derivatives, solved)`` as
+    :func:`_stacked_solve`.
     """
     P, m = len(rows), group.size
     lapack_calls = _gil_free_lapack() or _scipy_lapack()
     values = np.full(P, np.nan)
-    slopes = np.zeros(P)
+    derivatives = np.zeros((order - 1, P))
     solved = np.ones(P, dtype=bool)
     packed = m * (m + 1) // 2
     Z, DZ = np.empty(packed), np.empty(packed)
@@ -165,8 +178,15 @@ def _looped_slopes(group, rows, ts):
         w = lapack_calls.tfsm(Z, lapack_calls.tfsm(Z, np.ones(m), False), True)
         values[p] = w.sum()
         lapack_calls.tfttr(DZ, DZ_upper)
-        slopes[p] = 2.0 * (w @ (DZ_upper @ w)) - np.diagonal(DZ_upper) @ (w * w)
-    return values, slopes, solved
+        upper_w = DZ_upper @ w
+        derivatives[0, p] = 2.0 * (w @ upper_w) - np.diagonal(DZ_upper) @ (w * w)
+        if order > 2:
+            v = upper_w + w @ DZ_upper
+            half = lapack_calls.tfsm(Z, v, False)
+            np.multiply(D, DZ, out=DZ)
+            lapack_calls.tfttr(DZ, DZ_upper)
+            derivatives[1, p] = 2.0 * (half @ half) - 2.0 * (w @ (DZ_upper @ w))
+    return values, derivatives, solved
 
 
 # Codes of _complements besides a partner's index.

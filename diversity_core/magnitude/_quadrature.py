@@ -5,8 +5,9 @@
   needed), the Hermite rule (values and derivatives on the 13-point grid, the Clenshaw–Curtis
   rule where its estimate is not enough), the log-stretched Hermite rule (values and
   derivatives on 15 scales crowded towards 0, then on 22 and 29, then Clenshaw–Curtis in the
-  stretched variable, as far as its estimates need), also SciPy's ``quad`` and the paper's
-  trapezoid rule;
+  stretched variable, as far as its estimates need), ``hermite_d2`` (:mod:`._hermite_d2`),
+  also SciPy's ``quad`` and the paper's trapezoid rule; their building blocks (Chebyshev
+  points, Clenshaw–Curtis levels and panels, the stretch) are :mod:`._chebyshev`'s;
 * :class:`ScaleGrid`: scales at which one evaluation of each magnitude function serves MagArea
   up to any limit (the curvature experiment's scale-sensitivity study).
 """
@@ -20,22 +21,25 @@ import warnings
 
 import numpy as np
 from numpy.polynomial import chebyshev
-from scipy.fft import dct
 
 from .._validation import check_scales
-from ._common import MagnitudeWarning
+from ._chebyshev import (
+    _CC_LEVELS,
+    _cc_levels,
+    _cc_nodes,
+    _cc_panel,
+    _cc_refine,
+    _log_stretch,
+    _stretch_rate,
+    _stretched_refine,
+)
+from ._hermite_d2 import check_largest_distance, hermite_d2
 
-INTEGRATION_METHODS = ("chebyshev", "cc25", "hermite", "hermite_log", "quad", "trapezoid")
+INTEGRATION_METHODS = ("chebyshev", "cc25", "hermite", "hermite_log", "hermite_d2", "quad",
+                       "trapezoid")
 # Names of one rule: ``cc25`` is ``chebyshev`` (Clenshaw–Curtis, 13 then 25 scales, ...) under
 # the name the quadrature study gives it.
 _ALIASES = {"cc25": "chebyshev"}
-# Nested Clenshaw–Curtis grids: N + 1 Chebyshev points on a panel; each contains the previous.
-# Measured on [0, t_conv] of clustered clouds (300 to 2,000 points, d = 2 to 50), the error
-# estimate of 13 points was 2e-5 to 5e-5 (true errors 1e-7 to 4e-6), that of 25 points 2e-9 to
-# 3e-8: 13 points meet rtol 1e-4 and 25 points mostly meet 1e-8, where the former levels of
-# 17 and 33 needed 17 and 33 (17 points: 6e-7; 9 points: 1e-3, true errors about 1e-5).
-_CC_LEVELS = (12, 24, 48)
-_MAX_BISECTIONS = 20
 # The Hermite rule's grid: the first Clenshaw–Curtis level (its nodes are those of the 13-point
 # level, so the Clenshaw–Curtis rule reuses every value where the Hermite estimate falls short).
 _HERMITE_LEVEL = _CC_LEVELS[0]
@@ -61,16 +65,19 @@ def canonical_method(method: str) -> str:
 
 
 def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
-               return_error: bool = False, announce=None, slope=None, diameter=None):
+               return_error: bool = False, announce=None, slope=None, diameter=None,
+               derivatives=None):
     """∫_0^t_cut f by ``method``; with ``return_error``, also its estimated absolute error (NaN
     for the trapezoid rule, whose error is not estimated). ``announce``: see :func:`_cc_panel`.
     ``slope(t)``: ``(f(t), f'(t))`` at t > 0, which the Hermite rules need. ``diameter``: the
     space's largest distance, which sets ``hermite_log``'s stretch (None: the stretch of
-    ``_LOG_HERMITE_ALPHA``)."""
+    ``_LOG_HERMITE_ALPHA``). ``derivatives(t, order)``: f and its first ``order`` − 1
+    derivatives at t > 0 (order 2 or 3), which ``hermite_d2`` needs."""
     t_cut = float(check_scales(t_cut, name="t_cut")[0])
     check_integration(method, rtol, n_ts)
     value, error = _integrate_with_error(f, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                                         announce=announce, slope=slope, diameter=diameter)
+                                         announce=announce, slope=slope, diameter=diameter,
+                                         derivatives=derivatives)
     return (value, error) if return_error else value
 
 
@@ -87,10 +94,18 @@ def check_integration(method: str, rtol: float, n_ts: int) -> None:
 
 
 def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
-                          announce=None, slope=None, diameter=None):
+                          announce=None, slope=None, diameter=None, derivatives=None):
     method = canonical_method(method)
     if t_cut == 0.0:
         return 0.0, 0.0
+    if method == "hermite_d2":
+        if derivatives is None:
+            raise ValueError("the hermite_d2 rule needs the first and second derivatives of the "
+                             "integrand, which this path does not compute; use hermite_log.")
+        if diameter is not None:
+            check_largest_distance(diameter)
+        alpha = _LOG_HERMITE_ALPHA if diameter is None else _stretch_rate(t_cut * diameter)
+        return hermite_d2(f, derivatives, t_cut, rtol, alpha)
     if method == "hermite_log":
         if slope is None:
             raise ValueError("the hermite_log rule needs the derivative of the integrand (slope).")
@@ -144,150 +159,6 @@ def _integrate_chebyshev(f, t_cut: float, rtol: float, *, return_error: bool = F
     return (estimate, error) if return_error else estimate
 
 
-def _cc_refine(f, t_cut: float, estimate: float, rtol: float, *, return_error: bool = False,
-               announce=None):
-    """The bisection stage of :func:`_integrate_chebyshev`, after one panel on [0, t_cut] gave
-    ``estimate`` with too large an error (with ``return_error``: and the sum of the panels'
-    estimated errors)."""
-    tol = rtol * abs(estimate)  # absolute budget, from the best single-panel estimate
-    middle = 0.5 * t_cut
-    left = _cc_bisect(f, 0.0, middle, tol / math.sqrt(2), _MAX_BISECTIONS, announce)
-    right = _cc_bisect(f, middle, t_cut, tol / math.sqrt(2), _MAX_BISECTIONS, announce)
-    value, error = left[0] + right[0], left[1] + right[1]
-    return (value, error) if return_error else value
-
-
-def _cc_bisect(f, a: float, b: float, tol: float, depth: int,
-               announce=None) -> tuple[float, float]:
-    """(estimate, estimated error) of ∫_a^b f, bisecting until each panel meets its budget."""
-    estimate, error = _cc_panel(f, a, b, tol=tol, announce=announce)
-    if error <= tol:
-        return estimate, error
-    if depth == 0:
-        warnings.warn(
-            f"MagArea integral on [{a:.6g}, {b:.6g}] kept an estimated error of {error:.3g} "
-            f"(budget {tol:.3g}) after {_MAX_BISECTIONS} bisections: magnitude is evaluated "
-            "with round-off noise there (ill-conditioned Z), or has a pole or jump (distances "
-            "not of negative type).",
-            MagnitudeWarning,
-            stacklevel=2,
-        )
-        return estimate, error
-    middle = 0.5 * (a + b)
-    left = _cc_bisect(f, a, middle, tol / math.sqrt(2), depth - 1, announce)
-    right = _cc_bisect(f, middle, b, tol / math.sqrt(2), depth - 1, announce)
-    return left[0] + right[0], left[1] + right[1]
-
-
-def _cc_panel(f, a: float, b: float, tol: float = 0.0, rtol: float = 0.0, announce=None):
-    """Clenshaw–Curtis estimate of ∫_a^b f and its estimated absolute error, on nested grids of
-    13, 25 and 49 Chebyshev points, stopping at the first whose error is below ``tol`` or
-    ``rtol`` times the estimate.
-
-    On the grid of N + 1 points the interpolant's Chebyshev coefficients a_k come from one DCT-I,
-    and ∫T_k = 2 / (1 - k²) for even k. The quadrature error is Σ_{k>N} a_k (∫T_k - Q_N[T_k]),
-    whose leading terms weigh coefficients of order N by about 8 / N², so it is estimated by the
-    largest of the last four computed coefficients times 8 / N² (Trefethen, "Is Gauss quadrature
-    better than Clenshaw–Curtis?", SIAM Review 2008). Measured on Euclidean, cityblock and cosine
-    clouds, this overestimates the true error by factors of 3 to 100. (SciPy offers no nested
-    Chebyshev rule with such an estimate, hence this function.)
-
-    The nodes of a level come in pairs t_j, t_(N-j) whose sum is a + b, and t_(N/2) is its half.
-    ``announce(pairs, total, half)``, if given, is told each level's new scales before ``f`` is
-    asked for them: ``pairs`` lists (t_j, t_(N-j)) for the new j > N/2 (the larger first, in
-    the order ``f`` will be asked), ``total`` is a + b and ``half`` is t_(N/2) if new, else
-    None. The dense space's similarity buffer forms exp(-t_j D) from exp(-(a + b)D) and
-    exp(-t_(N-j) D) with it (see ``_similarity.SimilarityBuffer.announce_pairs``).
-    """
-
-    def evaluate(rows, nodes, ts, n):
-        # New scales from the largest down (as _cc_levels lists them): CG converges best
-        # there, and once it fails at some scale it is not tried again below it (with
-        # ``announce``: pair by pair, the smaller scales still descending; see _paired_order).
-        new = [int(j) for j in nodes]
-        if announce is not None:
-            new = _paired_order(new, n)
-            announce([(float(ts[j]), float(ts[n - j])) for j in new if 2 * j > n and j < n],
-                     a + b, float(ts[n // 2]) if n // 2 in new else None)
-        value = {j: f(float(ts[j])) for j in new}
-        return [value[int(j)] for j in nodes]
-
-    estimate, error = _cc_levels(evaluate, a, b, 1, tol=tol, rtol=rtol)
-    return float(estimate[0]), float(error[0])
-
-
-def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rtol: float = 0.0,
-               values: np.ndarray | None = None, levels: tuple[int, ...] = _CC_LEVELS):
-    """The nested Clenshaw–Curtis levels on [a, b] for ``count`` integrands at once, each
-    stopping at the first level whose estimated error is below ``tol`` or ``rtol`` times its
-    estimate: the loop of :func:`_cc_panel` (one integrand) and of the batch (many spaces, the
-    same nodes; ``_batch._chebyshev_areas``), written once.
-
-    ``evaluate(rows, nodes, ts, n)``: the integrands ``rows`` at the scales ``ts[nodes]`` of
-    level ``n`` (``ts`` its n + 1 nodes, ascending), a sequence of len(rows) values; asked for
-    each level's new nodes only, integrand by integrand, each integrand's nodes from the largest
-    down. ``values`` (count, levels[-1] + 1): values known beforehand on the finest grid (NaN:
-    unknown). ``levels``: the grids' N, each dividing the last (default: 12, 24, 48).
-
-    Returns ``(estimate, error)``, arrays of shape (count,) from each integrand's last level.
-    """
-    finest = levels[-1]
-    if values is None:
-        values = np.full((count, finest + 1), np.nan)
-    have = ~np.isnan(values)
-    estimate = np.full(count, np.nan)
-    error = np.full(count, np.nan)
-    active = np.arange(count)
-    for n in levels:
-        stride = finest // n
-        ts = _cc_nodes(a, b, n)
-        pending = [(k, j) for k in active for j in range(n, -1, -1) if not have[k, j * stride]]
-        if pending:
-            rows, nodes = np.array(pending).T
-            values[rows, nodes * stride] = evaluate(rows, nodes, ts, n)
-            have[rows, nodes * stride] = True
-        est, err = _cc_rule(values[np.ix_(active, np.arange(n + 1) * stride)], a, b)
-        estimate[active], error[active] = est, err
-        active = active[~(err <= np.maximum(tol, rtol * np.abs(est)))]
-        if not active.size:
-            break
-    return estimate, error
-
-
-def _paired_order(new: list[int], n: int) -> list[int]:
-    """The new node indices of a level (largest first) reordered for pairs: the last node, the
-    middle one, then each pair j, n - j from the middle outwards (the larger first), then the
-    rest. The smaller scales still come largest first (CG's floor), and each pair's two
-    matrices are formed together, so that no smaller partner waits in memory for its turn
-    (fresh buffers cost more than the exponentials they save on machines that fault their
-    pages in slowly: 32 MB took 5 to 20 ms here)."""
-    first = [j for j in (n, n // 2) if j in new]
-    pairs = [k for j in sorted(new) if 2 * j > n and j < n and n - j in new for k in (j, n - j)]
-    return first + pairs + [j for j in new if j not in first and j not in pairs]
-
-
-def _cc_nodes(a: float, b: float, n: int) -> np.ndarray:
-    """The n + 1 Chebyshev points of [a, b], ascending, the last one exactly b (Mag(t_cut) is
-    often known already)."""
-    ts = a + 0.5 * (b - a) * (1.0 - np.cos(np.pi * np.arange(n + 1) / n))
-    ts[-1] = b
-    return ts
-
-
-def _cc_rule(fx: np.ndarray, a: float, b: float):
-    """Clenshaw–Curtis estimate of ∫_a^b and its error estimate (see :func:`_cc_panel`) from
-    values ``fx`` of shape (..., n + 1) at :func:`_cc_nodes`; arrays of shape (...)."""
-    n = fx.shape[-1] - 1
-    coef = dct(fx, type=1, axis=-1) / n
-    coef[..., 0] /= 2.0
-    coef[..., -1] /= 2.0
-    even = np.arange(0, n + 1, 2)
-    estimate = 0.5 * (b - a) * np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2),
-                                      axis=-1)
-    error = 0.5 * (b - a) * 8.0 / n**2 * np.abs(coef[..., -4:]).max(axis=-1)
-    return estimate, error
-
-
 def _hermite_panel(slope, f0: float, t_cut: float) -> tuple[float, float]:
     """Hermite estimate of ∫_0^t_cut f and its estimated absolute error, from ``f0 = f(0)`` and
     ``slope(t) = (f(t), f'(t))`` at the 12 positive nodes of the 13-point Chebyshev–Lobatto grid
@@ -332,31 +203,6 @@ def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float, *,
     return estimate, error
 
 
-def _stretch_rate(reach: float) -> float:
-    """``hermite_log``'s α for t_cut · (largest distance) = ``reach``: 1.5 ln(reach / 25)
-    within [0.25, 3]. Mag rises from 1 over scales of about 1 / (largest distance); where that
-    is a small share of [0, t_cut] (reach above 100: cosine distances, targets of 0.99) the
-    nodes must crowd towards 0 (α of 2.5 to 3), where it is not (reach of 20 to 40: Euclidean
-    clouds whose distances concentrate) Mag changes fastest near t_cut and nearly the plain
-    Chebyshev points serve best (α of 0.25 to 0.5). Chosen on the clouds of
-    ``benchmarks/bench_quadrature_rule.py`` up to 1,500 points, α of 0.25 to 3.5 tried on each:
-    this rule let the estimate meet rtol 1e-6 on the 15 scales in more cases than ln(reach / 20)
-    or any fixed α (the study's CSV records the α used and whether it fell back; its
-    ``--holdout`` clouds, which took no part in the choice, are the out-of-sample check)."""
-    return min(max(1.5 * math.log(max(reach, 1e-300) / 25.0), 0.25), 3.0)
-
-
-def _log_stretch(s: np.ndarray | float, t_cut: float, alpha):
-    """``hermite_log``'s change of variable: t = t_cut · (e^{αs} − 1) / (e^α − 1) and dt/ds,
-    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly); ``alpha`` one rate, or one per
-    entry of ``s`` (broadcast)."""
-    alpha = np.asarray(alpha, dtype=float)
-    scale = t_cut / np.expm1(alpha)
-    grow = np.exp(alpha * np.asarray(s, dtype=float))
-    return scale * np.expm1(alpha * np.asarray(s, dtype=float)), scale * alpha * grow, \
-        scale * alpha**2 * grow
-
-
 def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[float, float]:
     """``hermite_log``: ∫_0^t_cut f dt = ∫_0^1 g(s) ds with g(s) = f(t(s)) t'(s) under
     :func:`_log_stretch`, by Hermite rules in s: g and g'(s) = f'(t) t'(s)² + f(t) t''(s) at
@@ -391,7 +237,7 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     estimate, error = _log_hermite_many(_one_integrand(slope), values, np.array([f(0.0)]),
                                         t_cut, rtol, np.array([alpha]))
     if error[0] > rtol * abs(estimate[0]):
-        return _log_hermite_refine(f, t_cut, alpha, float(estimate[0]), rtol)
+        return _stretched_refine(f, t_cut, alpha, float(estimate[0]), rtol)
     return float(estimate[0]), float(error[0])
 
 
@@ -400,7 +246,7 @@ def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut: float, rtol: float,
     """:func:`_log_hermite` of ``count = len(alphas)`` integrands on one [0, t_cut] (the batch's
     members), each stage evaluated for all unfinished integrands at once, then the
     Clenshaw–Curtis levels in s as ``_cc_levels`` runs them for many; without the bisection
-    (:func:`_log_hermite_refine`, one integrand at a time, where the returned error exceeds
+    (:func:`_chebyshev._stretched_refine`, one integrand at a time, where the returned error exceeds
     ``rtol`` times the estimate).
 
     ``slopes(rows, ts)``: ``(f, f')`` of integrands ``rows`` (indices into ``alphas``) at
@@ -432,18 +278,6 @@ def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut: float, rtol: float,
                                                  values=known_values,
                                                  levels=_LOG_HERMITE_LEVELS[1:])
     return estimate, error
-
-
-def _log_hermite_refine(f, t_cut: float, alpha: float, estimate: float,
-                        rtol: float) -> tuple[float, float]:
-    """The bisection stage of :func:`_log_hermite` (:func:`_cc_refine` of g in s), after the
-    57 points gave ``estimate`` with too large an error: (estimate, estimated error)."""
-
-    def integrand(x: float) -> float:
-        tx, dtx, _ = _log_stretch(x, t_cut, alpha)
-        return f(float(tx) if x < 1.0 else t_cut) * float(dtx)
-
-    return _cc_refine(integrand, 1.0, estimate, rtol, return_error=True)
 
 
 def _hermite_basis(n: int) -> np.ndarray:

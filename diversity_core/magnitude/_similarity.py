@@ -154,7 +154,7 @@ class SimilarityBuffer:
         The order the scales are then asked in only decides what is saved, never a value:
         every buffer is keyed by its own scale. The saving needs each smaller partner asked
         for after its larger one and before the next pair's larger one, as
-        ``_quadrature._paired_order`` does; a smaller scale asked first is formed by
+        ``_chebyshev._paired_order`` does; a smaller scale asked first is formed by
         exponentials (and again with its larger partner), and a larger scale asked while
         another partner still waits is formed by exponentials (no memory for a third buffer).
         """

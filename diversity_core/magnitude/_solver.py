@@ -446,12 +446,102 @@ class _DenseSolver:
             mag = float(w.sum())
         return mag, self.weighted_distance_form(t, w), error
 
+    def magnitude_and_derivatives(self, t: float, atol: float = 0.0,
+                                  curvature_atol: float = 0.0) -> tuple[float, float, float,
+                                                                        float]:
+        """Mag(t), dMag/dt, d²Mag/dt² and Mag's estimated error (as
+        :meth:`magnitude_and_derivative`). Differentiating Z_t w = 1 twice:
+        ``Mag'' = 2 vᵀ Z_t⁻¹ v − wᵀ (D² ∘ Z_t) w`` with ``v = (D ∘ Z_t) w``. Z_t⁻¹ v takes two
+        triangular solves where a Cholesky factor answered, else a second conjugate-gradient
+        solve from zero (the factor where that does not converge within its budget), else the
+        least-squares solve of a matrix that is not positive definite (see
+        :meth:`_inverse_form`). ``curvature_atol``: the absolute error of d²Mag/dt² the caller
+        allows where conjugate gradients answer (0: their full accuracy)."""
+        solution = self._fast_solution(t, atol)
+        error, L = 0.0, None
+        if solution is not None:
+            w, residual, error = solution
+            mag = float(w.sum() + (0.0 if residual is None else residual @ w))
+        else:
+            L = self._factor(t, keep_similarity=True)
+            if L is None:
+                w = self._solve_fallback(t)
+            else:
+                v, _ = lapack.dtrtrs(L, self._ones, lower=1)
+                w, _ = lapack.dtrtrs(L, v, lower=1, trans=1)
+            mag = float(w.sum())
+        v, curvature_form = self.distance_products(t, w)
+        by_cg = solution is not None and solution[1] is not None
+        energy = self._inverse_form(t, v, L, by_cg=by_cg, factorable=solution is not None,
+                                    atol=0.5 * curvature_atol)
+        return mag, float(w @ v), float(2.0 * energy - curvature_form), error
+
+    def _inverse_form(self, t: float, v: np.ndarray, L, *, by_cg: bool, factorable: bool,
+                      atol: float = 0.0) -> float:
+        """vᵀ Z_t⁻¹ v after the weighting's solve at t: by its Cholesky factor ``L`` if any, by
+        conjugate gradients from zero where they gave the weighting (``by_cg``; the
+        variational estimate ``vᵀu + rᵀu`` of an approximate solution u with residual r, whose
+        error is quadratic in r, stopping where its estimated error is below ``atol`` if
+        positive), by the float64 factor where they do not converge or where the
+        mixed-precision factor answered, and by least squares where Z_t is not positive
+        definite (not ``factorable``, or the factor fails)."""
+        if L is None and by_cg:
+            u, r, _, _ = _conjugate_gradients_from(self.buffer.similarity(t), np.zeros(self.n),
+                                                   v, _CG_RTOL * float(np.linalg.norm(v)),
+                                                   self._cg64_budget, energy_tol=atol)
+            if u is not None:
+                return float(v @ u + r @ u)
+        if L is None and factorable:
+            L = self._factor(t)
+        if L is None:
+            return _least_squares_form(self.D, t, v)[0]
+        half, _ = lapack.dtrtrs(L, v, lower=1)
+        return float(half @ half)  # ‖L⁻¹v‖²
+
+    def distance_products(self, t: float, w: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(D ∘ Z_t) w`` and ``wᵀ (D² ∘ Z_t) w`` in one pass over one triangle in row blocks
+        (see :meth:`_triangle_blocks`; D's diagonal is 0)."""
+
+        def products(E, Db, start, stop, cols):
+            E *= Db
+            rows_part, cols_part = E @ w[cols], w[start:stop] @ E
+            E *= Db
+            return start, stop, cols, rows_part, cols_part, float(w[start:stop] @ (E @ w[cols]))
+
+        v = np.zeros(self.n)
+        form = 0.0
+        for start, stop, cols, rows_part, cols_part, part in self._triangle_blocks(t, products):
+            v[start:stop] += rows_part
+            v[cols] += cols_part
+            form += part
+        return v, 2.0 * form
 
 
 def _lagrange_coefficients(nodes: np.ndarray, t: float) -> np.ndarray:
     """c with Σ c_i f(nodes_i) = p(t) for the polynomial p through (nodes_i, f(nodes_i))
     (distinct nodes; a handful, so plain products)."""
     return np.array([math.prod((t - b) / (a - b) for b in nodes if b != a) for a in nodes])
+
+
+def fallback_derivatives(D: np.ndarray, t: float, w: np.ndarray) -> tuple[float, float]:
+    """dMag/dt and d²Mag/dt² (see ``_DenseSolver.magnitude_and_derivatives``) from the weighting
+    ``w`` that :func:`fallback_solve` gave where Z_t is not positive definite: the products in
+    full and Z_t⁻¹v by least squares (for the torch paths, whose fallback runs on the host)."""
+    DZ = np.multiply(D, -t)
+    _exp_inplace(DZ)
+    DZ *= D
+    v = DZ @ w
+    inverse_form, _ = _least_squares_form(D, t, v)
+    return float(w @ v), 2.0 * inverse_form - float(w @ ((D * DZ) @ w))
+
+
+def _least_squares_form(D: np.ndarray, t: float, v: np.ndarray) -> tuple[float, np.ndarray]:
+    """vᵀ Z_t⁻¹ v by the least-squares solution u of Z_t u = v (Z_t = exp(-tD) not positive
+    definite, perhaps singular), and u."""
+    Z = np.multiply(D, -t)
+    _exp_inplace(Z)
+    u = np.linalg.lstsq(Z, v, rcond=None)[0]
+    return float(v @ u), u
 
 
 def fallback_solve(D: np.ndarray, t: float, *, stacklevel: int = 2) -> tuple[np.ndarray, dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import threading
 from collections import OrderedDict
 
@@ -208,6 +209,8 @@ class MagnitudeSpace(_Operations):
         # and the estimated error of the Mag solved with it where an integral allowed one
         self._slopes: dict[float, float] = {}
         self._slope_error: dict[float, float] = {}
+        # scale -> d²Mag/dt², computed with the slope of the same weighting (hermite_d2)
+        self._curvatures: dict[float, float] = {}
 
     @property
     def fallbacks(self) -> list[dict]:
@@ -274,7 +277,26 @@ class MagnitudeSpace(_Operations):
         t = float(t)
         with self._solver.blas_threads():
             mag, dmag, error = self._solver.magnitude_and_derivative(t, atol)
-        if self._needs_solve(t, error):  # not known at least this accurately already
+        self._remember(t, mag, error, dmag)
+        return mag, dmag
+
+    def magnitude_and_derivatives(self, t: float, *, atol: float = 0.0,
+                                  curvature_atol: float = 0.0) -> tuple[float, float, float]:
+        """Mag(t), dMag/dt and d²Mag/dt² (``_solver._DenseSolver.magnitude_and_derivatives``);
+        ``atol`` as for :meth:`magnitude_and_derivative`, ``curvature_atol`` the error of
+        d²Mag/dt² allowed likewise."""
+        t = float(t)
+        with self._solver.blas_threads():
+            mag, dmag, ddmag, error = self._solver.magnitude_and_derivatives(t, atol,
+                                                                             curvature_atol)
+        self._remember(t, mag, error, dmag, ddmag)
+        return mag, dmag, ddmag
+
+    def _remember(self, t: float, mag: float, error: float, dmag: float,
+                  ddmag: float | None = None) -> None:
+        """Keep what one weighting gave at t: Mag unless known at least this accurately
+        already, and its derivatives (a second derivative only with the slope it came with)."""
+        if self._needs_solve(t, error):
             self._cache[t] = mag
             if error > 0:
                 self._cache_error[t] = error
@@ -285,7 +307,10 @@ class MagnitudeSpace(_Operations):
             self._slope_error[t] = error
         else:
             self._slope_error.pop(t, None)
-        return mag, dmag
+        if ddmag is None:
+            self._curvatures.pop(t, None)
+        else:
+            self._curvatures[t] = ddmag
 
     def _known_slope(self, t: float, *, atol: float = 0.0) -> tuple[float, float]:
         """Mag(t) and dMag/dt, solved only if this space has not computed both at t to the
@@ -296,6 +321,20 @@ class MagnitudeSpace(_Operations):
                 and not self._needs_solve(t, atol):
             return self._cache[t], self._slopes[t]
         return self.magnitude_and_derivative(t, atol=atol)
+
+    def _known_derivatives(self, t: float, order: int, *, atol: float = 0.0,
+                           curvature_atol: float = 0.0) -> tuple:
+        """Mag(t) and its first ``order`` − 1 derivatives (order 2 or 3), solved only where not
+        known to the accuracy ``atol`` allows (see :meth:`_known_slope`; a second derivative
+        known is reused whatever ``curvature_atol`` says, it was solved for the same
+        integral or to full accuracy)."""
+        if order == 2:
+            return self._known_slope(t, atol=atol)
+        t = float(t)
+        if t in self._curvatures and self._slope_error.get(t, 0.0) <= atol \
+                and not self._needs_solve(t, atol):
+            return self._cache[t], self._slopes[t], self._curvatures[t]
+        return self.magnitude_and_derivatives(t, atol=atol, curvature_atol=curvature_atol)
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea, its scales solved only as accurately as the integral needs.
@@ -310,7 +349,7 @@ class MagnitudeSpace(_Operations):
         an argument of :meth:`magnitude`, not a state of the solver)."""
         t_cut = float(check_scales(t_cut, name="t_cut")[0])
         method = canonical_method(method)
-        if method not in ("chebyshev", "hermite", "hermite_log") or t_cut == 0.0:
+        if method not in ("chebyshev", "hermite", "hermite_log", "hermite_d2") or t_cut == 0.0:
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
         # Only conjugate gradients can use a looser accuracy. The Hermite rules' scales take a
         # share of it (_SLOPE_ATOL_SHARE): their derivatives come from the same weighting,
@@ -323,6 +362,13 @@ class MagnitudeSpace(_Operations):
 
         def magnitude(t: float) -> float:
             return self.magnitude(t, atol=atol)
+
+        # hermite_d2 weighs a second derivative by at most 1.1e-4 (t_cut² du³ ≤ 31 t_cut²)
+        # against a value's 0.16 du: an error of atol / t_cut² in it counts less than a
+        # hundredth of a value's atol (full accuracy where that ratio is not a number).
+        curvature_atol = atol / t_cut / t_cut
+        if not math.isfinite(curvature_atol):
+            curvature_atol = 0.0
 
         def announce(pairs, total: float, half) -> None:
             # The quadrature's next pairs of scales (see SimilarityBuffer.announce_pairs),
@@ -338,6 +384,9 @@ class MagnitudeSpace(_Operations):
                               announce=announce,
                               slope=functools.partial(self._known_slope,
                                                       atol=_SLOPE_ATOL_SHARE * atol),
+                              derivatives=functools.partial(
+                                  self._known_derivatives, atol=_SLOPE_ATOL_SHARE * atol,
+                                  curvature_atol=curvature_atol),
                               diameter=self.diameter)
         finally:
             self._solver.buffer.announce_pairs([], None, None)

@@ -36,7 +36,7 @@ from .._validation import check_distance_matrix
 from ..device import Device, free_memory, parse_device
 from ._common import DUPLICATE_RTOL, EXPONENT_FLOOR, duplicate_groups
 from ._quadrature import _integrate
-from ._solver import fallback_solve
+from ._solver import fallback_derivatives, fallback_solve
 from ._space import _Operations
 
 __all__ = [
@@ -222,6 +222,7 @@ class TorchMagnitudeSpace(_Operations):
         self._D_host = None  # for the CPU fallback, made on first need
         self._cache: dict[float, float] = {0.0: 1.0}
         self._slopes: dict[float, float] = {}  # scale -> dMag/dt (read by the Hermite rules)
+        self._curvatures: dict[float, float] = {}  # scale -> d²Mag/dt² (hermite_d2)
         self.fallbacks: list[dict] = []
         self._factorisations = {"convergence_scale": 0, "mag_area": 0, "other": 0}
 
@@ -333,7 +334,47 @@ class TorchMagnitudeSpace(_Operations):
         mag, w = self._solve(t, weights=True)
         self._cache[t] = mag
         self._slopes[t] = self._weighted_distance_form(t, w)
+        self._curvatures.pop(t, None)  # it came with another weighting's slope
         return mag, self._slopes[t]
+
+    def magnitude_and_derivatives(self, t: float) -> tuple[float, float, float]:
+        """Mag(t), dMag/dt and d²Mag/dt² = 2 vᵀZ_t⁻¹v − wᵀ(D² ∘ Z_t)w with v = (D ∘ Z_t)w at
+        t > 0: one factorisation, three triangular solves (as
+        ``_solver._DenseSolver.magnitude_and_derivatives``)."""
+        torch = _torch()
+        t = float(t)
+        L = self._factor(t)
+        if L is None:
+            w = self._fallback(t)
+            mag = float(w.sum())
+            dmag, ddmag = fallback_derivatives(self._D_host, t, w)
+        else:
+            half = torch.linalg.solve_triangular(L, self._ones, upper=False)
+            mag = float((half * half).sum())
+            w = torch.linalg.solve_triangular(L.mT, half, upper=True)[:, 0]
+            v = torch.zeros_like(w)
+            form = torch.zeros((), dtype=torch.float64, device=self.device)
+            for start, Db, E in _similarity_blocks(self.D, t):
+                E.mul_(Db)
+                v[start:start + Db.shape[0]] = E @ w
+                form += w[start:start + Db.shape[0]] @ (E.mul_(Db) @ w)
+            inverse = torch.linalg.solve_triangular(L, v[:, None], upper=False)
+            dmag = float(w @ v)
+            ddmag = 2.0 * float((inverse * inverse).sum()) - float(form)
+        self._cache[t] = mag
+        self._slopes[t] = dmag
+        self._curvatures[t] = ddmag
+        return mag, dmag, ddmag
+
+    def _known_derivatives(self, t: float, order: int) -> tuple:
+        """Mag(t) and its first ``order`` − 1 derivatives (order 2 or 3), solved only where not
+        computed at t already."""
+        if order == 2:
+            return self._known_slope(t)
+        t = float(t)
+        if t in self._curvatures:
+            return self._cache[t], self._slopes[t], self._curvatures[t]
+        return self.magnitude_and_derivatives(t)
 
     def _known_slope(self, t: float) -> tuple[float, float]:
         """Mag(t) and dMag/dt, solved only if not computed at t already (the
@@ -373,7 +414,8 @@ class TorchMagnitudeSpace(_Operations):
         """MagArea on [0, t_cut] by the engine's quadrature (see :func:`mag_area`)."""
         with self._phase_of("mag_area"):
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                              slope=self._known_slope, diameter=float(self.D.max()))
+                              slope=self._known_slope, derivatives=self._known_derivatives,
+                              diameter=float(self.D.max()))
 
     def release(self) -> None:
         """Free the similarity buffer (the distance matrix stays)."""

@@ -43,7 +43,7 @@ from ._common import (
     DUPLICATE_RTOL,
     EXPONENT_FLOOR,
 )
-from ._solver import fallback_solve
+from ._solver import fallback_derivatives, fallback_solve
 from ._space import MagnitudeSpace
 from ._torch import _duplicate_groups, _pair_sums, _torch, _torch_device, check_torch_memory
 
@@ -243,28 +243,36 @@ class TorchMagnitudeBatch(PreparedBatch):
         """Mag (and dMag/dt) of member ``idx[k]`` at scale ``ts[k] > 0``: arrays of len(idx)
         (dMag/dt None unless ``derivative``); ``complement`` is not used (every scale is
         factorised afresh)."""
+        mag, derivatives = self._evaluate(idx, ts, 2 if derivative else 1)
+        return mag, derivatives[0] if derivative else None
+
+    def evaluate_derivatives(self, idx, ts):
+        mag, derivatives = self._evaluate(idx, ts, 3)
+        return mag, derivatives[0], derivatives[1]
+
+    def _evaluate(self, idx, ts, order: int):
+        """Mag and its first ``order`` − 1 derivatives (an array (order − 1, len(idx)))."""
         idx = np.asarray(idx, dtype=np.intp)
         ts = np.asarray(ts, dtype=np.float64)
         mag = np.empty(len(idx))
-        dmag = np.empty(len(idx)) if derivative else None
+        derivatives = np.empty((order - 1, len(idx)))
         for g in np.unique(self.group_of[idx]):
             sel = np.flatnonzero(self.group_of[idx] == g)
             size, members, stack = self.groups[g]
             chunk = max(1, self.chunk_entries // (size * size))
             for start in range(0, len(sel), chunk):
                 part = sel[start:start + chunk]
-                values, slopes, failed = self._solve_stack(stack, self.row_of[idx[part]],
-                                                           ts[part], derivative)
+                values, found, failed = self._solve_stack(stack, self.row_of[idx[part]],
+                                                          ts[part], order)
                 mag[part] = values
-                if derivative:
-                    dmag[part] = slopes
+                derivatives[:, part] = found
                 for k in part[failed]:
-                    mag[k], d = self._fallback(int(idx[k]), float(ts[k]), derivative)
-                    if derivative:
-                        dmag[k] = d
-        return mag, dmag
+                    mag[k], derivatives[:, k] = self._fallback(int(idx[k]), float(ts[k]), order)
+        return mag, derivatives
 
-    def _solve_stack(self, stack, rows, ts, derivative: bool):
+    def _solve_stack(self, stack, rows, ts, order: int):
+        """Mag, its first ``order`` − 1 derivatives (d²Mag/dt² = 2 vᵀZ⁻¹v − wᵀ(D²∘Z)w with
+        v = (D∘Z)w, one more triangular solve) and which members' factorisations failed."""
         torch = _torch()
         Dc = stack[torch.as_tensor(rows, device=self.device)]
         t = torch.as_tensor(ts, device=self.device)[:, None, None]
@@ -275,20 +283,27 @@ class TorchMagnitudeBatch(PreparedBatch):
         v = torch.linalg.solve_triangular(L, ones, upper=False)
         mag = (v * v).sum(dim=(1, 2))
         out = [mag, info.to(torch.float64)]
-        if derivative:
+        if order > 1:
             w = torch.linalg.solve_triangular(L.mT, v, upper=True)
-            out.append((w.mT @ (Z.mul_(Dc) @ w))[:, 0, 0])
+            weighted = Z.mul_(Dc) @ w  # (D∘Z)w; Z now holds D∘Z
+            out.append((w.mT @ weighted)[:, 0, 0])
+        if order > 2:
+            half = torch.linalg.solve_triangular(L, weighted, upper=False)
+            out.append(2.0 * (half * half).sum(dim=(1, 2))
+                       - (w.mT @ (Z.mul_(Dc) @ w))[:, 0, 0])
         host = torch.stack(out).cpu().numpy()  # one transfer
-        return host[0], host[2] if derivative else None, host[1] != 0
+        return host[0], host[2:], host[1] != 0
 
-    def _fallback(self, i: int, t: float, derivative: bool):
+    def _fallback(self, i: int, t: float, order: int) -> tuple[float, tuple]:
         with _member_warnings(i):
             w, record = fallback_solve(self.D[i], t, stacklevel=7)
         self.fallbacks.setdefault(i, []).append(record)
-        if not derivative:
-            return float(w.sum()), None
-        Dm = self.D[i]
-        return float(w.sum()), float(w @ ((Dm * np.exp(-t * Dm)) @ w))
+        if order == 1:
+            return float(w.sum()), ()
+        if order == 2:
+            Dm = self.D[i]
+            return float(w.sum()), (float(w @ ((Dm * np.exp(-t * Dm)) @ w)),)
+        return float(w.sum()), fallback_derivatives(self.D[i], t, w)
 
 
 def batch_on_device(spaces, device):

@@ -144,7 +144,7 @@ def mag_area(
         :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)
     t_cut : float
         Upper end of the integration interval (see :func:`reference_free_t_cut`).
-    method : {"chebyshev", "cc25", "hermite", "hermite_log", "quad", "trapezoid"}
+    method : {"chebyshev", "cc25", "hermite", "hermite_log", "hermite_d2", "quad", "trapezoid"}
         ``chebyshev``: Clenshaw–Curtis on nested Chebyshev grids (13, 25, 49, ...
         scales, end points included), refined until the error estimated from the trailing
         Chebyshev coefficients is below ``rtol`` (relative; default 1e-6: the estimate is
@@ -163,7 +163,16 @@ def mag_area(
         where its estimated error exceeds ``rtol``, 22 then 29 points of s (7 and 7 solves
         more), then Clenshaw–Curtis in s on 57 points reusing them (docs/performance.md); the
         default, as it takes the fewest solves at the same or smaller true error in the
-        quadrature study.
+        quadrature study. ``hermite_d2``: values, first and second derivatives at 11 of the
+        same stretched scales (at t_cut the value and first derivative only), the exact
+        integral of their interpolant of degree 29; 9 solves after the search; where its
+        estimate exceeds ``rtol``, 21 points (10 solves more), then Clenshaw–Curtis in s.
+        d²Mag/dt² costs two triangular solves where a Cholesky factor answers (fewer than
+        500 distinct points, the batch's members, the torch path) but a second
+        conjugate-gradient solve from 500 points on, where it is slower than ``hermite_log``
+        (``benchmarks/results/hermite_d2_summary.csv``); the large-n path does not compute it
+        and refuses the rule, as does any path for largest distances beyond 1e150 or below
+        1e-150 (d²Mag/dt² grows as their square).
         ``quad``: scipy's adaptive Gauss–Kronrod to ``rtol`` (about twice the evaluations).
         ``trapezoid``: the paper's rule on ``n_ts`` evenly spaced scales in [0, t_cut], 0
         included (magnipy's default is 30; the paper era used 10); its error is not controlled.

@@ -317,12 +317,13 @@ def test_the_integration_rule_is_an_option(files, capsys):
     line names a rule other than the default."""
     tmp, _, _ = files
     areas = {}
-    for rule in ("cc25", "hermite_log"):
+    for rule in ("cc25", "hermite_log", "hermite_d2"):
         rc, out, _ = _run(["score", str(tmp / "x.npy"), "--json", "--metrics", "magarea",
                            "--integration", rule], capsys)
         assert rc == 0
         areas[rule] = json.loads(out)["scores"]["embeddings"]["magarea"]
     assert areas["hermite_log"] == pytest.approx(areas["cc25"], rel=2e-6)
+    assert areas["hermite_d2"] == pytest.approx(areas["cc25"], rel=2e-6)
     rc, out, _ = _run(["compare", str(tmp / "x.npy"), str(tmp / "r.npz"), "--json",
                        "--integration", "cc25"], capsys)
     assert rc == 0 and "--integration cc25" in json.loads(out)["options_line"]

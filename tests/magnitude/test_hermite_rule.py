@@ -7,7 +7,7 @@ import pytest
 from point_clouds import clustered, equidistant, line
 
 import diversity_core as dc
-from diversity_core.magnitude import MagnitudeSpace, _quadrature, mag_areas
+from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _quadrature, mag_areas
 from diversity_core.magnitude.settings import MagnitudeSettings
 
 
@@ -15,7 +15,8 @@ def solved_scales(space: MagnitudeSpace) -> set:
     """The distinct scales the space's solver is asked for from now on."""
     solved = set()
     solver = space._solver
-    for name in ("magnitude_with_error", "weights", "magnitude_and_derivative"):
+    for name in ("magnitude_with_error", "weights", "magnitude_and_derivative",
+                 "magnitude_and_derivatives"):
         inner = getattr(solver, name)
 
         def spy(t, *args, inner=inner, **kwargs):
@@ -28,15 +29,16 @@ def solved_scales(space: MagnitudeSpace) -> set:
 
 def test_the_rule_integrates_polynomials_of_degree_24_exactly():
     T = 3.0
-    ts = _quadrature._cc_nodes(0.0, T, 12)
+    ts = _chebyshev._cc_nodes(0.0, T, 12)
     rng = np.random.default_rng(0)
     p = np.polynomial.Polynomial(rng.normal(size=25))
     estimate, _ = _quadrature._hermite_rule(p(ts), p.deriv()(ts[1:]), T)
     assert estimate == pytest.approx(p.integ()(T) - p.integ()(0.0), rel=1e-12)
 
 
-# The closed forms, for both Hermite rules (``hermite_log``: also test_log_hermite_rule.py).
-@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
+# The closed forms, for the three Hermite rules (``hermite_log``: also
+# test_log_hermite_rule.py; ``hermite_d2``: test_hermite_d2_rule.py).
+@pytest.mark.parametrize("method", ["hermite", "hermite_log", "hermite_d2"])
 @pytest.mark.parametrize("d", [0.3, 1.0, 4.0, 40.0])
 def test_two_points(d, method):
     T = 5.0
@@ -45,7 +47,7 @@ def test_two_points(d, method):
     assert dc.mag_area(equidistant(2, d), T, method=method) == pytest.approx(expected, rel=1e-6)
 
 
-@pytest.mark.parametrize("method", ["hermite", "hermite_log"])
+@pytest.mark.parametrize("method", ["hermite", "hermite_log", "hermite_d2"])
 @pytest.mark.parametrize("rtol", [1e-6, 1e-9])
 def test_equidistant_points_and_the_line(rtol, method):
     n, d, T = 12, 0.7, 9.0

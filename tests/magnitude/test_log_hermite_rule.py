@@ -10,29 +10,29 @@ from point_clouds import clustered
 from test_hermite_rule import solved_scales
 
 import diversity_core as dc
-from diversity_core.magnitude import MagnitudeSpace, _quadrature, mag_areas
+from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _quadrature, mag_areas
 
 
 @pytest.mark.parametrize("alpha", [0.25, 2.0, 3.0])
 def test_the_stretch_maps_0_and_1_to_0_and_t_cut_exactly_with_its_derivatives(alpha):
     T = 7.3
     s = np.linspace(0.0, 1.0, 11)
-    t, dt, ddt = _quadrature._log_stretch(s, T, alpha)
+    t, dt, ddt = _chebyshev._log_stretch(s, T, alpha)
     assert t[0] == 0.0 and t[-1] == T and np.all(np.diff(t) > 0)
     h = 1e-6
-    up, down = _quadrature._log_stretch(s + h, T, alpha), _quadrature._log_stretch(s - h, T, alpha)
+    up, down = _chebyshev._log_stretch(s + h, T, alpha), _chebyshev._log_stretch(s - h, T, alpha)
     np.testing.assert_allclose(dt, (up[0] - down[0]) / (2 * h), rtol=1e-7)
     np.testing.assert_allclose(ddt, (up[1] - down[1]) / (2 * h), rtol=1e-7)
 
 
 def test_the_stretch_rate_grows_with_reach_within_its_bounds():
-    rates = [_quadrature._stretch_rate(r) for r in (0.0, 5.0, 20.0, 40.0, 80.0, 1e6)]
+    rates = [_chebyshev._stretch_rate(r) for r in (0.0, 5.0, 20.0, 40.0, 80.0, 1e6)]
     assert rates[0] == rates[1] == 0.25 and rates[-1] == 3.0
     assert np.all(np.diff(rates) >= 0) and 0.25 < rates[3] < rates[4] < 3.0
 
 
 def test_its_fifteen_point_rule_integrates_polynomials_of_degree_28_exactly():
-    s = _quadrature._cc_nodes(0.0, 1.0, 14)
+    s = _chebyshev._cc_nodes(0.0, 1.0, 14)
     rng = np.random.default_rng(0)
     p = np.polynomial.Polynomial(rng.normal(size=29))
     estimate, _ = _quadrature._hermite_rule(p(s), p.deriv()(s[1:]), 1.0)
@@ -59,7 +59,7 @@ def test_after_the_search_it_solves_thirteen_scales_where_its_estimate_suffices(
     solved = solved_scales(space)
     area = space.mag_area(t_cut, method="hermite_log")
     assert t_cut not in solved and len(solved) == 13
-    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
     alone, error = _quadrature._log_hermite(space.magnitude, space._known_slope, t_cut,
                                             math.inf, alpha)
     assert area == alone and error <= 1e-6 * area  # it stopped at 15 scales
@@ -69,13 +69,13 @@ def test_after_the_search_it_solves_thirteen_scales_where_its_estimate_suffices(
 
 def stretched(indices, t_cut: float, alpha: float, n: int = 28) -> np.ndarray:
     """The scales t(s) at the given points of the n + 1 Chebyshev–Lobatto points of s."""
-    return _quadrature._log_stretch(_quadrature._cc_nodes(0.0, 1.0, n), t_cut, alpha)[0][
+    return _chebyshev._log_stretch(_chebyshev._cc_nodes(0.0, 1.0, n), t_cut, alpha)[0][
         list(indices)]
 
 
 def test_its_second_stage_integrates_polynomials_of_degree_42_exactly():
     """15 + 7 points: 22 values and 21 derivatives."""
-    s = _quadrature._cc_nodes(0.0, 1.0, 28)
+    s = _chebyshev._cc_nodes(0.0, 1.0, 28)
     known = sorted([0, *_quadrature._LOG_HERMITE_STAGES[0], *_quadrature._LOG_HERMITE_STAGES[1]])
     assert len(known) == 22
     basis = _quadrature._hermite_basis_at(tuple(2.0 * s[known] - 1.0))
@@ -93,7 +93,7 @@ def test_where_fifteen_points_fall_short_the_second_stage_adds_seven_scales():
     D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale(0.5)
-    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
     stages = _quadrature._log_hermite_stages(space.magnitude, space._known_slope, t_cut, alpha,
                                              np.full(29, np.nan))
     (h15, e15), (h22, e22) = (tuple(next(stages)) for _ in range(2))
@@ -120,7 +120,7 @@ def test_past_its_hermite_stages_clenshaw_curtis_reuses_their_scales():
     solved = solved_scales(space)
     area = space.mag_area(t_cut, method="hermite_log", rtol=1e-12)
     assert len(solved) == 13 + 7 + 7 + 28
-    alpha = _quadrature._stretch_rate(t_cut * space.diameter)
+    alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
     grid = stretched(range(57), t_cut, alpha, n=56)
     assert all(np.isclose(grid, t, rtol=1e-14, atol=0).any() for t in solved)
     assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-13), rel=1e-11)
@@ -215,7 +215,7 @@ def test_many_integrands_take_one_call_per_stage_and_each_its_own_result():
             1.0, 1e-7, float(alphas[k]))
         many = (estimate[k], error[k])
         if error[k] > 1e-7 * abs(estimate[k]):  # past the 57 points: bisection, one at a time
-            many = _quadrature._log_hermite_refine(lambda t, k=k: float(f(k, t)), 1.0,
+            many = _chebyshev._stretched_refine(lambda t, k=k: float(f(k, t)), 1.0,
                                                    float(alphas[k]), float(estimate[k]), 1e-7)
         assert many == pytest.approx((alone, alone_error), rel=1e-12)
 

@@ -14,9 +14,9 @@ import diversity_core as dc
 from diversity_core import _threads
 from diversity_core.magnitude import (
     MagnitudeWarning,
+    _chebyshev,
     _common,
     _elementwise,
-    _quadrature,
     _similarity,
     _solver,
 )
@@ -361,7 +361,7 @@ def test_space_reuses_evaluations(cloud):
     searched = set(cc25._cache)
     cc25.mag_area(t_conv, method="cc25")
     # The Chebyshev grid of N + 1 scales likewise: its N - 1 interior scales.
-    assert len(cc25._cache) - len(searched) in {level - 1 for level in _quadrature._CC_LEVELS}
+    assert len(cc25._cache) - len(searched) in {level - 1 for level in _chebyshev._CC_LEVELS}
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "cosine", "cityblock"])
@@ -610,9 +610,9 @@ def test_mag_area_forms_the_larger_of_paired_scales_by_division(n, monkeypatch):
 def test_paired_order_forms_each_pair_together():
     """Each level's pairs j, N - j one after the other, from the middle outwards: the smaller
     scales still descend (CG's floor), and no smaller partner waits for its turn."""
-    assert _quadrature._paired_order(list(range(12, -1, -1)), 12) == \
+    assert _chebyshev._paired_order(list(range(12, -1, -1)), 12) == \
         [12, 6, 7, 5, 8, 4, 9, 3, 10, 2, 11, 1, 0]
-    assert _quadrature._paired_order(list(range(23, 0, -2)), 24) == \
+    assert _chebyshev._paired_order(list(range(23, 0, -2)), 24) == \
         [13, 11, 15, 9, 17, 7, 19, 5, 21, 3, 23, 1]
 
 

@@ -13,8 +13,8 @@ from diversity_core.magnitude import (
     MagnitudeWarning,
     _batch,
     _batch_solve,
+    _chebyshev,
     _lapack,
-    _quadrature,
 )
 
 AGREE = 1e-10  # batch = single space, relative
@@ -203,13 +203,13 @@ def test_complements_pair_the_chebyshev_nodes():
     """MagArea's nodes on [0, T] pair up as t, T - t (the larger formed by division), T/2 and
     T stand alone, and a scale without its complement is plain."""
     T = 35.21
-    first = _quadrature._cc_nodes(0.0, T, 12)[1:]  # the first level: 12 scales, T/2 and T
+    first = _chebyshev._cc_nodes(0.0, T, 12)[1:]  # the first level: 12 scales, T/2 and T
     rows = np.zeros(len(first), dtype=np.intp)
     codes = _batch_solve._complements(rows, first, T)
     assert codes[-1] == _batch_solve._WHOLE and codes[5] == _batch_solve._HALF
     for p in range(5):
         assert codes[p] == 10 - p and codes[10 - p] == p
-    second = _quadrature._cc_nodes(0.0, T, 24)[1::2]  # the next level's new scales: 6 pairs
+    second = _chebyshev._cc_nodes(0.0, T, 24)[1::2]  # the next level's new scales: 6 pairs
     codes = _batch_solve._complements(np.zeros(12, dtype=np.intp), second, T)
     np.testing.assert_array_equal(codes, np.arange(12)[::-1])
     # Two members, interleaved; a scale whose complement is missing is plain.
@@ -261,3 +261,31 @@ def test_a_batch_is_prepared_once_for_the_same_matrices(mixed):
     assert after[-3] != before[-3]
     mg.clear_cache()
     assert _batch._prepared_batch(mixed) is not first
+
+
+@pytest.mark.parametrize("method", ["hermite_log", "hermite_d2"])
+def test_the_hermite_rules_take_t_cut_from_the_search_with_the_same_bits(method, monkeypatch):
+    """After convergence_scales, mag_areas at each member's own t_conv does not solve t_conv
+    again where the search's last solve was there (it gave Mag and dMag/dt; a search may also
+    end on a last Newton step it does not solve), and its areas are bit for bit those of a
+    fresh batch that does."""
+    rng = np.random.default_rng(5)
+    spaces = [dc.pairwise_distances(rng.normal(size=(n, 4))) for n in (10, 10, 80, 80)]
+    mg.clear_cache()
+    t_conv = mg.convergence_scales(spaces)
+    last = _batch._prepared_batch(spaces)._last_slope
+    solved_there = {t for i, t in enumerate(t_conv.tolist()) if last[i][0] == t}
+    assert len(solved_there) >= 2  # a stacked member and a looped one
+    asked = []
+    evaluate_group = _batch._Batch._evaluate_group
+
+    def spy(self, group, rows, ts, order, complement):
+        asked.extend(ts.tolist())
+        return evaluate_group(self, group, rows, ts, order, complement)
+
+    monkeypatch.setattr(_batch._Batch, "_evaluate_group", spy)
+    after_search = mg.mag_areas(spaces, t_conv, method=method)
+    assert not solved_there & set(asked)
+    fresh = mg.mag_areas(_batch._Batch(spaces), t_conv, method=method)
+    assert set(t_conv.tolist()) <= set(asked)
+    np.testing.assert_array_equal(after_search, fresh)

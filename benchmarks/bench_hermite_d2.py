@@ -1,0 +1,135 @@
+"""``hermite_d2`` against ``hermite_log`` through the engine: solves, true error and time.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_hermite_d2.py   # writes the CSVs below
+    python benchmarks/bench_hermite_d2.py --max-n 300 --batches 20x30 --out other.csv
+
+For the clouds of ``bench_quadrature_rule.py`` up to 2,000 points (the same points and seeds),
+at each target, each rule on a fresh dense space after its own convergence-scale search
+(t_cut = t_conv): MagArea's solves (the distinct scales solved after the search), its true
+relative error against ``chebyshev`` at rtol 1e-10, and its time, the two rules back to back,
+best of two. ``path`` says what solved the scales: ``cholesky`` below the conjugate-gradient
+size (``_solver._CG_MIN_POINTS`` distinct points), where the second derivative costs two
+triangular solves; ``cg`` from there on, where it costs a second conjugate-gradient solve.
+
+Then the batch: t_conv + MagArea of m sets of n points (``--batches``, default 200x300,
+1000x10, 100x100; Euclidean, 8 dimensions, normal points) by each rule, new data each
+repetition, the rules back to back, best of three.
+
+Solves and errors are deterministic; times depend on the machine and its load (recorded in the
+header). Output: ``benchmarks/results/hermite_d2.csv``, ``hermite_d2_batch.csv`` and
+``hermite_d2_summary.csv`` (per path: cases, the most solves, the cases within rtol 1e-6 and
+the worst true error of each rule, the median time ratio d2 / log).
+"""
+
+from __future__ import annotations
+
+import time
+
+import bench_quadrature_rule as study
+import numpy as np
+from record import load_average, write_csv
+
+import diversity_core as dc
+from diversity_core.magnitude import MagnitudeSpace, convergence_scales, mag_areas
+from diversity_core.magnitude._solver import _CG_MIN_POINTS
+
+RULES = ("hermite_log", "hermite_d2")
+RTOL = study.RTOL
+OUT = study.OUT.with_name("hermite_d2.csv")
+DEFAULT_MAX_N = 2000
+BATCHES = "200x300,1000x10,100x100"
+REPEATS = 2
+BATCH_REPEATS = 3
+COLUMNS = ["metric", "n", "d", "kind", "target", "path", "t_conv"] + [
+    f"{rule}_{what}" for rule in RULES for what in ("solves", "rel_error", "seconds")] + [
+    "time_ratio"]
+
+
+def one_rule(D: np.ndarray, target: float, rule: str) -> tuple[int, float, float]:
+    """(MagArea's solves after the search, the area, its seconds) on a fresh space."""
+    space = MagnitudeSpace(D)
+    t_conv = space.convergence_scale(target)
+    before = study.solves(space)
+    start = time.perf_counter()
+    area = space.mag_area(t_conv, method=rule, rtol=RTOL)
+    return study.solves(space) - before, area, time.perf_counter() - start
+
+
+def measure(D: np.ndarray, target: float) -> dict:
+    space = MagnitudeSpace(D)
+    t_conv = space.convergence_scale(target)
+    reference = space.mag_area(t_conv, method="chebyshev", rtol=study.REFERENCE_RTOL)
+    row = {"t_conv": t_conv, "path": "cg" if space.n_unique >= _CG_MIN_POINTS else "cholesky"}
+    best = {}
+    for _ in range(REPEATS):
+        for rule in RULES:
+            solved, area, seconds = one_rule(D, target, rule)
+            row[f"{rule}_solves"] = solved
+            row[f"{rule}_rel_error"] = float(f"{abs(area - reference) / reference:.3g}")
+            best[rule] = min(best.get(rule, np.inf), seconds)
+    for rule in RULES:
+        row[f"{rule}_seconds"] = float(f"{best[rule]:.3g}")
+    row["time_ratio"] = float(f"{best['hermite_d2'] / best['hermite_log']:.3g}")
+    return row
+
+
+def batch_times(batches: str) -> list[dict]:
+    """t_conv + MagArea of each batch ``MxN`` of ``batches`` (comma-separated) by each rule
+    (best of three, new data)."""
+    rows = []
+    for m, n in (map(int, b.split("x")) for b in batches.split(",")):
+        best = dict.fromkeys(RULES, np.inf)
+        for repeat in range(BATCH_REPEATS):
+            rng = np.random.default_rng(repeat)
+            sets = np.stack([dc.pairwise_distances(rng.normal(size=(n, 8))) for _ in range(m)])
+            for rule in RULES:
+                start = time.perf_counter()
+                mag_areas(sets, convergence_scales(sets, 0.95, rtol=1e-4), method=rule,
+                          rtol=RTOL)
+                best[rule] = min(best[rule], time.perf_counter() - start)
+        rows.append({"sets": m, "points": n, **{f"{r}_seconds": float(f"{best[r]:.3g}")
+                                                for r in RULES},
+                     "time_ratio": float(f"{best['hermite_d2'] / best['hermite_log']:.3g}")})
+    return rows
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    out = []
+    for path in ("cholesky", "cg"):
+        mine = [r for r in rows if r["path"] == path]
+        if not mine:
+            continue
+        line = {"path": path, "cases": len(mine)}
+        for rule in RULES:
+            line[f"{rule}_max_solves"] = max(r[f"{rule}_solves"] for r in mine)
+            line[f"{rule}_within_rtol"] = sum(r[f"{rule}_rel_error"] <= RTOL for r in mine)
+            line[f"{rule}_worst_rel_error"] = max(r[f"{rule}_rel_error"] for r in mine)
+        line["median_time_ratio"] = float(f"{np.median([r['time_ratio'] for r in mine]):.3g}")
+        out.append(line)
+    return out
+
+
+def main(argv=None) -> None:
+    batch_option = ("--batches", {
+        "default": BATCHES, "help": f"MxN batches of m sets of n points (default {BATCHES})"})
+    args, out, command = study.cloud_arguments(
+        argv, __doc__.split("\n")[0], "bench_hermite_d2.py",
+        (OUT, OUT.with_name("hermite_d2_holdout.csv")), max_n=DEFAULT_MAX_N,
+        more=(batch_option,))
+    chosen = study.clouds(args.max_n, args.holdout)
+    extra = (("rtol", f"{RTOL:g}; reference: chebyshev at rtol {study.REFERENCE_RTOL:g}"),)
+    before = load_average()
+    rows = study.cloud_rows(chosen, measure, COLUMNS)
+    batches = batch_times(args.batches)
+    load = (before, load_average())
+    write_csv(out, COLUMNS, rows, command=command, load=load, extra=extra)
+    write_csv(out.with_name(out.stem + "_batch.csv"),
+              ["sets", "points", *(f"{r}_seconds" for r in RULES), "time_ratio"], batches,
+              command=command, load=load, extra=extra)
+    lines = summary(rows)
+    write_csv(out.with_name(out.stem + "_summary.csv"), list(lines[0]), lines, command=command,
+              load=load, extra=extra)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""benchmarks/bench_hermite_d2.py: a small run's three CSVs (header lines, a row per case with
+both rules' solves and true errors, a row per batch, a summary row per path)."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "bench_hermite_d2.py"
+# The benchmarks import each other by module name: their folder is on the path for the import
+# only, as in test_bench_magnitude.py.
+sys.path.insert(0, str(SCRIPT.parent))
+try:
+    import bench_hermite_d2 as bench
+finally:
+    sys.path.remove(str(SCRIPT.parent))
+
+
+def table(path: Path) -> tuple[list[str], list[dict]]:
+    lines = path.read_text().splitlines()
+    comments = sum(line.startswith("#") for line in lines)
+    return lines[:comments], list(csv.DictReader(lines[comments:]))
+
+
+def test_a_small_run_writes_its_three_tables(tmp_path):
+    out = tmp_path / "d2.csv"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--max-n", "50", "--batches", "6x12",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600,
+                          cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    header, rows = table(out)
+    command = f"python benchmarks/bench_hermite_d2.py --max-n 50 --out {out} --batches 6x12"
+    assert any(line.startswith("# command: ") and line.endswith(command) for line in header)
+    assert list(rows[0]) == bench.COLUMNS
+    assert len(rows) == sum(len(c[4]) for _, c in bench.study.clouds(50))
+    for row in rows:  # 50 points: Cholesky, and the first stage's estimate suffices
+        assert row["path"] == "cholesky"
+        assert int(row["hermite_d2_solves"]) == 9 and int(row["hermite_log_solves"]) >= 13
+        for rule in bench.RULES:
+            assert 0 <= float(row[f"{rule}_rel_error"]) <= 1e-6
+            assert float(row[f"{rule}_seconds"]) > 0
+    _, batches = table(out.with_name("d2_batch.csv"))
+    assert [(r["sets"], r["points"]) for r in batches] == [("6", "12")]
+    _, summary = table(out.with_name("d2_summary.csv"))
+    assert [r["path"] for r in summary] == ["cholesky"]
+    assert int(summary[0]["cases"]) == len(rows)
+    assert int(summary[0]["hermite_d2_max_solves"]) == 9
