@@ -5,13 +5,13 @@
 
 Jobs (clustered clouds in 64 dimensions, Euclidean distances):
 
-* ``single N``: t_conv + MagArea (Chebyshev, rtol 1e-6) of N points: the torch path from the
-  points (distances formed on the device) against ``MagnitudeSpace`` (the NumPy engine as the
-  pipeline runs it: ``magnitude_space``, conjugate gradients from 500 points, the large-n path
-  above 10,000 points); with the device's factorisations by phase (``evaluations``), the
-  seconds of each phase (``phases_s``: distances and duplicates, search, MagArea) and, up to
-  10,000 points, a second run of the same job (``repeat_s``: what of the first was a one-time
-  cost);
+* ``single N``: t_conv + MagArea (``--integration``, default the engine's rule, rtol 1e-6) of
+  N points: the torch path from the points (distances formed on the device) against
+  ``MagnitudeSpace`` (the NumPy engine as the pipeline runs it: ``magnitude_space``,
+  conjugate gradients from 500 points, the large-n path above 10,000 points); with the
+  device's factorisations by phase (``evaluations``), the seconds of each phase
+  (``phases_s``: distances and duplicates, search, MagArea) and, up to 10,000 points, a second
+  run of the same job (``repeat_s``: what of the first was a one-time cost);
 * ``batch M x K``: t_conv of M sets of K points, their median as t_cut, and every set's
   MagArea: ``torch_convergence_scales`` + ``torch_mag_areas`` against
   ``convergence_scales`` + ``mag_areas``; the device's job run twice (``repeat_s``).
@@ -58,8 +58,10 @@ def _timed(function):
 REPEAT_MAX = 10_000
 
 
-def single(n: int, device: str, numpy_max: int) -> dict:
-    from diversity_core.magnitude import TorchMagnitudeSpace, magnitude_space
+def single(n: int, device: str, numpy_max: int, method: str | None = None) -> dict:
+    from diversity_core.magnitude import DEFAULT_INTEGRATION, TorchMagnitudeSpace, magnitude_space
+
+    method = method or DEFAULT_INTEGRATION
 
     X = cloud(n)
 
@@ -71,7 +73,7 @@ def single(n: int, device: str, numpy_max: int) -> dict:
         marks.append(time.perf_counter())
         t_conv = space.convergence_scale()
         marks.append(time.perf_counter())
-        area = space.mag_area(t_conv)
+        area = space.mag_area(t_conv, method=method)
         marks.append(time.perf_counter())
         phases = dict(zip(("build", "search", "area"), np.round(np.diff(marks), 4).tolist(),
                           strict=True))
@@ -88,7 +90,7 @@ def single(n: int, device: str, numpy_max: int) -> dict:
         def on_cpu():
             space = magnitude_space(X)
             t_conv = space.convergence_scale()
-            return t_conv, space.mag_area(t_conv)
+            return t_conv, space.mag_area(t_conv, method=method)
 
         (t_cpu, a_cpu), cpu_s = _timed(on_cpu)
         row.update(numpy_s=cpu_s, rel_diff=max(abs(t_dev / t_cpu - 1), abs(a_dev / a_cpu - 1)))
@@ -146,8 +148,9 @@ def _numpy_case(n: int, cores: int) -> dict:
             "mag_area": area, "cores": len(os.sched_getaffinity(0))}
 
 
-def batch(m: int, k: int, device: str) -> dict:
+def batch(m: int, k: int, device: str, method: str | None = None) -> dict:
     from diversity_core.magnitude import (
+        DEFAULT_INTEGRATION,
         clear_cache,
         convergence_scales,
         mag_areas,
@@ -157,18 +160,19 @@ def batch(m: int, k: int, device: str) -> dict:
     from diversity_core.measures.distances import pairwise_distances
 
     matrices = [pairwise_distances(cloud(k, seed=s)) for s in range(m)]
+    method = method or DEFAULT_INTEGRATION
 
     def on_device():
         from diversity_core.magnitude import TorchMagnitudeBatch
 
         prepared = TorchMagnitudeBatch(matrices, device=device)
         t_conv = torch_convergence_scales(prepared)
-        return t_conv, torch_mag_areas(prepared, float(np.median(t_conv)))
+        return t_conv, torch_mag_areas(prepared, float(np.median(t_conv)), method=method)
 
     def on_cpu():
         clear_cache()  # no preparation carried over from an earlier call
         t_conv = convergence_scales(matrices)
-        return t_conv, mag_areas(matrices, float(np.median(t_conv)))
+        return t_conv, mag_areas(matrices, float(np.median(t_conv)), method=method)
 
     (t_dev, a_dev), dev_s = _timed(on_device)
     (t_again, a_again), again_s = _timed(on_device)  # see REPEAT_MAX
@@ -191,6 +195,9 @@ def main(argv=None) -> int:
                         help="comma-separated core counts for the NumPy engine's first size")
     parser.add_argument("--only-extra", action="store_true",
                         help="skip the single and batch jobs (only --large, --numpy-cores)")
+    parser.add_argument("--integration", default=None, metavar="RULE",
+                        help="MagArea's rule for the single and batch jobs (default: the "
+                             "engine's, hermite_log)")
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--_numpy-case", dest="numpy_case", help=argparse.SUPPRESS)
     add_record_options(parser)
@@ -217,7 +224,8 @@ def _run(args) -> int:
         return 2
     where = torch.cuda.get_device_name(device) if device.startswith("cuda") else "CPU torch"
     print(f"bench_gpu on {device} ({where}), torch {torch.__version__}, "
-          f"{torch.get_num_threads()} CPU threads, sizes {args.sizes}")
+          f"{torch.get_num_threads()} CPU threads, sizes {args.sizes}, MagArea by "
+          f"{args.integration or 'the default rule'}")
     single(300, device, 0)  # warm-up: CUDA context, cuSOLVER and cuBLAS handles
     batch(4, 20, device)
     sizes = SIZES[args.sizes]
@@ -243,9 +251,9 @@ def _run(args) -> int:
     print(f"{'job':<24} {'torch s':>9} {'NumPy s':>9} {'ratio':>7} {'rel diff':>9}")
     if not args.only_extra:
         for n in sizes["single"]:
-            show(single(n, device, args.numpy_max))
+            show(single(n, device, args.numpy_max, args.integration))
         for m, k in sizes["batch"]:
-            show(batch(m, k, device))
+            show(batch(m, k, device, args.integration))
     dense = {row["job"]: row for row in rows}
     for n in (int(s) for s in args.large.split(",") if s):
         show(large(n, device, dense.get(f"single {n:,}")))

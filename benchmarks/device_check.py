@@ -22,7 +22,8 @@ compares the two:
   ``embed.inception.embed_images``; max |Δ| relative to the features' largest magnitude
   (tolerance 1e-2: cuDNN convolutions may run in TF32 on Ampere and later GPUs).
 * ``magnitude``: the engine's torch path on the device against the NumPy engine (direct
-  solver): t_conv, MagArea and a 200 × 300 batch, relative tolerance 1e-9.
+  solver): t_conv, MagArea (the default rule and hermite_d2) and a 200 × 300 batch, relative
+  tolerance 1e-9.
 
 Prints one line per check and a summary; exit status 1 if any check is outside its tolerance.
 ``--json FILE`` also writes the figures.
@@ -365,6 +366,12 @@ def check_magnitude(device: str, tiny: bool) -> dict:
     errors = {"t_conv": abs(t_dev / t_ref - 1), "mag_area": abs(a_dev / a_ref - 1),
               "batch_t_conv": float(np.abs(tb_dev / tb_ref - 1).max()),
               "batch_mag_area": float(np.abs(ab_dev / ab_ref - 1).max())}
+    # The second-derivative rule (one more triangular solve per scale on the device).
+    errors["mag_area_hermite_d2"] = abs(space.mag_area(t_dev, method="hermite_d2")
+                                        / ref.mag_area(t_ref, method="hermite_d2") - 1)
+    errors["batch_mag_area_hermite_d2"] = float(np.abs(
+        torch_mag_areas(batch, float(np.median(tb_dev)), method="hermite_d2")
+        / mag_areas(matrices, float(np.median(tb_ref)), method="hermite_d2") - 1).max())
     return {"check": "magnitude", "points": n, "batch": [m, k], "rel_errors": errors,
             "tolerance": TOLERANCE["magnitude"],
             "seconds": {device: {"single": single, "batch": batched}},

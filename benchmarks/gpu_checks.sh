@@ -10,6 +10,8 @@
 #   magnitude    device_check.py --only magnitude (torch path against the NumPy engine)
 #   bench_gpu    bench_gpu.py at the target sizes (10,000 and 50,000 points, batches) and the
 #                device's large-n path at 50,000 points against the dense one
+#   bench_gpu_d2 the same single and batch jobs with MagArea by hermite_d2 (NumPy engine up to
+#                2,000 points: from 500 on its conjugate gradients make the rule slow there)
 #   cores        the NumPy engine's t_conv + MagArea at 10,000 points on 2, 4, 8, 16 host cores
 #   sentences, inception, lm   device_check.py's encoder checks (random weights, see its doc)
 #   large100k    the device's large-n path at 100,000 points (dense would need 224 GiB)
@@ -82,6 +84,8 @@ export -f environment portability
 step env 60 environment
 step magnitude 90 python3 benchmarks/device_check.py --only magnitude --json "$WORK/magnitude.json"
 step bench_gpu 240 python3 benchmarks/bench_gpu.py --large 50000 --json "$WORK/bench_gpu.json"
+step bench_gpu_d2 150 python3 benchmarks/bench_gpu.py --integration hermite_d2 --numpy-max 2000 \
+    --json "$WORK/bench_gpu_d2.json"
 if [ -f .gpu_carry/minilm/manifest.json ]; then
     step portability 300 portability
 elif [ -z "${GPU_CHECKS_STEPS:-}" ] || [[ " $GPU_CHECKS_STEPS " == *" portability "* ]]; then

@@ -32,6 +32,7 @@ def test_tiny_cpu_run_passes_every_check(tmp_path):
     assert checks["sentences"]["shape"] == [48, 64] and checks["sentences"]["max_abs_diff"] == 0
     assert checks["inception"]["shape"] == [8, 2048]
     assert max(checks["magnitude"]["rel_errors"].values()) <= 1e-9
+    assert "batch_mag_area_hermite_d2" in checks["magnitude"]["rel_errors"]
     assert "all checks within tolerance" in run.stdout
 
 
@@ -77,3 +78,23 @@ def test_bench_gpu_smoke_run_on_cpu_torch(tmp_path):
     # the NumPy engine on one core against the torch path's t_conv of the same points
     assert rows["numpy 600 on 1 cores"]["t_conv"] == pytest.approx(rows["single 600"]["t_conv"],
                                                                    rel=1e-9)
+
+
+def test_bench_gpu_times_the_rule_it_is_given(tmp_path):
+    """``--integration hermite_d2``, as gpu_checks.sh's bench_gpu_d2 step runs it: the torch
+    path's single sets take 9 factorisations for MagArea where the first stage suffices (10
+    where the search ended on a step it did not solve, 19 or 20 past it), and both engines
+    integrate by the same rule (they agree as closely as under the default rule)."""
+    out = tmp_path / "bench.json"
+    script = SCRIPT.with_name("bench_gpu.py")
+    run = subprocess.run([sys.executable, str(script), "--device", "torch:cpu", "--sizes",
+                          "small", "--integration", "hermite_d2", "--numpy-max", "600",
+                          "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "MagArea by hermite_d2" in run.stdout
+    rows = {row["job"]: row for row in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"single 600", "single 1,500", "batch 20 x 100", "batch 100 x 10"}
+    assert rows["single 600"]["evaluations"]["mag_area"] in (9, 10, 19, 20)
+    assert "numpy_s" not in rows["single 1,500"]  # above --numpy-max
+    assert all(rows[job]["rel_diff"] < 1e-9 for job in ("single 600", "batch 20 x 100",
+                                                         "batch 100 x 10"))

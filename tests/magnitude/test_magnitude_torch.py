@@ -53,7 +53,7 @@ def test_single_space_agrees_with_the_numpy_engine(spaces, device):
         space = TorchMagnitudeSpace(D, device=device)
         t_conv = space.convergence_scale()
         assert t_conv == pytest.approx(numpy_space.convergence_scale(), rel=RTOL)
-        for method in ("chebyshev", "hermite", "quad", "trapezoid"):
+        for method in ("chebyshev", "hermite", "hermite_d2", "quad", "trapezoid"):
             assert space.mag_area(t_conv, method=method) == pytest.approx(
                 numpy_space.mag_area(t_conv, method=method), rel=RTOL)
         ts = np.array([0.0, 0.3 * t_conv, t_conv, 3.0 * t_conv])
@@ -176,7 +176,7 @@ def test_batches_agree_with_the_numpy_batch_functions(device):
     t_conv = torch_convergence_scales(batch)
     np.testing.assert_allclose(t_conv, mg.convergence_scales(matrices), rtol=RTOL)
     t_cut = float(np.median(t_conv))
-    for method in ("chebyshev", "hermite", "hermite_log", "quad", "trapezoid"):
+    for method in ("chebyshev", "hermite", "hermite_log", "hermite_d2", "quad", "trapezoid"):
         np.testing.assert_allclose(torch_mag_areas(batch, t_cut, method=method),
                                    mg.mag_areas(matrices, t_cut, method=method), rtol=RTOL)
     np.testing.assert_allclose(torch_mag_areas(batch, t_conv),  # one limit per member
