@@ -11,9 +11,11 @@ best of two. ``path`` says what solved the scales: ``cholesky`` below the conjug
 size (``_solver._CG_MIN_POINTS`` distinct points), where the second derivative costs two
 triangular solves; ``cg`` from there on, where it costs a second conjugate-gradient solve.
 
-Then the batch: t_conv + MagArea of m sets of n points (``--batches``, default 200x300,
-1000x10, 100x100; Euclidean, 8 dimensions, normal points) by each rule, new data each
-repetition, the rules back to back, best of three.
+Then the batch, as ``bench_magnitude.py``'s batches run it (the reference-free protocol):
+``convergence_scales`` of m sets of n points, their median as the shared t_cut, and
+``mag_areas`` by each rule (``--batches``, default 200x300, 1000x10, 100x100; normal points in
+384 dimensions, cosine distances), new data each repetition, the rules back to back, best of
+three; on as many threads as BLAS may use (one under the command above).
 
 Solves and errors are deterministic; times depend on the machine and its load (recorded in the
 header). Output: ``benchmarks/results/hermite_d2.csv``, ``hermite_d2_batch.csv`` and
@@ -30,7 +32,7 @@ import numpy as np
 from record import load_average, write_csv
 
 import diversity_core as dc
-from diversity_core.magnitude import MagnitudeSpace, convergence_scales, mag_areas
+from diversity_core.magnitude import MagnitudeSpace, clear_cache, convergence_scales, mag_areas
 from diversity_core.magnitude._solver import _CG_MIN_POINTS
 
 RULES = ("hermite_log", "hermite_d2")
@@ -74,18 +76,20 @@ def measure(D: np.ndarray, target: float) -> dict:
 
 
 def batch_times(batches: str) -> list[dict]:
-    """t_conv + MagArea of each batch ``MxN`` of ``batches`` (comma-separated) by each rule
-    (best of three, new data)."""
+    """t_conv of each set of each batch ``MxN`` of ``batches`` (comma-separated), their median
+    as t_cut, and every set's MagArea by each rule (best of three, new data)."""
     rows = []
     for m, n in (map(int, b.split("x")) for b in batches.split(",")):
         best = dict.fromkeys(RULES, np.inf)
         for repeat in range(BATCH_REPEATS):
             rng = np.random.default_rng(repeat)
-            sets = np.stack([dc.pairwise_distances(rng.normal(size=(n, 8))) for _ in range(m)])
+            sets = [dc.pairwise_distances(rng.normal(size=(n, 384)), "cosine")
+                    for _ in range(m)]
             for rule in RULES:
+                clear_cache()  # each rule prepares its batch itself
                 start = time.perf_counter()
-                mag_areas(sets, convergence_scales(sets, 0.95, rtol=1e-4), method=rule,
-                          rtol=RTOL)
+                t_cut = float(np.median(convergence_scales(sets)))
+                mag_areas(sets, t_cut, method=rule, rtol=RTOL)
                 best[rule] = min(best[rule], time.perf_counter() - start)
         rows.append({"sets": m, "points": n, **{f"{r}_seconds": float(f"{best[r]:.3g}")
                                                 for r in RULES},
