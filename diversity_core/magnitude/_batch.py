@@ -484,16 +484,19 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
         out[i] = batch.space(int(i))._integrate(float(t_cuts[i]), method=method, rtol=rtol,
                                                 n_ts=n_ts)
     members = members[~single[members]]
+    out[members[t_cuts[members] == 0.0]] = 0.0
+    members = members[t_cuts[members] != 0.0]
+    # The stretched Hermite rules work in s on [0, 1] whatever each member's limit: all members
+    # advance together, whether they share one t_cut or each has its own (one stage's scales of
+    # every member in one call, shared among the threads).
+    stretched = {"hermite_log": _log_hermite_areas, "hermite_d2": _hermite_d2_areas}
+    if method in stretched and members.size:
+        out[members] = stretched[method](batch, members, t_cuts[members], rtol)
+        members = members[:0]
     for T in np.unique(t_cuts[members]):
         group = members[t_cuts[members] == T]
-        if T == 0.0:
-            out[group] = 0.0
-        elif canonical_method(method) == "chebyshev":
+        if canonical_method(method) == "chebyshev":
             out[group] = _chebyshev_areas(batch, group, float(T), rtol)
-        elif method == "hermite_log":
-            out[group] = _log_hermite_areas(batch, group, float(T), rtol)
-        elif method == "hermite_d2":
-            out[group] = _hermite_d2_areas(batch, group, float(T), rtol)
         elif method == "trapezoid":
             ts = np.linspace(0.0, float(T), n_ts)
             values = np.ones((len(group), n_ts))
@@ -562,11 +565,14 @@ def _chebyshev_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rt
     return areas
 
 
-def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rtol: float):
-    """The single-space ``hermite_log`` integral of many members on one [0, t_cut]: each stage's
-    scales solved for all unfinished members at once (``_quadrature._log_hermite_many``), then
-    bisection member by member where the 57 points are not enough."""
-    alphas = np.array([_stretch_rate(t_cut * float(np.max(batch.D[int(i)]))) for i in members])
+def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarray,
+                       rtol: float):
+    """The single-space ``hermite_log`` integral of many members, each on its [0, t_cut]: each
+    stage's scales solved for all unfinished members at once
+    (``_quadrature._log_hermite_many``), then bisection member by member where the 57 points
+    are not enough."""
+    alphas = np.array([_stretch_rate(T * float(np.max(batch.D[int(i)])))
+                       for i, T in zip(members, t_cut, strict=True)])
 
     def slopes(rows, ts):
         return batch.evaluate(members[rows], ts, derivative=True)
@@ -579,17 +585,18 @@ def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, 
     return _refined(batch, members, estimate, error, t_cut, rtol, alphas)
 
 
-def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rtol: float):
-    """The single-space ``hermite_d2`` integral of many members on one [0, t_cut]: each stage's
-    scales solved for all unfinished members at once (``_hermite_d2.hermite_d2_many``), then
-    bisection member by member where its Clenshaw–Curtis levels are not enough."""
+def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarray,
+                      rtol: float):
+    """The single-space ``hermite_d2`` integral of many members, each on its [0, t_cut]: each
+    stage's scales solved for all unfinished members at once (``_hermite_d2.hermite_d2_many``),
+    then bisection member by member where its Clenshaw–Curtis levels are not enough."""
     largest = [float(np.max(batch.D[int(i)])) for i in members]
     for i, value in zip(members, largest, strict=True):
         try:
             check_largest_distance(value)
         except ValueError as exc:
             raise ValueError(f"member {int(i)}: {exc}") from None
-    alphas = np.array([_stretch_rate(t_cut * value) for value in largest])
+    alphas = np.array([_stretch_rate(T * value) for T, value in zip(t_cut, largest, strict=True)])
 
     def derivatives(rows, ts, order):
         if order == 2:
@@ -605,13 +612,13 @@ def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, r
 
 
 def _refined(batch: PreparedBatch, members: np.ndarray, estimate: np.ndarray,
-             error: np.ndarray, t_cut: float, rtol: float, alphas: np.ndarray) -> np.ndarray:
+             error: np.ndarray, t_cut: np.ndarray, rtol: float, alphas: np.ndarray) -> np.ndarray:
     """The stretched rules' areas: each member's estimate, bisected in the stretched variable
     (``_chebyshev._stretched_refine``) where its error exceeds ``rtol`` times it."""
     areas = estimate.copy()
     for k in np.flatnonzero(~(error <= rtol * np.abs(estimate))):
         i = int(members[k])
         with _member_warnings(i):
-            areas[k] = _stretched_refine(lambda t, i=i: _one(batch, i, t), t_cut,
+            areas[k] = _stretched_refine(lambda t, i=i: _one(batch, i, t), float(t_cut[k]),
                                          float(alphas[k]), float(estimate[k]), rtol)[0]
     return areas

@@ -182,8 +182,8 @@ def _stretch_rate(reach: float) -> float:
 
 def _log_stretch(s: np.ndarray | float, t_cut: float, alpha):
     """``hermite_log``'s change of variable: t = t_cut · (e^{αs} − 1) / (e^α − 1) and dt/ds,
-    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly); ``alpha`` one rate, or one per
-    entry of ``s`` (broadcast)."""
+    d²t/ds² at s in [0, 1] (t(0) = 0 and t(1) = t_cut exactly); ``t_cut`` and ``alpha`` one
+    value each, or one per entry of ``s`` (broadcast)."""
     alpha = np.asarray(alpha, dtype=float)
     scale = t_cut / np.expm1(alpha)
     grow = np.exp(alpha * np.asarray(s, dtype=float))

@@ -79,10 +79,11 @@ def _stage_orders(points: int) -> tuple[int, ...]:
     return (1,) + (3,) * (points - 2) + (2,)
 
 
-def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut: float, rtol: float,
+def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut, rtol: float,
                     alphas: np.ndarray):
     """The ``hermite_d2`` integral on [0, t_cut] of ``count = len(alphas)`` integrands at once
-    (one space, or a batch's members), each stage's scales evaluated for all unfinished
+    (one space, or a batch's members; ``t_cut`` one limit, or one per integrand), each stage's
+    scales evaluated for all unfinished
     integrands together; without the bisection (``_chebyshev._stretched_refine``, one integrand at a
     time, where the returned error exceeds ``rtol`` times the estimate).
 
@@ -92,10 +93,11 @@ def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut: float, rtol: flo
     alone likewise; ``f0``: f(0) of each; ``alphas``: each one's stretch rate. Returns
     ``(estimate, error)``, arrays of shape (count,)."""
     count = len(alphas)
+    t_cut = np.broadcast_to(np.asarray(t_cut, dtype=float), (count,))
     finest = D2_STAGES[-1]
     s = _cc_nodes(0.0, 1.0, finest)
     alphas = np.asarray(alphas, dtype=float)[:, None]
-    t = _log_stretch(s[None, :], t_cut, alphas)[0]
+    t = _log_stretch(s[None, :], t_cut[:, None], alphas)[0]
     t[:, 0], t[:, -1] = 0.0, t_cut
     # In units of t_cut (as hermite_log's stages): u = t / t_cut and its s-derivatives, with
     # Mag' times t_cut and Mag'' times t_cut², each factor of the order of n.
@@ -118,10 +120,11 @@ def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut: float, rtol: flo
             rows, cs = np.repeat(active, len(cols)), np.tile(cols, len(active))
             f = derivatives(rows, t[rows, cs], order)
             a, b, c = du[rows, cs], ddu[rows, cs], dddu[rows, cs]
+            scale = t_cut[rows]
             g[0, rows, cs] = f[0] * a
-            g[1, rows, cs] = (f[1] * t_cut) * a**2 + f[0] * b
+            g[1, rows, cs] = (f[1] * scale) * a**2 + f[0] * b
             if order == 3:
-                g[2, rows, cs] = (f[2] * t_cut**2) * a**3 + 3.0 * (f[1] * t_cut) * a * b \
+                g[2, rows, cs] = (f[2] * scale**2) * a**3 + 3.0 * (f[1] * scale) * a * b \
                     + f[0] * c
         known.update(new)
         # In x = 2s − 1: d/dx = d/ds / 2.
@@ -129,20 +132,21 @@ def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut: float, rtol: flo
                                g[2][np.ix_(active, grid[1:-1])] / 4.0], axis=1)
         coef = data @ _birkhoff_basis(tuple(2.0 * s[grid] - 1.0), _stage_orders(len(grid))).T
         even = np.arange(0, coef.shape[1], 2)
-        estimate[active] = t_cut * 0.5 * np.sum(coef[:, even] * 2.0 / (1.0 - even**2.0), axis=1)
-        error[active] = t_cut * np.abs(coef[:, -4:]).sum(axis=1)
+        estimate[active] = t_cut[active] * 0.5 * np.sum(coef[:, even] * 2.0 / (1.0 - even**2.0),
+                                                        axis=1)
+        error[active] = t_cut[active] * np.abs(coef[:, -4:]).sum(axis=1)
         active = active[~(error[active] <= rtol * np.abs(estimate[active]))]
         if not active.size:
             return estimate, error
 
     def evaluate(rows, nodes, xs, level):
         members, x = active[rows], xs[nodes]
-        tx, dtx, _ = _log_stretch(x, t_cut, alphas[members, 0])
-        return values(members, np.where(x < 1.0, tx, t_cut)) * dtx
+        tx, dtx, _ = _log_stretch(x, t_cut[members], alphas[members, 0])
+        return values(members, np.where(x < 1.0, tx, t_cut[members])) * dtx
 
     top = _CC_LEVELS_IN_S[-1]
     known_values = np.full((active.size, top + 1), np.nan)
-    known_values[:, ::top // finest] = t_cut * g[0][active]
+    known_values[:, ::top // finest] = t_cut[active, None] * g[0][active]
     estimate[active], error[active] = _cc_levels(evaluate, 0.0, 1.0, active.size, rtol=rtol,
                                                  values=known_values, levels=_CC_LEVELS_IN_S)
     return estimate, error

@@ -241,10 +241,10 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     return float(estimate[0]), float(error[0])
 
 
-def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut: float, rtol: float,
-                      alphas: np.ndarray):
-    """:func:`_log_hermite` of ``count = len(alphas)`` integrands on one [0, t_cut] (the batch's
-    members), each stage evaluated for all unfinished integrands at once, then the
+def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut, rtol: float, alphas: np.ndarray):
+    """:func:`_log_hermite` of ``count = len(alphas)`` integrands on [0, t_cut] (the batch's
+    members; ``t_cut`` one limit, or one per integrand), each stage evaluated for all
+    unfinished integrands at once, then the
     Clenshaw–Curtis levels in s as ``_cc_levels`` runs them for many; without the bisection
     (:func:`_chebyshev._stretched_refine`, one integrand at a time, where the returned error exceeds
     ``rtol`` times the estimate).
@@ -254,6 +254,7 @@ def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut: float, rtol: float,
     ``values(rows, ts)``: f alone likewise; ``f0``: f(0) of each; ``alphas``: each one's
     stretch rate. Returns ``(estimate, error)``, arrays of shape (count,)."""
     count = len(alphas)
+    t_cut = np.broadcast_to(np.asarray(t_cut, dtype=float), (count,))
     g = np.full((count, _LOG_HERMITE_LEVELS[1] + 1), np.nan)  # g at the 29 points
     estimate = np.full(count, np.nan)
     error = np.full(count, np.nan)
@@ -268,8 +269,8 @@ def _log_hermite_many(slopes, values, f0: np.ndarray, t_cut: float, rtol: float,
 
     def evaluate(rows, nodes, xs, level):
         members, x = active[rows], xs[nodes]
-        tx, dtx, _ = _log_stretch(x, t_cut, np.asarray(alphas, dtype=float)[members])
-        return values(members, np.where(x < 1.0, tx, t_cut)) * dtx
+        tx, dtx, _ = _log_stretch(x, t_cut[members], np.asarray(alphas, dtype=float)[members])
+        return values(members, np.where(x < 1.0, tx, t_cut[members])) * dtx
 
     finest = _LOG_HERMITE_LEVELS[-1]
     known_values = np.full((active.size, finest + 1), np.nan)
@@ -309,16 +310,17 @@ def _one_integrand(slope):
     return slopes
 
 
-def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut: float, alphas: np.ndarray,
+def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut, alphas: np.ndarray,
                              g: np.ndarray):
-    """The stages of :func:`_log_hermite` for many integrands (``slopes``, ``f0``, ``alphas``
-    as for :func:`_log_hermite_many`), a generator: sent the integrands to advance (an array
-    of indices), it solves their scales of the next stage and yields their (estimate,
-    estimated absolute error), arrays of that length; ``g`` (count, 29): g(s) at the 29
-    points, filled as they are known."""
+    """The stages of :func:`_log_hermite` for many integrands (``slopes``, ``f0``, ``t_cut``,
+    ``alphas`` as for :func:`_log_hermite_many`), a generator: sent the integrands to advance
+    (an array of indices), it solves their scales of the next stage and yields their
+    (estimate, estimated absolute error), arrays of that length; ``g`` (count, 29): g(s) at the
+    29 points, filled as they are known."""
     s = _cc_nodes(0.0, 1.0, g.shape[1] - 1)
     alphas = np.asarray(alphas, dtype=float)[:, None]
-    t = _log_stretch(s[None, :], t_cut, alphas)[0]
+    t_cut = np.broadcast_to(np.asarray(t_cut, dtype=float), (len(alphas),))
+    t = _log_stretch(s[None, :], t_cut[:, None], alphas)[0]
     t[:, 0], t[:, -1] = 0.0, t_cut
     # The rule runs on g / t_cut (the stretch of [0, 1]: du/ds and d²u/ds², with dMag/dt times
     # t_cut), its integral times t_cut: g'(s) itself holds t'(s)², which overflows where t_cut
@@ -335,13 +337,13 @@ def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut: float, alphas: np.nd
         rows, cols = np.repeat(active, len(order)), np.tile(order, len(active))
         mag, dmag = slopes(rows, t[rows, cols])
         unit[rows, cols] = mag * du[rows, cols]
-        dunit[rows, cols] = (dmag * t_cut) * du[rows, cols]**2 + mag * ddu[rows, cols]
-        g[rows, cols] = t_cut * unit[rows, cols]
+        dunit[rows, cols] = (dmag * t_cut[rows]) * du[rows, cols]**2 + mag * ddu[rows, cols]
+        g[rows, cols] = t_cut[rows] * unit[rows, cols]
         known = sorted(known + list(new))
         estimate, error = _hermite_rule(unit[np.ix_(active, known)],
                                         dunit[np.ix_(active, known[1:])], 1.0,
                                         basis=_hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
-        active = yield t_cut * estimate, factor * t_cut * error
+        active = yield t_cut[active] * estimate, factor * t_cut[active] * error
 
 
 @functools.cache

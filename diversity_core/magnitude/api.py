@@ -335,7 +335,9 @@ def mag_areas(spaces, t_cut, *, method: str = DEFAULT_INTEGRATION,
     t_cut : float or array of shape (m,)
         One integration limit for all (the reference-free protocol: the median convergence
         scale, see :func:`reference_free_t_cut`) or one per space. Spaces sharing a limit share
-        the scales of its Clenshaw–Curtis grid.
+        the scales of its Clenshaw–Curtis grid; the Hermite rules in the stretched variable
+        (``hermite_log``, ``hermite_d2``) advance every space together, stage by stage, whatever
+        their limits.
     method, rtol, n_ts : see :func:`mag_area`
     errors : {"raise", "nan"} (see :func:`convergence_scales`; only invalid input fails here:
         a space of one distinct point has Mag = 1 and MagArea = t_cut)

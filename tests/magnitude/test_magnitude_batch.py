@@ -55,7 +55,8 @@ def test_convergence_scales_equal_the_single_path(mixed, small_single_path):
                                rtol=AGREE, atol=0)
 
 
-@pytest.mark.parametrize("method", ["chebyshev", "trapezoid", "quad"])
+@pytest.mark.parametrize("method", ["chebyshev", "hermite_log", "hermite_d2", "trapezoid",
+                                    "quad"])
 def test_mag_areas_equal_the_single_path(mixed, small_single_path, method):
     t_conv = mg.convergence_scales(mixed)
     t_cut = float(np.median(t_conv))
@@ -289,3 +290,25 @@ def test_the_hermite_rules_take_t_cut_from_the_search_with_the_same_bits(method,
     fresh = mg.mag_areas(_batch._Batch(spaces), t_conv, method=method)
     assert set(t_conv.tolist()) <= set(asked)
     np.testing.assert_array_equal(after_search, fresh)
+
+
+@pytest.mark.parametrize("method", ["hermite_log", "hermite_d2"])
+def test_members_with_their_own_limits_advance_together(method, monkeypatch):
+    """One t_cut per member: the stretched rules ask every member's scales of a stage in one
+    call (shared among the threads), not member by member, and each area is its space's."""
+    rng = np.random.default_rng(8)
+    spaces = [dc.pairwise_distances(rng.normal(size=(80, 3))) for _ in range(6)]
+    t_cuts = np.array([dc.convergence_scale(D) for D in spaces]) * np.linspace(0.8, 1.2, 6)
+    calls = []
+    evaluate = _batch._Batch._evaluate
+
+    def spy(self, idx, ts, order, complement):
+        calls.append(len(set(np.asarray(idx).tolist())))
+        return evaluate(self, idx, ts, order, complement)
+
+    monkeypatch.setattr(_batch._Batch, "_evaluate", spy)
+    areas = mg.mag_areas(_batch._Batch(spaces), t_cuts, method=method)
+    assert calls[0] == len(spaces)
+    expected = [dc.mag_area(dc.MagnitudeSpace(D), t, method=method)
+                for D, t in zip(spaces, t_cuts, strict=True)]
+    np.testing.assert_allclose(areas, expected, rtol=AGREE, atol=0)
