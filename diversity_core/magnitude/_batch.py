@@ -135,8 +135,7 @@ class PreparedBatch:
     def evaluate_derivatives(self, idx, ts):
         """(Mag, dMag/dt, d²Mag/dt²) of member ``idx[k]`` at scale ``ts[k] > 0``: arrays of
         len(idx) (what the ``hermite_d2`` rule asks)."""
-        raise ValueError("the hermite_d2 rule needs second derivatives, which this path does "
-                         "not compute; use hermite_log.")
+        raise NotImplementedError
 
     def initial_scales(self):
         """(member, first scale of its convergence-scale search) of every valid member, in the
@@ -571,8 +570,7 @@ def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndar
     stage's scales solved for all unfinished members at once
     (``_quadrature._log_hermite_many``), then bisection member by member where the 57 points
     are not enough."""
-    alphas = np.array([_stretch_rate(T * float(np.max(batch.D[int(i)])))
-                       for i, T in zip(members, t_cut, strict=True)])
+    alphas = _stretch_rates(batch, members, t_cut)
 
     def slopes(rows, ts):
         return batch.evaluate(members[rows], ts, derivative=True)
@@ -590,13 +588,12 @@ def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarr
     """The single-space ``hermite_d2`` integral of many members, each on its [0, t_cut]: each
     stage's scales solved for all unfinished members at once (``_hermite_d2.hermite_d2_many``),
     then bisection member by member where its Clenshaw–Curtis levels are not enough."""
-    largest = [float(np.max(batch.D[int(i)])) for i in members]
-    for i, value in zip(members, largest, strict=True):
+    for i in members:
         try:
-            check_largest_distance(value)
+            check_largest_distance(float(np.max(batch.D[int(i)])))
         except ValueError as exc:
             raise ValueError(f"member {int(i)}: {exc}") from None
-    alphas = np.array([_stretch_rate(T * value) for T, value in zip(t_cut, largest, strict=True)])
+    alphas = _stretch_rates(batch, members, t_cut)
 
     def derivatives(rows, ts, order):
         if order == 2:
@@ -609,6 +606,13 @@ def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarr
     estimate, error = hermite_d2_many(derivatives, values, np.ones(len(members)), t_cut, rtol,
                                       alphas)
     return _refined(batch, members, estimate, error, t_cut, rtol, alphas)
+
+
+def _stretch_rates(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarray) -> np.ndarray:
+    """Each member's stretch rate α for its [0, t_cut] (``_chebyshev._stretch_rate`` of t_cut
+    times its largest distance)."""
+    return np.array([_stretch_rate(T * float(np.max(batch.D[int(i)])))
+                     for i, T in zip(members, t_cut, strict=True)])
 
 
 def _refined(batch: PreparedBatch, members: np.ndarray, estimate: np.ndarray,

@@ -5,10 +5,12 @@ variable, shared by :mod:`._quadrature` (the rules and their dispatch) and :mod:
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
 import numpy as np
+from numpy.polynomial import chebyshev
 from scipy.fft import dct
 
 from ._common import MagnitudeWarning
@@ -164,6 +166,36 @@ def _cc_rule(fx: np.ndarray, a: float, b: float):
                                       axis=-1)
     error = 0.5 * (b - a) * 8.0 / n**2 * np.abs(coef[..., -4:]).max(axis=-1)
     return estimate, error
+
+
+@functools.cache
+def _birkhoff_basis(x: tuple[float, ...], orders: tuple[int, ...]) -> np.ndarray:
+    """Conditions at the points ``x`` of [-1, 1] (ascending): the value and the first
+    ``orders[i]`` − 1 derivatives at ``x[i]`` (every order at least 1), listed values first,
+    then first derivatives, then second (each group in the order of ``x``) -> the Chebyshev
+    coefficients of the polynomial of degree (number of conditions − 1) that meets them (a
+    square matrix). The Hermite rules' interpolants: ``hermite`` and ``hermite_log`` take orders
+    1, 2, ..., 2, ``hermite_d2`` 1, 3, ..., 3, 2."""
+    x = np.asarray(x)
+    orders = np.asarray(orders)
+    degree = int(orders.sum()) - 1
+    unit = np.eye(degree + 1)
+    blocks = [chebyshev.chebvander(x, degree)]
+    for k in range(1, int(orders.max())):
+        at = x[orders > k]
+        blocks.append(np.stack([chebyshev.chebval(at, chebyshev.chebder(unit[j], k))
+                                for j in range(degree + 1)], axis=1))
+    return np.linalg.inv(np.vstack(blocks))
+
+
+def _interpolant_integral(coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For Chebyshev coefficients ``coef`` (..., degree + 1) in x on [-1, 1]: the integral of
+    their series over [-1, 1] (∫T_k = 2 / (1 − k²) for even k), and the sum of the last four
+    coefficients' absolute values (∫|T_k| <= 2: the Hermite rules' error estimate, per unit of
+    half-length)."""
+    even = np.arange(0, coef.shape[-1], 2)
+    return (np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2), axis=-1),
+            np.abs(coef[..., -4:]).sum(axis=-1))
 
 
 def _stretch_rate(reach: float) -> float:

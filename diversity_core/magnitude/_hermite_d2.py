@@ -30,12 +30,16 @@ offers Hermite–Birkhoff quadrature on given points with an error estimate.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
-from numpy.polynomial import chebyshev
 
-from ._chebyshev import _cc_levels, _cc_nodes, _log_stretch, _stretched_refine
+from ._chebyshev import (
+    _birkhoff_basis,
+    _cc_levels,
+    _cc_nodes,
+    _interpolant_integral,
+    _log_stretch,
+    _stretched_refine,
+)
 
 # The Chebyshev–Lobatto grids of s (N), each containing the previous.
 D2_STAGES = (10, 20)
@@ -56,24 +60,6 @@ def check_largest_distance(largest: float) -> None:
                          "hermite_log, or rescale the distances.")
 
 
-@functools.cache
-def _birkhoff_basis(x: tuple[float, ...], orders: tuple[int, ...]) -> np.ndarray:
-    """Conditions at the points ``x`` of [-1, 1] (ascending): the value and the first
-    ``orders[i]`` − 1 derivatives at ``x[i]``, listed values first, then first derivatives,
-    then second (each group in the order of ``x``) -> the Chebyshev coefficients of the
-    polynomial of degree (number of conditions − 1) that meets them (a square matrix)."""
-    x = np.asarray(x)
-    orders = np.asarray(orders)
-    degree = int(orders.sum()) - 1
-    unit = np.eye(degree + 1)
-    blocks = []
-    for k in range(int(orders.max())):
-        at = x[orders > k]
-        blocks.append(np.stack([chebyshev.chebval(at, chebyshev.chebder(unit[j], k))
-                                for j in range(degree + 1)], axis=1))
-    return np.linalg.inv(np.vstack(blocks))
-
-
 def _stage_orders(points: int) -> tuple[int, ...]:
     """Conditions per point of a stage: the value at s = 0, three inside, two at t_cut."""
     return (1,) + (3,) * (points - 2) + (2,)
@@ -83,9 +69,9 @@ def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut, rtol: float,
                     alphas: np.ndarray):
     """The ``hermite_d2`` integral on [0, t_cut] of ``count = len(alphas)`` integrands at once
     (one space, or a batch's members; ``t_cut`` one limit, or one per integrand), each stage's
-    scales evaluated for all unfinished
-    integrands together; without the bisection (``_chebyshev._stretched_refine``, one integrand at a
-    time, where the returned error exceeds ``rtol`` times the estimate).
+    scales evaluated for all unfinished integrands together; without the bisection
+    (``_chebyshev._stretched_refine``, one integrand at a time, where the returned error
+    exceeds ``rtol`` times the estimate).
 
     ``derivatives(rows, ts, order)``: f and its first ``order`` − 1 derivatives (order 2 or 3)
     of integrands ``rows`` (indices into ``alphas``) at scales ``ts`` > 0, an array
@@ -130,11 +116,10 @@ def hermite_d2_many(derivatives, values, f0: np.ndarray, t_cut, rtol: float,
         # In x = 2s − 1: d/dx = d/ds / 2.
         data = np.concatenate([g[0][np.ix_(active, grid)], g[1][np.ix_(active, grid[1:])] / 2.0,
                                g[2][np.ix_(active, grid[1:-1])] / 4.0], axis=1)
-        coef = data @ _birkhoff_basis(tuple(2.0 * s[grid] - 1.0), _stage_orders(len(grid))).T
-        even = np.arange(0, coef.shape[1], 2)
-        estimate[active] = t_cut[active] * 0.5 * np.sum(coef[:, even] * 2.0 / (1.0 - even**2.0),
-                                                        axis=1)
-        error[active] = t_cut[active] * np.abs(coef[:, -4:]).sum(axis=1)
+        integral, tail = _interpolant_integral(
+            data @ _birkhoff_basis(tuple(2.0 * s[grid] - 1.0), _stage_orders(len(grid))).T)
+        estimate[active] = t_cut[active] * 0.5 * integral
+        error[active] = t_cut[active] * tail
         active = active[~(error[active] <= rtol * np.abs(estimate[active]))]
         if not active.size:
             return estimate, error

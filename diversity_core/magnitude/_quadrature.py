@@ -25,10 +25,12 @@ from numpy.polynomial import chebyshev
 from .._validation import check_scales
 from ._chebyshev import (
     _CC_LEVELS,
+    _birkhoff_basis,
     _cc_levels,
     _cc_nodes,
     _cc_panel,
     _cc_refine,
+    _interpolant_integral,
     _log_stretch,
     _stretch_rate,
     _stretched_refine,
@@ -195,12 +197,8 @@ def _hermite_rule(values: np.ndarray, slopes: np.ndarray, t_cut: float, *,
     data = np.concatenate([values, half * np.asarray(slopes)], axis=-1)
     if basis is None:
         basis = _hermite_basis(values.shape[-1] - 1)
-    coef = data @ basis.T  # Chebyshev coefficients in x
-    degree = coef.shape[-1] - 1
-    even = np.arange(0, degree + 1, 2)
-    estimate = half * np.sum(coef[..., even] * 2.0 / (1.0 - even.astype(float)**2), axis=-1)
-    error = t_cut * np.abs(coef[..., -4:]).sum(axis=-1)
-    return estimate, error
+    integral, tail = _interpolant_integral(data @ basis.T)  # Chebyshev coefficients in x
+    return half * integral, t_cut * tail
 
 
 def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[float, float]:
@@ -346,17 +344,11 @@ def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut, alphas: np.ndarray,
         active = yield t_cut[active] * estimate, factor * t_cut[active] * error
 
 
-@functools.cache
 def _hermite_basis_at(x: tuple[float, ...]) -> np.ndarray:
     """Values at the points ``x`` of [-1, 1] (ascending) and derivatives at all but the first
     -> the Chebyshev coefficients of their interpolant of degree 2 len(x) - 2 (a square
-    matrix of that degree + 1)."""
-    x = np.asarray(x)
-    degree = 2 * x.size - 2
-    unit = np.eye(degree + 1)
-    slopes = np.stack([chebyshev.chebval(x[1:], chebyshev.chebder(unit[k]))
-                       for k in range(degree + 1)], axis=1)
-    return np.linalg.inv(np.vstack([chebyshev.chebvander(x, degree), slopes]))
+    matrix of that degree + 1): ``_chebyshev._birkhoff_basis`` of orders 1, 2, ..., 2."""
+    return _birkhoff_basis(x, (1,) + (2,) * (len(x) - 1))
 
 
 @dataclasses.dataclass(frozen=True)
