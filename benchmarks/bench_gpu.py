@@ -8,7 +8,8 @@ Jobs (clustered clouds in 64 dimensions, Euclidean distances):
 * ``single N``: t_conv + MagArea (``--integration``, default the engine's rule, rtol 1e-6) of
   N points: the torch path from the points (distances formed on the device) against
   ``MagnitudeSpace`` (the NumPy engine as the pipeline runs it: ``magnitude_space``,
-  conjugate gradients from 500 points, the large-n path above 10,000 points); with the
+  conjugate gradients from 500 points, the large-n path above 10,000 points; MagArea by the
+  rule the torch path takes, which factors every scale); with the
   device's factorisations by phase (``evaluations``), the seconds of each phase
   (``phases_s``: distances and duplicates, search, MagArea) and, up to 10,000 points, a second
   run of the same job (``repeat_s``: what of the first was a one-time cost);
@@ -60,6 +61,7 @@ REPEAT_MAX = 10_000
 
 def single(n: int, device: str, numpy_max: int, method: str | None = None) -> dict:
     from diversity_core.magnitude import DEFAULT_INTEGRATION, TorchMagnitudeSpace, magnitude_space
+    from diversity_core.magnitude._quadrature import path_rule
 
     method = method or DEFAULT_INTEGRATION
 
@@ -90,7 +92,10 @@ def single(n: int, device: str, numpy_max: int, method: str | None = None) -> di
         def on_cpu():
             space = magnitude_space(X)
             t_conv = space.convergence_scale()
-            return t_conv, space.mag_area(t_conv, method=method)
+            # The rule the torch path takes (it factors every scale): ``auto`` would take
+            # hermite_log where NumPy's conjugate gradients answer (from 500 points).
+            rule = path_rule(method, factored=True, diameter=space.diameter)
+            return t_conv, space.mag_area(t_conv, method=rule)
 
         (t_cpu, a_cpu), cpu_s = _timed(on_cpu)
         row.update(numpy_s=cpu_s, rel_diff=max(abs(t_dev / t_cpu - 1), abs(a_dev / a_cpu - 1)))

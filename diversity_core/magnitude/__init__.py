@@ -33,7 +33,8 @@ How it is computed, and why it differs from the authors' ``magnipy``:
   ``cc25``) is Clenshaw–Curtis quadrature on nested Chebyshev grids (13, 25, 49, ... scales),
   refined until the error estimated from the decay of the Chebyshev coefficients is below the
   tolerance; ``hermite_d2`` adds the second derivative, which a Cholesky factor gives for two
-  triangular solves, and needs 9 solves; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is
+  triangular solves, and needs 9 solves, and ``auto`` takes it where a Cholesky factor answers
+  and ``hermite_log`` elsewhere; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is
   kept as ``method="quad"`` for cross-checks. The paper's evenly spaced trapezoid rule is
   ``method="trapezoid"``, for comparison with published numbers.
 * :class:`MagnitudeSpace` validates and de-duplicates a distance matrix once and remembers every

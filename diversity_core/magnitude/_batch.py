@@ -52,7 +52,13 @@ from ._common import (
     member_warning_category,
 )
 from ._hermite_d2 import check_largest_distance, hermite_d2_many
-from ._quadrature import _integrate, _log_hermite_many, canonical_method, check_integration
+from ._quadrature import (
+    _integrate,
+    _log_hermite_many,
+    canonical_method,
+    check_integration,
+    path_rule,
+)
 from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch, first_scale
 from ._solver import _CG_MIN_POINTS
 from ._space import (
@@ -489,9 +495,15 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
     # advance together, whether they share one t_cut or each has its own (one stage's scales of
     # every member in one call, shared among the threads).
     stretched = {"hermite_log": _log_hermite_areas, "hermite_d2": _hermite_d2_areas}
-    if method in stretched and members.size:
-        out[members] = stretched[method](batch, members, t_cuts[members], rtol)
-        members = members[:0]
+    # Every member here is factored in float64 (the stacked and looped solvers): ``auto`` is
+    # hermite_d2 for each member whose largest distance it takes, hermite_log for the others.
+    rules = np.array([path_rule(method, factored=True, diameter=float(np.max(batch.D[i])))
+                      for i in members]) if method == "auto" else np.full(members.size, method)
+    for rule, area in stretched.items():
+        chosen = members[rules == rule]
+        if chosen.size:
+            out[chosen] = area(batch, chosen, t_cuts[chosen], rtol)
+    members = members[~np.isin(rules, list(stretched))]
     for T in np.unique(t_cuts[members]):
         group = members[t_cuts[members] == T]
         if canonical_method(method) == "chebyshev":

@@ -17,7 +17,9 @@ import numpy as np
 # (tests/magnitude/test_settings.py).
 DEFAULT_TARGET = 0.95  # convergence scale: Mag(t_conv) = 0.95 n (paper, Definition 3.5)
 DEFAULT_T_CONV_RTOL = 1e-9  # relative tolerance of the convergence-scale search
-DEFAULT_INTEGRATION = "hermite_log"
+# MagArea's rule: hermite_d2 where a float64 Cholesky factor answers each scale, hermite_log
+# elsewhere (_quadrature.path_rule; docs/performance.md compares them).
+DEFAULT_INTEGRATION = "auto"
 # Relative tolerance of the MagArea integral: the estimated error (conservative: true errors
 # were 3 to 100 times smaller on clustered, uniform, cosine and curvature clouds) must be below
 # it. At 1e-6, 25 Chebyshev scales did for every cloud tried (true errors 1e-11 to 1e-7); 1e-8

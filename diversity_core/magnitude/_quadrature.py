@@ -35,10 +35,10 @@ from ._chebyshev import (
     _stretch_rate,
     _stretched_refine,
 )
-from ._hermite_d2 import check_largest_distance, hermite_d2
+from ._hermite_d2 import check_largest_distance, hermite_d2, in_d2_range
 
-INTEGRATION_METHODS = ("chebyshev", "cc25", "hermite", "hermite_log", "hermite_d2", "quad",
-                       "trapezoid")
+INTEGRATION_METHODS = ("chebyshev", "cc25", "hermite", "hermite_log", "hermite_d2", "auto",
+                       "quad", "trapezoid")
 # Names of one rule: ``cc25`` is ``chebyshev`` (Clenshaw–Curtis, 13 then 25 scales, ...) under
 # the name the quadrature study gives it.
 _ALIASES = {"cc25": "chebyshev"}
@@ -64,6 +64,20 @@ _LOG_HERMITE_LEVELS = (14, 28, 56)
 def canonical_method(method: str) -> str:
     """The rule an integration method names (``cc25`` is ``chebyshev``)."""
     return _ALIASES.get(method, method)
+
+
+def path_rule(method: str, *, factored: bool, diameter: float | None) -> str:
+    """The rule ``method`` names on a path (:func:`canonical_method`), ``auto`` resolved:
+    ``hermite_d2`` where a Cholesky factor gives each scale (``factored``: its second
+    derivative costs two triangular solves) and the largest distance ``diameter`` lies in its
+    range (``_hermite_d2.check_largest_distance``), else ``hermite_log`` (conjugate gradients,
+    whose second derivative is a second solve, and the large-n path, which has none)."""
+    method = canonical_method(method)
+    if method != "auto":
+        return method
+    if factored and diameter is not None and in_d2_range(diameter):
+        return "hermite_d2"
+    return "hermite_log"
 
 
 def _integrate(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
@@ -97,7 +111,9 @@ def check_integration(method: str, rtol: float, n_ts: int) -> None:
 
 def _integrate_with_error(f, t_cut: float, *, method: str, rtol: float, n_ts: int,
                           announce=None, slope=None, diameter=None, derivatives=None):
-    method = canonical_method(method)
+    # A path that factors its scales resolves ``auto`` itself (path_rule); here it is the rule
+    # of paths that do not.
+    method = path_rule(method, factored=False, diameter=diameter)
     if t_cut == 0.0:
         return 0.0, 0.0
     if method == "hermite_d2":

@@ -128,6 +128,12 @@ class _DenseSolver:
         """Whether conjugate gradients are tried (only they use an ``atol``)."""
         return self._use_cg
 
+    @property
+    def factors_in_float64(self) -> bool:
+        """Whether a float64 Cholesky factor answers each scale (then d²Mag/dt² costs two
+        triangular solves; MagArea's ``auto`` rule takes it)."""
+        return not self._use_cg and self.precision == "double"
+
     def release(self) -> None:
         """Free the similarity buffers (they are allocated again on the next solve)."""
         self.buffer.release()

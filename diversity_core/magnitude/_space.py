@@ -25,7 +25,7 @@ from ._common import (
     duplicate_groups,
     summarise_fallbacks,
 )
-from ._quadrature import _integrate, canonical_method
+from ._quadrature import _integrate, path_rule
 from ._search import _initial_scale, find_convergence_scale
 from ._solver import PRECISIONS, SOLVERS, _DenseSolver
 
@@ -348,7 +348,8 @@ class MagnitudeSpace(_Operations):
         and every scale outside an integral, are solved to full accuracy (the allowed error is
         an argument of :meth:`magnitude`, not a state of the solver)."""
         t_cut = float(check_scales(t_cut, name="t_cut")[0])
-        method = canonical_method(method)
+        method = path_rule(method, factored=self._solver.factors_in_float64,
+                           diameter=self.diameter)
         if method not in ("chebyshev", "hermite", "hermite_log", "hermite_d2") or t_cut == 0.0:
             return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts)
         # Only conjugate gradients can use a looser accuracy. The Hermite rules' scales take a

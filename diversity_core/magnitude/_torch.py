@@ -35,7 +35,7 @@ from .._memory import MemoryNeedError
 from .._validation import check_distance_matrix
 from ..device import Device, free_memory, parse_device
 from ._common import DUPLICATE_RTOL, EXPONENT_FLOOR, duplicate_groups
-from ._quadrature import _integrate
+from ._quadrature import _integrate, path_rule
 from ._solver import fallback_derivatives, fallback_solve
 from ._space import _Operations
 
@@ -412,10 +412,13 @@ class TorchMagnitudeSpace(_Operations):
 
     def _integrate(self, t_cut: float, *, method: str, rtol: float, n_ts: int) -> float:
         """MagArea on [0, t_cut] by the engine's quadrature (see :func:`mag_area`)."""
+        diameter = float(self.D.max())
         with self._phase_of("mag_area"):
-            return _integrate(self.magnitude, t_cut, method=method, rtol=rtol, n_ts=n_ts,
-                              slope=self._known_slope, derivatives=self._known_derivatives,
-                              diameter=float(self.D.max()))
+            # Every scale is a float64 factorisation here.
+            return _integrate(self.magnitude, t_cut,
+                              method=path_rule(method, factored=True, diameter=diameter),
+                              rtol=rtol, n_ts=n_ts, slope=self._known_slope,
+                              derivatives=self._known_derivatives, diameter=diameter)
 
     def release(self) -> None:
         """Free the similarity buffer (the distance matrix stays)."""

@@ -144,12 +144,12 @@ def mag_area(
         :class:`~diversity_core.magnitude.LargeMagnitudeSpace`)
     t_cut : float
         Upper end of the integration interval (see :func:`reference_free_t_cut`).
-    method : {"chebyshev", "cc25", "hermite", "hermite_log", "hermite_d2", "quad", "trapezoid"}
-        ``chebyshev``: Clenshaw–Curtis on nested Chebyshev grids (13, 25, 49, ...
-        scales, end points included), refined until the error estimated from the trailing
-        Chebyshev coefficients is below ``rtol`` (relative; default 1e-6: the estimate is
-        conservative, true errors were 3 to 100 times smaller); ``cc25`` is the same rule by
-        the name the quadrature study gives it. ``hermite``: values and
+    method : str
+        One of ``INTEGRATION_METHODS``. ``chebyshev``: Clenshaw–Curtis on nested Chebyshev
+        grids (13, 25, 49, ... scales, end points included), refined until the error
+        estimated from the trailing Chebyshev coefficients is below ``rtol`` (relative;
+        default 1e-6: the estimate is conservative, true errors were 3 to 100 times smaller);
+        ``cc25`` is the same rule by the name the quadrature study gives it. ``hermite``: values and
         derivatives ``dMag/dt`` (one solve gives both; the derivative costs an O(n²) product)
         on the 13 scales of the first Chebyshev grid, integrated exactly by their interpolant
         of degree 24; where its
@@ -166,13 +166,16 @@ def mag_area(
         quadrature study. ``hermite_d2``: values, first and second derivatives at 11 of the
         same stretched scales (at t_cut the value and first derivative only), the exact
         integral of their interpolant of degree 29; 9 solves after the search; where its
-        estimate exceeds ``rtol``, 21 points (10 solves more), then Clenshaw–Curtis in s.
+        estimate exceeds ``rtol``, 13 then 21 points (2 and 8 solves more), then
+        Clenshaw–Curtis in s.
         d²Mag/dt² costs two triangular solves where a Cholesky factor answers (fewer than
         500 distinct points, the batch's members, the torch path) but a second
         conjugate-gradient solve from 500 points on, where it is slower than ``hermite_log``
         (``benchmarks/results/hermite_d2_summary.csv``); the large-n path does not compute it
         and refuses the rule, as does any path for largest distances beyond 1e150 or below
-        1e-150 (d²Mag/dt² grows as their square).
+        1e-150 (d²Mag/dt² grows as their square). ``auto``: ``hermite_d2`` where a float64
+        Cholesky factor answers every scale and the largest distance is in its range,
+        ``hermite_log`` elsewhere (conjugate gradients, mixed precision, the large-n path).
         ``quad``: scipy's adaptive Gauss–Kronrod to ``rtol`` (about twice the evaluations).
         ``trapezoid``: the paper's rule on ``n_ts`` evenly spaced scales in [0, t_cut], 0
         included (magnipy's default is 30; the paper era used 10); its error is not controlled.

@@ -55,8 +55,9 @@ class MagnitudeSettings:
         Convergence scale: ``Mag(t_conv) = target · n_distinct`` (paper: 0.95).
     t_conv_rtol : float > 0
         Relative tolerance of the convergence-scale search (on ``t_conv``).
-    integration : {"chebyshev", "cc25", "hermite", "hermite_log", "hermite_d2", "quad", "trapezoid"}
-        How MagArea integrates (see :func:`mag_area`; ``cc25`` is ``chebyshev``).
+    integration : str
+        How MagArea integrates, one of ``INTEGRATION_METHODS`` (see :func:`mag_area`; ``cc25``
+        is ``chebyshev``).
     integration_rtol : float > 0
         Relative tolerance of the MagArea integral (every rule but ``trapezoid``).
     n_ts : int >= 2

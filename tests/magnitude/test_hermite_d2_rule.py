@@ -15,13 +15,15 @@ import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _hermite_d2, mag_areas
 from diversity_core.magnitude._batch import _Batch
 
-FINEST = _hermite_d2.D2_STAGES[-1]
+FINEST = _hermite_d2.D2_FINEST
+# The grid indices known at the end of each stage.
+STAGE_GRIDS = [sorted(set().union(*_hermite_d2.D2_STAGES[:k + 1]))
+               for k in range(len(_hermite_d2.D2_STAGES))]
 
 
-def stage_estimate(points: int, g, dg, ddg) -> float:
-    """The stage's integral over [0, 1] of s from g, g' and g'' at its points."""
+def stage_estimate(grid: list[int], g, dg, ddg) -> float:
+    """The integral over [0, 1] of s from g, g' and g'' at the grid's points."""
     s = _chebyshev._cc_nodes(0.0, 1.0, FINEST)
-    grid = list(range(0, FINEST + 1, FINEST // points))
     basis = _hermite_d2._birkhoff_basis(tuple(2.0 * s[grid] - 1.0),
                                         _hermite_d2._stage_orders(len(grid)))
     data = np.concatenate([g(s[grid]), dg(s[grid[1:]]) / 2.0, ddg(s[grid[1:-1]]) / 4.0])
@@ -30,17 +32,26 @@ def stage_estimate(points: int, g, dg, ddg) -> float:
     return float(0.5 * np.sum(coef[even] * 2.0 / (1.0 - even**2.0)))
 
 
-@pytest.mark.parametrize("points", _hermite_d2.D2_STAGES)
-def test_each_stage_integrates_polynomials_of_its_degree_exactly(points):
-    """11 points: 11 values, 10 first and 9 second derivatives (degree 29); 21 points: degree
-    59 (the value alone at s = 0, no second derivative at t_cut)."""
-    degree = 3 * (points + 1) - 4
-    p = np.polynomial.Chebyshev(np.random.default_rng(points).normal(size=degree + 1),
+def test_the_stages_add_eleven_then_two_then_six_points_of_one_grid():
+    """9 solves (t = 0 and t_cut known), 11, 19: each stage's points are new, and together they
+    are the 21 Chebyshev–Lobatto points, symmetric about s = 1/2 at every stage."""
+    assert [len(grid) for grid in STAGE_GRIDS] == [11, 13, 21]
+    assert sum(len(stage) for stage in _hermite_d2.D2_STAGES) == FINEST + 1
+    for grid in STAGE_GRIDS:
+        assert grid == sorted(FINEST - i for i in grid)
+
+
+@pytest.mark.parametrize("grid", STAGE_GRIDS, ids=lambda grid: f"{len(grid)}points")
+def test_each_stage_integrates_polynomials_of_its_degree_exactly(grid):
+    """11 points: 11 values, 10 first and 9 second derivatives (degree 29); 13 points: degree
+    35; 21 points: degree 59 (the value alone at s = 0, no second derivative at t_cut)."""
+    degree = 3 * len(grid) - 4
+    p = np.polynomial.Chebyshev(np.random.default_rng(len(grid)).normal(size=degree + 1),
                                 domain=[0.0, 1.0])
     exact = p.integ()(1.0) - p.integ()(0.0)
-    assert stage_estimate(points, p, p.deriv(1), p.deriv(2)) == pytest.approx(exact, rel=1e-9)
+    assert stage_estimate(grid, p, p.deriv(1), p.deriv(2)) == pytest.approx(exact, rel=1e-9)
     q = np.polynomial.Chebyshev.basis(degree + 1, domain=[0.0, 1.0])  # one degree more: not
-    assert stage_estimate(points, q, q.deriv(1), q.deriv(2)) != pytest.approx(
+    assert stage_estimate(grid, q, q.deriv(1), q.deriv(2)) != pytest.approx(
         q.integ()(1.0) - q.integ()(0.0), abs=1e-6)
 
 
@@ -118,7 +129,7 @@ def test_after_the_search_it_solves_nine_scales_where_its_estimate_suffices():
     assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-10), rel=1e-6)
 
 
-def test_where_eleven_points_fall_short_the_second_stage_adds_ten_scales():
+def test_where_eleven_points_fall_short_the_next_stages_add_two_then_eight_scales():
     D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale(0.5)
@@ -130,10 +141,10 @@ def test_where_eleven_points_fall_short_the_second_stage_adds_ten_scales():
     solved = solved_scales(fresh)
     rtol = 0.1 * first[1] / first[0]  # below the first stage's estimate
     area = fresh.mag_area(t_cut, method="hermite_d2", rtol=rtol)
-    assert len(solved) in (9 + 10, 9 + 10 + 20)  # the second stage, or past it
+    assert len(solved) in (9 + 2, 9 + 2 + 8, 9 + 2 + 8 + 20)  # a later stage, or past them
     assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-12), rel=rtol)
     grid = _chebyshev._log_stretch(_chebyshev._cc_nodes(0.0, 1.0, FINEST), t_cut, alpha)[0]
-    if len(solved) == 19:
+    if len(solved) < 20:
         assert all(np.isclose(grid, t, rtol=1e-14, atol=0).any() for t in solved)
 
 
@@ -218,3 +229,56 @@ def test_distances_whose_squares_overflow_are_refused_by_name(scale):
     with pytest.raises(ValueError, match="^member 1: .*use hermite_log"):
         mag_areas([D / scale, D], t_cut, method="hermite_d2")
     assert np.isfinite(dc.mag_area(MagnitudeSpace(D), t_cut, method="hermite_log"))
+
+
+def areas_and_solves(D, t_cut: float, method: str, **options) -> tuple[float, int]:
+    """MagArea on a fresh space after its convergence-scale search, and the scales it solved."""
+    space = MagnitudeSpace(D, **options)
+    space.convergence_scale(0.95)
+    before = len(solved_scales(space))
+    area = space.mag_area(t_cut, method=method)
+    return area, len(solved_scales(space)) - before
+
+
+@pytest.mark.parametrize("n, options, rule", [
+    (150, {}, "hermite_d2"),  # a float64 Cholesky factor at every scale
+    (150, {"precision": "mixed"}, "hermite_log"),  # Z⁻¹v would need a float64 factor more
+    (600, {}, "hermite_log"),  # conjugate gradients: a second solve per scale
+    (600, {"solver": "direct"}, "hermite_d2"),
+])
+def test_auto_takes_hermite_d2_where_a_float64_factor_answers_and_hermite_log_elsewhere(
+        n, options, rule):
+    D = dc.pairwise_distances(clustered(n, 5, seed=n))
+    t_cut = MagnitudeSpace(D).convergence_scale(0.95)
+    assert areas_and_solves(D, t_cut, "auto", **options) == areas_and_solves(D, t_cut, rule,
+                                                                             **options)
+
+
+def test_auto_in_a_batch_takes_each_members_rule():
+    """The batch's members are factored in float64: hermite_d2, except for a member whose
+    largest distance is beyond its range, which takes hermite_log."""
+    spaces = [dc.pairwise_distances(clustered(n, 6, seed=n)) for n in (10, 30, 80)]
+    spaces.append(spaces[1] * 1e-200)
+    t_cut = np.array([dc.convergence_scale(D) for D in spaces])
+    auto = mag_areas(spaces, t_cut, method="auto")
+    np.testing.assert_array_equal(auto[:3], mag_areas(spaces[:3], t_cut[:3], method="hermite_d2"))
+    assert auto[3] == mag_areas(spaces[3:], t_cut[3:], method="hermite_log")[0]
+
+
+def test_auto_on_the_large_path_and_the_torch_path():
+    from diversity_core.magnitude import LargeMagnitudeSpace
+
+    def large_area(method: str) -> float:
+        large = LargeMagnitudeSpace(clustered(300, 4, seed=1))
+        return large.mag_area(large.convergence_scale(), method=method)
+
+    assert large_area("auto") == large_area("hermite_log")
+    pytest.importorskip("torch")
+    from diversity_core.magnitude import TorchMagnitudeSpace
+
+    D = dc.pairwise_distances(clustered(150, 5, seed=4))
+    space = TorchMagnitudeSpace(D, device="cpu")
+    area = space.mag_area(space.convergence_scale(0.99), method="auto")
+    assert space.evaluations["mag_area"] == 9  # hermite_d2's first stage
+    assert area == TorchMagnitudeSpace(D, device="cpu").mag_area(
+        space.convergence_scale(0.99), method="hermite_d2")
