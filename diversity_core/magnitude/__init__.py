@@ -26,15 +26,15 @@ How it is computed, and why it differs from the authors' ``magnipy``:
   bracket that is never left; magnipy brackets by factors of 10 and runs toms748 without
   derivatives.
 * MagArea is a true integral, to a relative tolerance (default 1e-6). The default rule,
-  ``hermite_log``, uses what each solve gives, the value and the derivative ``dMag/dt``, at 15
-  scales crowded towards 0 (where magnitude rises fastest) and integrates their interpolant
-  exactly: 13 solves after the convergence-scale search, which has solved t_cut, where its
-  error estimate meets the tolerance, more stages reusing them where not. ``chebyshev`` (alias
-  ``cc25``) is Clenshaw–Curtis quadrature on nested Chebyshev grids (13, 25, 49, ... scales),
-  refined until the error estimated from the decay of the Chebyshev coefficients is below the
-  tolerance; ``hermite_d2`` adds the second derivative, which a Cholesky factor gives for two
-  triangular solves, and needs 9 solves, and ``auto`` takes it where a Cholesky factor answers
-  and ``hermite_log`` elsewhere; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is
+  ``auto``, uses what each solve gives at scales crowded towards 0 (where magnitude rises
+  fastest) and integrates their interpolant exactly: where a float64 Cholesky factor answers,
+  ``hermite_d2``, the value and the first and second derivatives at 11 scales (9 solves after
+  the convergence-scale search, which has solved t_cut, where its error estimate meets the
+  tolerance, more stages reusing them where not); where conjugate gradients answer,
+  ``hermite_log``, the value and ``dMag/dt`` at 15 (13 solves). ``chebyshev`` (alias ``cc25``)
+  is Clenshaw–Curtis quadrature on nested Chebyshev grids (13, 25, 49, ... scales), refined
+  until the error estimated from the decay of the Chebyshev coefficients is below the
+  tolerance; ``scipy.integrate.quad``'s adaptive Gauss–Kronrod is
   kept as ``method="quad"`` for cross-checks. The paper's evenly spaced trapezoid rule is
   ``method="trapezoid"``, for comparison with published numbers.
 * :class:`MagnitudeSpace` validates and de-duplicates a distance matrix once and remembers every

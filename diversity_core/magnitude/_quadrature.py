@@ -70,7 +70,7 @@ def path_rule(method: str, *, factored: bool, diameter: float | None) -> str:
     """The rule ``method`` names on a path (:func:`canonical_method`), ``auto`` resolved:
     ``hermite_d2`` where a Cholesky factor gives each scale (``factored``: its second
     derivative costs two triangular solves) and the largest distance ``diameter`` lies in its
-    range (``_hermite_d2.check_largest_distance``), else ``hermite_log`` (conjugate gradients,
+    range (``_hermite_d2.in_d2_range``), else ``hermite_log`` (conjugate gradients,
     whose second derivative is a second solve, and the large-n path, which has none)."""
     method = canonical_method(method)
     if method != "auto":

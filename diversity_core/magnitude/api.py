@@ -161,9 +161,8 @@ def mag_area(
         points of s, α from t_cut times the largest distance), the exact integral of their
         interpolant of degree 28 in s; after the convergence-scale search 13 scales to solve;
         where its estimated error exceeds ``rtol``, 22 then 29 points of s (7 and 7 solves
-        more), then Clenshaw–Curtis in s on 57 points reusing them (docs/performance.md); the
-        default, as it takes the fewest solves at the same or smaller true error in the
-        quadrature study. ``hermite_d2``: values, first and second derivatives at 11 of the
+        more), then Clenshaw–Curtis in s on 57 points reusing them (docs/performance.md).
+        ``hermite_d2``: values, first and second derivatives at 11 of the
         same stretched scales (at t_cut the value and first derivative only), the exact
         integral of their interpolant of degree 29; 9 solves after the search; where its
         estimate exceeds ``rtol``, 13 then 21 points (2 and 8 solves more), then
@@ -175,7 +174,9 @@ def mag_area(
         and refuses the rule, as does any path for largest distances beyond 1e150 or below
         1e-150 (d²Mag/dt² grows as their square). ``auto``: ``hermite_d2`` where a float64
         Cholesky factor answers every scale and the largest distance is in its range,
-        ``hermite_log`` elsewhere (conjugate gradients, mixed precision, the large-n path).
+        ``hermite_log`` elsewhere (conjugate gradients, mixed precision, the large-n path):
+        the default, as each takes the fewest solves on its path at the same or smaller true
+        error (``benchmarks/results/hermite_d2_summary.csv``).
         ``quad``: scipy's adaptive Gauss–Kronrod to ``rtol`` (about twice the evaluations).
         ``trapezoid``: the paper's rule on ``n_ts`` evenly spaced scales in [0, t_cut], 0
         included (magnipy's default is 30; the paper era used 10); its error is not controlled.
