@@ -28,8 +28,8 @@ first within ``rtol``:
 The second stage is small because where the first falls short its estimate is the pessimistic
 one, not the area: on a Table 2-shaped batch (60 sets of 300 points, the median t_conv as
 t_cut) the 11 points were within 2.3e-8 of the reference in every set while their estimate
-exceeded 1e-6 in 27, by 35 to 160 times the true error; two more points brought every estimate
-below 1e-6, still 2.7 times the true error or more.
+exceeded 1e-6 in 27, by 70 to 11,000 times the true error; two more points brought every
+estimate below 1e-6, still 2.7 times the true error or more.
 
 ``benchmarks/bench_derivative_order.py`` measured the first stage's rule (there with the
 second derivative at t_cut too) on the quadrature study's clouds; ``benchmarks/
