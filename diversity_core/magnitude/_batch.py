@@ -495,14 +495,17 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
     # advance together, whether they share one t_cut or each has its own (one stage's scales of
     # every member in one call, shared among the threads).
     stretched = {"hermite_log": _log_hermite_areas, "hermite_d2": _hermite_d2_areas}
+    # Each member's largest distance, read once: it sets the stretch, and ``auto``'s rule.
+    largest = np.full(batch.m, np.nan)
+    largest[members] = [float(np.max(batch.D[int(i)])) for i in members]
     # Every member here is factored in float64 (the stacked and looped solvers): ``auto`` is
     # hermite_d2 for each member whose largest distance it takes, hermite_log for the others.
-    rules = np.array([path_rule(method, factored=True, diameter=float(np.max(batch.D[i])))
-                      for i in members]) if method == "auto" else np.full(members.size, method)
+    rules = np.array([path_rule(method, factored=True, diameter=largest[i]) for i in members]) \
+        if method == "auto" else np.full(members.size, method)
     for rule, area in stretched.items():
         chosen = members[rules == rule]
         if chosen.size:
-            out[chosen] = area(batch, chosen, t_cuts[chosen], rtol)
+            out[chosen] = area(batch, chosen, t_cuts[chosen], rtol, largest[chosen])
     members = members[~np.isin(rules, list(stretched))]
     for T in np.unique(t_cuts[members]):
         group = members[t_cuts[members] == T]
@@ -521,7 +524,7 @@ def mag_areas(spaces, t_cut, *, method: str, rtol: float, n_ts: int,
                     out[i] = _integrate(lambda t, i=i: _one(batch, i, t), float(T),
                                         method=method, rtol=rtol, n_ts=n_ts,
                                         slope=lambda t, i=i: _one_slope(batch, i, t),
-                                        diameter=float(np.max(batch.D[i])))
+                                        diameter=float(largest[i]))
     return _finish(out, failures, errors)
 
 
@@ -577,12 +580,12 @@ def _chebyshev_areas(batch: PreparedBatch, members: np.ndarray, t_cut: float, rt
 
 
 def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarray,
-                       rtol: float):
-    """The single-space ``hermite_log`` integral of many members, each on its [0, t_cut]: each
-    stage's scales solved for all unfinished members at once
+                       rtol: float, largest: np.ndarray):
+    """The single-space ``hermite_log`` integral of many members, each on its [0, t_cut] and
+    with its ``largest`` distance: each stage's scales solved for all unfinished members at once
     (``_quadrature._log_hermite_many``), then bisection member by member where the 57 points
     are not enough."""
-    alphas = _stretch_rates(batch, members, t_cut)
+    alphas = _stretch_rates(largest, t_cut)
 
     def slopes(rows, ts):
         return batch.evaluate(members[rows], ts, derivative=True)
@@ -596,16 +599,17 @@ def _log_hermite_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndar
 
 
 def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarray,
-                      rtol: float):
-    """The single-space ``hermite_d2`` integral of many members, each on its [0, t_cut]: each
-    stage's scales solved for all unfinished members at once (``_hermite_d2.hermite_d2_many``),
-    then bisection member by member where its Clenshaw–Curtis levels are not enough."""
-    for i in members:
+                      rtol: float, largest: np.ndarray):
+    """The single-space ``hermite_d2`` integral of many members, each on its [0, t_cut] and
+    with its ``largest`` distance: each stage's scales solved for all unfinished members at once
+    (``_hermite_d2.hermite_d2_many``), then bisection member by member where its
+    Clenshaw–Curtis levels are not enough."""
+    for i, distance in zip(members, largest, strict=True):
         try:
-            check_largest_distance(float(np.max(batch.D[int(i)])))
+            check_largest_distance(float(distance))
         except ValueError as exc:
             raise ValueError(f"member {int(i)}: {exc}") from None
-    alphas = _stretch_rates(batch, members, t_cut)
+    alphas = _stretch_rates(largest, t_cut)
 
     def derivatives(rows, ts, order):
         if order == 2:
@@ -620,11 +624,10 @@ def _hermite_d2_areas(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarr
     return _refined(batch, members, estimate, error, t_cut, rtol, alphas)
 
 
-def _stretch_rates(batch: PreparedBatch, members: np.ndarray, t_cut: np.ndarray) -> np.ndarray:
+def _stretch_rates(largest: np.ndarray, t_cut: np.ndarray) -> np.ndarray:
     """Each member's stretch rate α for its [0, t_cut] (``_chebyshev._stretch_rate`` of t_cut
-    times its largest distance)."""
-    return np.array([_stretch_rate(T * float(np.max(batch.D[int(i)])))
-                     for i, T in zip(members, t_cut, strict=True)])
+    times its ``largest`` distance)."""
+    return np.array([_stretch_rate(float(T * L)) for L, T in zip(largest, t_cut, strict=True)])
 
 
 def _refined(batch: PreparedBatch, members: np.ndarray, estimate: np.ndarray,
