@@ -175,8 +175,8 @@ def mag_area(
         1e-150 (d²Mag/dt² grows as their square). ``auto``: ``hermite_d2`` where a float64
         Cholesky factor answers every scale and the largest distance is in its range,
         ``hermite_log`` elsewhere (conjugate gradients, mixed precision, the large-n path):
-        the default, as each takes the fewest solves on its path at the same or smaller true
-        error (``benchmarks/results/hermite_d2_summary.csv``).
+        the default, as on each path it is the faster of the two, every true error within
+        ``rtol`` (``benchmarks/results/hermite_d2_summary.csv``).
         ``quad``: scipy's adaptive Gauss–Kronrod to ``rtol`` (about twice the evaluations).
         ``trapezoid``: the paper's rule on ``n_ts`` evenly spaced scales in [0, t_cut], 0
         included (magnipy's default is 30; the paper era used 10); its error is not controlled.
