@@ -11,7 +11,7 @@ several convergence targets, on the dense NumPy engine:
 
 * the convergence-scale search (t_cut = t_conv, as in the default protocol), its solves;
 * the same search started from the first-order bound's root (``_search.first_order_scale``,
-  which the engine uses from ``FIRST_ORDER_FROM`` distinct points on), its solves;
+  which the engine uses from ``_search.FIRST_ORDER_FROM`` distinct points on), its solves;
 * ``cc25`` (Clenshaw–Curtis, 13 then 25 scales: ``chebyshev``), ``hermite`` (values and
   derivatives on the 13 scales, ``chebyshev`` where its estimate exceeds rtol) and
   ``hermite_log`` (values and derivatives on 15 scales stretched towards 0, then 22 and 29

@@ -42,7 +42,13 @@ import numpy as np
 
 from .._threads import allowed_threads, map_threads, single_threaded_if
 from .._validation import check_scales
-from ._batch_solve import _STACKED_MAX_POINTS, _looped_slopes, _looped_values, _stacked_solve
+from ._batch_solve import (
+    _STACKED_MAX_POINTS,
+    _group_pair_sums,
+    _looped_slopes,
+    _looped_values,
+    _stacked_solve,
+)
 from ._chebyshev import _CC_LEVELS, _cc_levels, _cc_refine, _stretch_rate, _stretched_refine
 from ._common import (
     DEFAULT_MAX_ITER,
@@ -59,7 +65,7 @@ from ._quadrature import (
     check_integration,
     path_rule,
 )
-from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch, first_scale
+from ._search import _initial_scale, _no_convergence_scale, _ScaleSearch, first_scales
 from ._solver import _CG_MIN_POINTS
 from ._space import (
     CACHE_BYTES,
@@ -149,9 +155,14 @@ class PreparedBatch:
         raise NotImplementedError
 
     def pair_sums(self, i: int, t: float) -> tuple[float, float]:
-        """The first-order sums of member ``i`` at ``t`` (a space's ``pair_sums``): where its
-        search starts from ``FIRST_ORDER_FROM`` points on (``_search.first_scale``)."""
+        """The first-order sums of member ``i`` at ``t`` (a space's ``pair_sums``), from which
+        its convergence-scale search starts (``_search.first_scale``)."""
         raise NotImplementedError
+
+    def pair_sums_many(self, idx, ts) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`pair_sums` of members ``idx[k]`` at ``ts[k]``: the arrays (S0, S1)."""
+        sums = np.array([self.pair_sums(int(i), float(t)) for i, t in zip(idx, ts, strict=True)])
+        return sums[:, 0], sums[:, 1]
 
     def known_magnitude(self, i: int, t: float) -> float | None:
         """Mag of member ``i`` at ``t`` where it is known without a solve, else None."""
@@ -268,7 +279,25 @@ class _Batch(PreparedBatch):
         return self.spaces[i].known_magnitude(t) if self.given[i] else None
 
     def pair_sums(self, i: int, t: float) -> tuple[float, float]:
-        return self.space(i).pair_sums(t)
+        s0, s1 = self.pair_sums_many([i], [t])
+        return float(s0[0]), float(s1[0])
+
+    def pair_sums_many(self, idx, ts) -> tuple[np.ndarray, np.ndarray]:
+        """The sums of each member's own space (the bits of its ``pair_sums``), a group's
+        members at once (``_batch_solve._group_pair_sums``): a search's first scale takes two
+        or three of them, where building each member's space took longer than the solves they
+        save."""
+        idx, ts = np.asarray(idx, dtype=np.intp), np.asarray(ts, dtype=float)
+        s0, s1 = np.empty(len(idx)), np.empty(len(idx))
+        group_of = self.group_of[idx]
+        for g in np.unique(group_of).tolist():
+            at = np.flatnonzero(group_of == g)
+            if g < 0:  # members of the single-space path
+                for k in at.tolist():
+                    s0[k], s1[k] = self.space(int(idx[k])).pair_sums(float(ts[k]))
+                continue
+            s0[at], s1[at] = _group_pair_sums(self.groups[g], self.row_of[idx[at]], ts[at])
+        return s0, s1
 
     def space(self, i: int) -> MagnitudeSpace:
         """Member i as a prepared space (made from its de-duplicated matrix on first need)."""
@@ -423,15 +452,23 @@ def convergence_scales(spaces, target: float, *, rtol: float, max_iter: int = DE
     batch = _prepared_batch(spaces)
     failures = dict(batch.failures)
     out = np.full(batch.m, np.nan)
-    searches: dict[int, _ScaleSearch] = {}
+    members, sizes, guesses = [], [], []
     for i, t in batch.initial_scales():
         n = int(batch.n_unique[i])
         if n == 1:
             failures[i] = _no_convergence_scale(int(batch.n_points[i]))
             continue
-        # From FIRST_ORDER_FROM points on, the same first scale as the member's own search.
-        t = first_scale(n, target * n, t, functools.partial(batch.pair_sums, i))
-        searches[i] = _ScaleSearch(n, target * n, t, rtol=rtol, max_iter=max_iter)
+        members.append(i)
+        sizes.append(n)
+        guesses.append(t)
+    # The same first scales as the members' own searches, their steps taken together.
+    members = np.asarray(members, dtype=np.intp)
+    sizes = np.asarray(sizes, dtype=np.intp)
+    starts = first_scales(sizes, target * sizes, guesses,
+                          lambda k, ts: batch.pair_sums_many(members[k], ts))
+    searches: dict[int, _ScaleSearch] = {
+        i: _ScaleSearch(n, target * n, t, rtol=rtol, max_iter=max_iter)
+        for i, n, t in zip(members.tolist(), sizes.tolist(), starts.tolist(), strict=True)}
     while searches:  # one evaluation of every unfinished search per step
         idx = np.fromiter(searches, dtype=np.intp, count=len(searches))
         mag, dmag = batch.evaluate(idx, [searches[i].t for i in idx], derivative=True)

@@ -16,6 +16,7 @@ import numpy as np
 from ._common import EXPONENT_FLOOR
 from ._elementwise import _exp_inplace, _exponentials
 from ._lapack import _gil_free_lapack, _packed, _scipy_lapack
+from ._solver import pair_sums
 
 # Members of up to this many distinct points are solved by NumPy's stacked linear algebra (one
 # call per chunk of matrices); above it, by SciPy's LAPACK wrappers one matrix at a time. At 10
@@ -72,6 +73,30 @@ def _stacked_solve(group, rows, ts, *, order: int):
             derivatives[1, sel] = 2.0 * np.einsum("pi,pi->p", v, u) \
                 - np.einsum("pi,pij,pj->p", w, D * DZ, w)
     return values, derivatives, solved
+
+
+def _group_pair_sums(group, rows, ts):
+    """The first-order sums ``(S0, S1)`` (``_solver.pair_sums``, bit for bit) of members ``rows``
+    of a group at scales ``ts``: member by member for looped groups; stacked ones in chunks of
+    ``_CHUNK_ENTRIES``, each member's exp(-tD) a contiguous (m, m) block with its strict upper
+    triangle kept, summed as the single space sums its one block."""
+    if group.size > _STACKED_MAX_POINTS:
+        sums = np.array([pair_sums(group.D[r], t)
+                         for r, t in zip(rows.tolist(), ts.tolist(), strict=True)])
+        return sums[:, 0], sums[:, 1]
+    m = group.size
+    s0, s1 = np.empty(len(rows)), np.empty(len(rows))
+    chunk = max(1, _CHUNK_ENTRIES // (m * m))
+    for start in range(0, len(rows), chunk):
+        part = slice(start, start + chunk)
+        D = group.D[rows[part]]
+        E = np.multiply(D, (-ts[part])[:, None, None])
+        _exp_inplace(E)
+        E = np.triu(E, 1)
+        s0[part] = E.reshape(len(E), -1).sum(axis=1)
+        E *= D
+        s1[part] = E.reshape(len(E), -1).sum(axis=1)
+    return 2.0 * s0, 2.0 * s1
 
 
 def _looped_values(group, rows, ts, complement: float | None = None):

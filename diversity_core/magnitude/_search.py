@@ -44,55 +44,90 @@ def _initial_scale(D: np.ndarray) -> float:
     return 5.0 / np.median(nn)
 
 
-# From this many distinct points on, the search starts from the root of the first-order bound
-# (first_order_scale) instead of 5 / median nearest-neighbour distance: for the benchmark's
-# 10,000 clustered points × 64 its solves went from 5 to 3, on the large-n path at 50,000 from 6
-# to 3 (2,000 points, seven clouds, metrics and targets of benchmarks/bench_first_scale.py:
-# 5 to 3 in three, 4 to 3, 5 to 4 for uniform points in 3-d, unchanged in two: 3, and 5 at
-# target 0.5). Below, the former first guess stays: every set of the committed tables has fewer
-# points (1,000 at most), and a different start ends the search at another scale within its
-# rtol, which would move their last digits.
-FIRST_ORDER_FROM = 2048
+# From this many distinct points on (every space with a search), the search starts from the root
+# of the first-order bound (first_order_scale), found from 5 / median nearest-neighbour distance,
+# instead of that first guess itself. In the quadrature study's 63 clouds below 2,048 points
+# (benchmarks/results/quadrature_rule.csv, columns search_solves and search_solves_first_order)
+# it saved one solve in 40 and two in 6, none in 16, and cost one in one; above, for the
+# benchmark's 10,000 clustered points × 64, it took the solves from 5 to 3, on the large-n path
+# at 50,000 from 6 to 3. A pass over the distances for the bound costs an exp(-tD) fill, a
+# small share of a solve at every size.
+FIRST_ORDER_FROM = 2
 # The bound's root is wanted to this relative accuracy (it lies 0.1 to 6 % above the
 # convergence scale at targets 0.95 to 0.99), and Newton's steps on it are capped.
 _FIRST_ORDER_RTOL = 1e-3
 _FIRST_ORDER_MAX_STEPS = 12
 
 
-def first_order_scale(pair_sums, deficit: float, t: float) -> float:
-    """The scale where the first-order bound on magnitude reaches the goal ``n - deficit``,
-    by Newton's steps from ``t``; ``pair_sums(t)`` returns ``(S0, S1)`` =
-    ``(Σ_{i≠j} exp(-t d_ij), Σ_{i≠j} d_ij exp(-t d_ij))``, one pass over the distances.
+class _FirstOrderRoot:
+    """Newton's steps towards the scale where the first-order bound on magnitude reaches the
+    goal ``n - deficit``, one pair of sums at a time (so that a batch advances its members'
+    together): evaluate ``(S0, S1)`` = ``(Σ_{i≠j} exp(-t d_ij), Σ_{i≠j} d_ij exp(-t d_ij))`` at
+    :attr:`t` and pass them to :meth:`step`, which returns the root once found, else None.
 
     Where Z_t is positive definite, Z⁻¹ ⪰ 2I - Z ((Z - I) Z⁻¹ (Z - I) ⪰ 0), so
     Mag(t) = 1ᵀZ⁻¹1 >= n - S0(t): the bound reaches the goal at or after the convergence
     scale, 0.1 to 6 % after it in the clouds measured (targets 0.95 to 0.99; at 0.5 it is
-    looser, 15 %). One pass costs what one exp(-tD) fill does, a small share of a solve at
-    these sizes. log S0 is convex and decreasing in t (a log-sum-exp), so Newton's steps on it
-    approach the root from below after the first one; a step to a scale where S0 underflows
-    or t would not be positive goes back by a factor of 4 instead."""
-    target = math.log(deficit)
-    for _ in range(_FIRST_ORDER_MAX_STEPS):
-        s0, s1 = pair_sums(t)
+    looser, 15 %). log S0 is convex and decreasing in t (a log-sum-exp), so Newton's steps on
+    it approach the root from below after the first one; a step to a scale where S0 underflows
+    or t would not be positive goes back by a factor of 4 instead. After
+    ``_FIRST_ORDER_MAX_STEPS`` steps the last scale is the answer."""
+
+    def __init__(self, deficit: float, t: float):
+        self.target = math.log(deficit)
+        self.t = float(t)
+        self.steps = 0
+
+    def step(self, s0: float, s1: float) -> float | None:
+        t = self.t
         if not (s0 > 0 and s1 > 0 and math.isfinite(s0) and math.isfinite(s1)):
             t_new = t / 4.0
         else:
-            t_new = t + (math.log(s0) - target) * s0 / s1
+            t_new = t + (math.log(s0) - self.target) * s0 / s1
             if not t_new > 0:
                 t_new = t / 4.0
-        if abs(t_new - t) <= _FIRST_ORDER_RTOL * t_new:
+        self.t, self.steps = t_new, self.steps + 1
+        if abs(t_new - t) <= _FIRST_ORDER_RTOL * t_new or self.steps >= _FIRST_ORDER_MAX_STEPS:
             return t_new
-        t = t_new
-    return t
+        return None
+
+
+def first_order_scale(pair_sums, deficit: float, t: float) -> float:
+    """The scale where the first-order bound on magnitude reaches the goal ``n - deficit``,
+    by Newton's steps from ``t`` (:class:`_FirstOrderRoot`); ``pair_sums(t)`` returns
+    ``(S0, S1)``, one pass over the distances."""
+    root = _FirstOrderRoot(deficit, t)
+    while True:
+        result = root.step(*pair_sums(root.t))
+        if result is not None:
+            return result
 
 
 def first_scale(n: int, goal: float, t0: float, pair_sums) -> float:
-    """The search's first scale for a space of ``n`` distinct points: ``t0`` (5 / median
-    nearest-neighbour distance) below ``FIRST_ORDER_FROM`` points, the first-order bound's
-    root from there on (see :func:`first_order_scale`)."""
+    """The search's first scale for a space of ``n`` distinct points: the first-order bound's
+    root (see :func:`first_order_scale`) from ``FIRST_ORDER_FROM`` points on, else ``t0``
+    (5 / median nearest-neighbour distance)."""
     if n < FIRST_ORDER_FROM:
         return t0
     return first_order_scale(pair_sums, n - goal, t0)
+
+
+def first_scales(n, goals, t0, pair_sums_many) -> np.ndarray:
+    """:func:`first_scale` of many spaces at once, their Newton steps taken together:
+    ``pair_sums_many(k, ts)`` returns the arrays ``(S0, S1)`` of spaces ``k`` (indices into
+    ``n``) at scales ``ts``. Each space takes the very steps of its own :func:`first_scale`."""
+    scales = np.array(t0, dtype=float)
+    roots = {k: _FirstOrderRoot(n[k] - goals[k], scales[k])
+             for k in range(len(scales)) if n[k] >= FIRST_ORDER_FROM}
+    while roots:
+        k_all = np.fromiter(roots, dtype=np.intp, count=len(roots))
+        s0, s1 = pair_sums_many(k_all, np.array([roots[k].t for k in k_all.tolist()]))
+        for j, k in enumerate(k_all.tolist()):
+            result = roots[k].step(float(s0[j]), float(s1[j]))
+            if result is not None:
+                scales[k] = result
+                del roots[k]
+    return scales
 
 
 def _no_convergence_scale(n_points: int) -> str:

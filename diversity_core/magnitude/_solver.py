@@ -402,22 +402,19 @@ class _DenseSolver:
         contiguous runs, and the values come back in block order, to be added on one thread:
         the bits do not depend on the thread count."""
         n = self.n
-        # Short blocks: the diagonal block's triangle is cut out with a copy (np.tril/triu),
-        # which cost as much as the rest of the product when the block was the whole matrix.
-        rows = max(1, min(64, _BLOCK_ENTRIES // n))
+        rows = _triangle_rows(n)
         Z = self.buffer.Z
         upper = self.buffer.scale == t
         lower = not upper and self.buffer.lower_scale == t
 
         def block(start: int):
             stop = min(start + rows, n)
+            if not (upper or lower):
+                return reduce(*_triangle_block(self.D, t, start, stop), start, stop,
+                              slice(start, n))
             cols = slice(0, stop) if lower else slice(start, n)
             Db = self.D[start:stop, cols]
-            if upper or lower:
-                E = Z[start:stop, cols].copy()
-            else:
-                E = np.multiply(Db, -t)
-                _exp_inplace(E)
+            E = Z[start:stop, cols].copy()
             # Of the diagonal block, only the strict lower (upper) triangle belongs to the sum.
             if lower:
                 E[:, start:stop] = np.tril(E[:, start:stop], -1)
@@ -617,3 +614,35 @@ def fallback_solve(D: np.ndarray, t: float, *, stacklevel: int = 2) -> tuple[np.
         stacklevel=stacklevel,
     )
     return w, found
+
+
+def _triangle_rows(n: int) -> int:
+    """Rows per block of :meth:`_DenseSolver._triangle_blocks` for n points. Short blocks: the
+    diagonal block's triangle is cut out with a copy (np.triu), which cost as much as the rest
+    of the product when the block was the whole matrix."""
+    return max(1, min(64, _BLOCK_ENTRIES // n))
+
+
+def _triangle_block(D: np.ndarray, t: float, start: int, stop: int):
+    """``(E, Db)``: exp(-tD) of rows ``start:stop`` and columns ``start:`` formed afresh, zero
+    outside the strict upper triangle, and ``Db``, those rows and columns of D."""
+    Db = D[start:stop, start:]
+    E = np.multiply(Db, -t)
+    _exp_inplace(E)
+    E[:, :stop - start] = np.triu(E[:, :stop - start], 1)
+    return E, Db
+
+
+def pair_sums(D: np.ndarray, t: float) -> tuple[float, float]:
+    """``(Σ_{i≠j} exp(-t D_ij), Σ_{i≠j} D_ij exp(-t D_ij))`` of a distance matrix on one
+    thread: the bits of :meth:`_DenseSolver.pair_sums` where it forms exp(-tD) afresh (the
+    same blocks, added in the same order), for a batch's members."""
+    n = len(D)
+    rows = _triangle_rows(n)
+    similarity = weighted = 0.0
+    for start in range(0, n, rows):
+        E, Db = _triangle_block(D, t, start, min(start + rows, n))
+        similarity += float(E.sum())
+        E *= Db
+        weighted += float(E.sum())
+    return 2.0 * similarity, 2.0 * weighted

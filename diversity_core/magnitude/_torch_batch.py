@@ -239,6 +239,27 @@ class TorchMagnitudeBatch(PreparedBatch):
         _, _, stack = self.groups[self.group_of[i]]
         return _pair_sums(stack[int(self.row_of[i])], float(t))
 
+    def pair_sums_many(self, idx, ts) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`pair_sums` of members ``idx[k]`` at ``ts[k]``, a group's members in one
+        reduction per chunk on the device (to round-off of the member's own sums)."""
+        torch = _torch()
+        idx, ts = np.asarray(idx, dtype=np.intp), np.asarray(ts, dtype=float)
+        s0, s1 = np.empty(len(idx)), np.empty(len(idx))
+        group_of = self.group_of[idx]
+        for g in np.unique(group_of).tolist():
+            size, _, stack = self.groups[g]
+            at = np.flatnonzero(group_of == g)
+            chunk = max(1, self.chunk_entries // (size * size))
+            for start in range(0, len(at), chunk):
+                part = at[start:start + chunk]
+                D = stack[torch.as_tensor(self.row_of[idx[part]], device=self.device)]
+                scale = torch.as_tensor(-ts[part], dtype=D.dtype, device=self.device)
+                E = torch.mul(D, scale[:, None, None]).clamp_(min=-EXPONENT_FLOOR).exp_()
+                similarity = E.sum(dim=(1, 2)) - size  # the diagonal's exp(0) = 1 taken off
+                sums = torch.stack([similarity, E.mul_(D).sum(dim=(1, 2))]).cpu().numpy()
+                s0[part], s1[part] = sums
+        return s0, s1
+
     def evaluate(self, idx, ts, *, derivative: bool = False, complement: float | None = None):
         """Mag (and dMag/dt) of member ``idx[k]`` at scale ``ts[k] > 0``: arrays of len(idx)
         (dMag/dt None unless ``derivative``); ``complement`` is not used (every scale is

@@ -1,6 +1,6 @@
 """The convergence-scale search's first scale from the first-order bound on magnitude:
-the bound, the sums every kind of space forms for it, and its use from
-``FIRST_ORDER_FROM`` distinct points on (below, the former first scale, bit for bit)."""
+the bound, the sums every kind of space forms for it, and its use at every size (a batch's
+members taking the steps of their own spaces)."""
 
 import numpy as np
 import pytest
@@ -91,17 +91,47 @@ def test_the_bound_is_found_from_far_below_and_far_above(D):
             reference, rel=3 * _search._FIRST_ORDER_RTOL)
 
 
-def test_below_the_threshold_the_former_first_scale_is_kept():
+def test_below_the_threshold_the_former_first_scale_is_kept(monkeypatch):
     asked = []
 
     def pair_sums(t):
         asked.append(t)
         return 1.0, 1.0
 
-    n = _search.FIRST_ORDER_FROM - 1
-    assert _search.first_scale(n, 0.95 * n, 0.123, pair_sums) == 0.123 and not asked
-    n = _search.FIRST_ORDER_FROM
-    assert _search.first_scale(n, 0.95 * n, 0.123, pair_sums) != 0.123 and asked
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 100)
+    assert _search.first_scale(99, 0.95 * 99, 0.123, pair_sums) == 0.123 and not asked
+    assert _search.first_scale(100, 0.95 * 100, 0.123, pair_sums) != 0.123 and asked
+
+
+def test_every_space_with_a_search_starts_from_the_bound():
+    assert _search.FIRST_ORDER_FROM == 2
+    D = dc.pairwise_distances(clustered(10, 4, seed=5))
+    space = MagnitudeSpace(D)
+    bound = _search.first_order_scale(space.pair_sums, 0.05 * 10, space.initial_scale())
+    assert _search.first_scale(10, 0.95 * 10, space.initial_scale(), space.pair_sums) == bound
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_a_batch_sums_and_starts_as_its_members_own_spaces(metric):
+    """Members solved stacked (10 and 40 points), looped (65 and 200) and on the single-space
+    path (600): the sums of each member's own space, bit for bit, and the first scales their
+    own searches start from."""
+    from diversity_core.magnitude._batch import _Batch
+
+    Ds = [dc.pairwise_distances(clustered(n, 8, seed=n), metric=metric)
+          for n in (10, 10, 40, 65, 200, 600)]
+    batch = _Batch(Ds)
+    for t in (0.05, 1.0, 30.0):
+        s0, s1 = batch.pair_sums_many(np.arange(len(Ds)), np.full(len(Ds), t))
+        for i, D in enumerate(Ds):
+            assert (s0[i], s1[i]) == MagnitudeSpace(D).pair_sums(t)
+    spaces = [MagnitudeSpace(D) for D in Ds]
+    n = np.array([space.n_unique for space in spaces])
+    t0 = [space.initial_scale() for space in spaces]
+    starts = _search.first_scales(n, 0.95 * n, t0, lambda k, ts: batch.pair_sums_many(k, ts))
+    for i, space in enumerate(spaces):
+        assert starts[i] == _search.first_scale(space.n_unique, 0.95 * space.n_unique, t0[i],
+                                                space.pair_sums)
 
 
 def _search_evaluations(space, target):
@@ -130,6 +160,19 @@ def test_from_the_threshold_on_the_search_takes_fewer_evaluations(D, monkeypatch
     assert scales[1] == bound  # the same steps, bit for bit
     # (the small member is solved stacked: to round-off of its own space's path)
     assert scales[0] == pytest.approx(dc.convergence_scale(small, 0.95), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [50, 300])
+def test_small_spaces_take_fewer_evaluations_from_the_bound(n, monkeypatch):
+    """At the default start (every size) against the former one: 3 solves instead of 4 for
+    these clustered clouds, the same convergence scale to the search's tolerance."""
+    D = dc.pairwise_distances(clustered(n, 32, seed=1))
+    monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 10**9)
+    former, former_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
+    monkeypatch.undo()
+    bound, bound_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
+    assert (former_solves, bound_solves) == (4, 3)
+    assert bound == pytest.approx(former, rel=1e-9)
 
 
 def test_the_torch_path_starts_from_the_same_bound(D, monkeypatch):
