@@ -15,7 +15,7 @@ import numpy as np
 
 from ._common import EXPONENT_FLOOR
 from ._elementwise import _exp_inplace, _exponentials
-from ._lapack import _gil_free_lapack, _packed, _scipy_lapack
+from ._lapack import _gil_free_lapack, _scipy_lapack
 from ._solver import pair_sums
 
 # Members of up to this many distinct points are solved by NumPy's stacked linear algebra (one
@@ -144,7 +144,7 @@ def _looped_values(group, rows, ts, complement: float | None = None):
             continue
         r, t = int(rows[p]), float(ts[p])
         if D_row != r:
-            D, D_row = _packed(group.D[r]), r
+            D, D_row = lapack_calls.trttf(group.D[r]), r
         if codes[p] == _PLAIN or complement * group.D_max[r] > EXPONENT_FLOOR:
             _exponentials(D, t, Z, clamp=t * group.D_max[r] > EXPONENT_FLOOR)
             solve(p, Z)
@@ -194,7 +194,7 @@ def _looped_slopes(group, rows, ts, *, order: int = 2):
     for p in range(P):
         r, t = int(rows[p]), float(ts[p])
         if D_row != r:
-            D, D_row = _packed(group.D[r]), r
+            D, D_row = lapack_calls.trttf(group.D[r]), r
         _exponentials(D, t, Z, clamp=t * group.D_max[r] > EXPONENT_FLOOR)
         np.multiply(D, Z, out=DZ)
         if not lapack_calls.pftrf(Z, m):

@@ -32,6 +32,7 @@ class _LapackCalls(NamedTuple):
     pftrf: Callable  # pftrf(Z, n) -> bool: Cholesky in place, packed (see _packed)
     tfsm: Callable  # tfsm(L, b, transpose) -> x: L x = b (Lᵀ x = b), L packed; b overwritten
     tfttr: Callable  # tfttr(Z, out): packed Z -> the upper triangle (C order) of out
+    trttf: Callable  # trttf(D) -> the packed upper triangle of a C-ordered D (see _packed)
 
 
 def _scipy_lapack() -> _LapackCalls:
@@ -49,7 +50,7 @@ def _scipy_lapack() -> _LapackCalls:
         full, _ = lapack.dtfttr(len(out), Z, transr="N", uplo="L")
         out[...] = np.triu(full.T)
 
-    return _LapackCalls(pftrf, tfsm, tfttr)
+    return _LapackCalls(pftrf, tfsm, tfttr, _packed)
 
 
 @functools.cache
@@ -82,6 +83,7 @@ def _gil_free_lapack() -> _LapackCalls | None:
         dtfsm = function("dtfsm", char_p, char_p, char_p, char_p, char_p, int_p, int_p,
                          ctypes.POINTER(ctypes.c_double), ptr, ptr, int_p)
         dtfttr = function("dtfttr", char_p, char_p, int_p, ptr, ptr, int_p, int_p)
+        dtrttf = function("dtrttf", char_p, char_p, int_p, ptr, int_p, ptr, int_p)
     except Exception:  # noqa: BLE001 - any failure: fall back to the wrappers
         return None
     one, unit = ctypes.c_int(1), ctypes.c_double(1.0)
@@ -103,5 +105,14 @@ def _gil_free_lapack() -> _LapackCalls | None:
         dtfttr(b"N", b"L", ctypes.byref(n), Z.ctypes.data, out.ctypes.data, ctypes.byref(n),
                ctypes.byref(info))
 
-    return _LapackCalls(pftrf, tfsm, tfttr)
+    def trttf(D):
+        n, info = ctypes.c_int(len(D)), ctypes.c_int(0)
+        packed = np.empty(len(D) * (len(D) + 1) // 2)
+        dtrttf(b"N", b"L", ctypes.byref(n), np.ascontiguousarray(D).ctypes.data,
+               ctypes.byref(n), packed.ctypes.data, ctypes.byref(info))
+        if info.value != 0:
+            raise RuntimeError(f"LAPACK dtrttf failed (info={info.value}).")
+        return packed
+
+    return _LapackCalls(pftrf, tfsm, tfttr, trttf)
 

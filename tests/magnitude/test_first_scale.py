@@ -63,6 +63,11 @@ def test_the_torch_spaces_sum_as_the_numpy_engine(D):
     batch = TorchMagnitudeBatch([small, D, small], device="cpu")
     np.testing.assert_allclose(batch.pair_sums(1, t), expected, rtol=1e-12)
     np.testing.assert_allclose(batch.pair_sums(2, t), direct_sums(small, t), rtol=1e-12)
+    # A group's members at once, each at its own scale.
+    s0, s1 = batch.pair_sums_many([2, 1, 0], [2 * t, t, t])
+    np.testing.assert_allclose(np.column_stack([s0, s1]),
+                               [direct_sums(small, 2 * t), expected, direct_sums(small, t)],
+                               rtol=1e-12)
 
 
 @pytest.mark.parametrize("target", [0.95, 0.99])

@@ -176,7 +176,8 @@ def test_settings_batch_methods_follow_their_conventions(mixed):
 
 def test_gil_free_lapack_is_bitwise_scipys():
     """The ctypes route to SciPy's packed LAPACK routines (used on threads) gives SciPy's
-    wrappers' bits, for odd and even sizes; the packed factor solves as the full one does."""
+    wrappers' bits, for odd and even sizes (packing included); the packed factor solves as the
+    full one does."""
     gil_free = _lapack._gil_free_lapack()
     if gil_free is None:
         pytest.skip("SciPy's Cython LAPACK table is not readable here")
@@ -186,18 +187,18 @@ def test_gil_free_lapack_is_bitwise_scipys():
         Z = np.exp(-2.0 * D)
         results = []
         for calls in (gil_free, _lapack._scipy_lapack()):
-            P = _lapack._packed(Z)
+            P = calls.trttf(Z)
             assert calls.pftrf(P, n)
             u = calls.tfsm(P, np.ones(n), False)
             upper = np.zeros((n, n))
-            calls.tfttr(_lapack._packed(D * Z), upper)
-            results.append((P, u, calls.tfsm(P, u.copy(), True), upper))
+            calls.tfttr(calls.trttf(D * Z), upper)
+            results.append((calls.trttf(Z), P, u, calls.tfsm(P, u.copy(), True), upper))
         for a, b in zip(*results, strict=True):
             np.testing.assert_array_equal(a, b)
         L = np.linalg.cholesky(Z)
-        np.testing.assert_allclose(results[0][1], np.linalg.solve(L, np.ones(n)), rtol=1e-12)
-        np.testing.assert_allclose(results[0][2], np.linalg.solve(Z, np.ones(n)), rtol=1e-12)
-        np.testing.assert_array_equal(results[0][3], np.triu(D * Z))
+        np.testing.assert_allclose(results[0][2], np.linalg.solve(L, np.ones(n)), rtol=1e-12)
+        np.testing.assert_allclose(results[0][3], np.linalg.solve(Z, np.ones(n)), rtol=1e-12)
+        np.testing.assert_array_equal(results[0][4], np.triu(D * Z))
 
 
 def test_complements_pair_the_chebyshev_nodes():
