@@ -62,8 +62,9 @@ The package's modules, from the top down (none imports one above it: no import c
   (and ``_torch_batch``): the torch (GPU) path, a space class with the same interface;
   ``_torch_large``: the large-n path on a torch device, and the memory rule choosing between
   the two (``device_path``);
-* ``_batch``: many spaces at once (validation, grouping by size, the searches and integrals
-  advanced together); ``_batch_solve``: its stacked and looped solvers at one scale;
+* ``_batch_areas``: the MagAreas of many spaces, each rule's stages advanced together;
+  ``_batch``: many spaces at once (validation, grouping by size, the searches advanced
+  together); ``_batch_solve``: its stacked and looped solvers at one scale;
   ``_lapack``: LAPACK on packed triangles without the GIL;
 * ``_large``: :class:`LargeMagnitudeSpace`, the large-n path (float32 distances, products formed
   on the fly);

@@ -101,7 +101,7 @@ def _cc_levels(evaluate, a: float, b: float, count: int, *, tol: float = 0.0, rt
     """The nested Clenshaw–Curtis levels on [a, b] for ``count`` integrands at once, each
     stopping at the first level whose estimated error is below ``tol`` or ``rtol`` times its
     estimate: the loop of :func:`_cc_panel` (one integrand) and of the batch (many spaces, the
-    same nodes; ``_batch._chebyshev_areas``), written once.
+    same nodes; ``_batch_areas._chebyshev_areas``), written once.
 
     ``evaluate(rows, nodes, ts, n)``: the integrands ``rows`` at the scales ``ts[nodes]`` of
     level ``n`` (``ts`` its n + 1 nodes, ascending), a sequence of len(rows) values; asked for

@@ -30,9 +30,9 @@ from ._batch import (
     PreparedBatch,
     _member_warnings,
     convergence_scales,
-    mag_areas,
     magnitude_functions,
 )
+from ._batch_areas import mag_areas
 from ._common import (
     DEFAULT_INTEGRATION,
     DEFAULT_INTEGRATION_RTOL,

@@ -14,7 +14,7 @@ from .._memory import (  # what magnitude_space and compare measure against
 )
 from .._validation import check_embeddings, check_scales
 from ..device import Device, parse_device
-from . import _batch
+from . import _batch, _batch_areas
 from ._common import (  # the package's defaults, written once there
     DEFAULT_INTEGRATION,
     DEFAULT_INTEGRATION_RTOL,
@@ -350,7 +350,7 @@ def mag_areas(spaces, t_cut, *, method: str = DEFAULT_INTEGRATION,
     -------
     area : array of shape (m,)
     """
-    return _batch.mag_areas(spaces, t_cut, method=method, rtol=rtol, n_ts=n_ts, errors=errors)
+    return _batch_areas.mag_areas(spaces, t_cut, method=method, rtol=rtol, n_ts=n_ts, errors=errors)
 
 
 # --------------------------------------------------------------------------------------------
