@@ -5,11 +5,12 @@
 
 For the clouds of ``bench_quadrature_rule.py`` up to 2,000 points (the same points and seeds),
 at each target, each rule on a fresh dense space after its own convergence-scale search
-(t_cut = t_conv): MagArea's solves (the distinct scales solved after the search), its true
-relative error against ``chebyshev`` at rtol 1e-10, and its time, the two rules back to back,
-best of two. ``path`` says what solved the scales: ``cholesky`` below the conjugate-gradient
-size (``_solver._CG_MIN_POINTS`` distinct points), where the second derivative costs two
-triangular solves; ``cg`` from there on, where it costs a second conjugate-gradient solve.
+(t_cut = t_conv): MagArea's solves (the distinct scales inside (0, t_conv) solved after the
+search), its true relative error against ``chebyshev`` at rtol 1e-10, and its time, the two
+rules back to back, best of two. ``path`` says what solved the scales: ``cholesky`` below
+the conjugate-gradient size (``_solver._CG_MIN_POINTS`` distinct points), where the second
+derivative costs two triangular solves; ``cg`` from there on, where it costs a second
+conjugate-gradient solve.
 
 Then the batch, as ``bench_magnitude.py``'s batches run it (the reference-free protocol):
 ``convergence_scales`` of m sets of n points, their median as the shared t_cut, and
@@ -48,13 +49,14 @@ COLUMNS = ["metric", "n", "d", "kind", "target", "path", "t_conv"] + [
 
 
 def one_rule(D: np.ndarray, target: float, rule: str) -> tuple[int, float, float]:
-    """(MagArea's solves after the search, the area, its seconds) on a fresh space."""
+    """(MagArea's solves inside (0, t_conv) after the search, the area, its seconds) on a
+    fresh space."""
     space = MagnitudeSpace(D)
     t_conv = space.convergence_scale(target)
-    before = study.solves(space)
+    before = set(space._cache)
     start = time.perf_counter()
     area = space.mag_area(t_conv, method=rule, rtol=RTOL)
-    return study.solves(space) - before, area, time.perf_counter() - start
+    return len(set(space._cache) - before - {t_conv}), area, time.perf_counter() - start
 
 
 def measure(D: np.ndarray, target: float) -> dict:

@@ -18,8 +18,8 @@ several convergence targets, on the dense NumPy engine:
   where the estimate exceeds rtol, then Clenshaw–Curtis in the stretched variable), each on a
   fresh space after its own
   search: the scales each solved (a solve is one factorisation or one conjugate-gradient solve;
-  the search's last scale is t_cut, solved once for both), and with the search's
-  (``*_total_solves``: t_conv + MagArea);
+  t_cut, the search's answer, is solved once, by the search where it ended on a solve there,
+  else by the rule), and with the search's (``*_total_solves``: t_conv + MagArea);
 * the fixed rules alone from the same values: Clenshaw–Curtis and Hermite on 13 scales,
   ``hermite_log`` on its 15 and on the 22 of its second stage, with their estimated errors;
 * the true relative errors against a reference: ``chebyshev`` at rtol 1e-10 (49 scales and

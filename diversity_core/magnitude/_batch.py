@@ -314,9 +314,10 @@ class _Batch(PreparedBatch):
         """Mag and its first ``order`` − 1 derivatives (an array (order − 1, len(idx))).
 
         Mag and dMag/dt of a member at the scale of its last such solve are not solved again: a
-        MagArea's Hermite rules ask them at t_cut, the convergence-scale search's last scale
-        (one solve of about 14 per member). Only those: the same solver then gives the same
-        bits, where Mag alone comes from another formula (``‖L⁻¹1‖²`` against ``Σ w``)."""
+        MagArea's Hermite rules ask them at t_cut, where a convergence-scale search that ended
+        on a solve made it (one solve of about 14 per member). Only those: the same solver then
+        gives the same bits, where Mag alone comes from another formula (``‖L⁻¹1‖²`` against
+        ``Σ w``)."""
         idx = np.asarray(idx, dtype=np.intp)
         ts = np.asarray(ts, dtype=np.float64)
         mag = np.empty(len(idx))

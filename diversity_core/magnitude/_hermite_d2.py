@@ -16,8 +16,8 @@ estimate (t_cut times the last four Chebyshev coefficients' absolute values), st
 first within ``rtol``:
 
 1. the 11 points of s (N = 10): at s = 0 the value (Mag(0) = 1), at t_cut the value and the
-   first derivative (the convergence-scale search's last scale gives both), at the 9 others
-   all three: 9 solves;
+   first derivative (one solve, none where the convergence-scale search ended on a solve
+   there), at the 9 others all three: 9 solves inside;
 2. two of the 21 points (N = 20), at θ = π/4 and 3π/4 of s = (1 − cos θ) / 2: 11 solves;
 3. the other eight of the 21: 19 solves;
 4. Clenshaw–Curtis in s on 41 points (reusing the 21 values), then bisected panels, as

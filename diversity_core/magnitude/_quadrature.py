@@ -227,8 +227,8 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     the interpolant of all values and derivatives known so far, with the error estimate of
     :func:`_hermite_rule`, stopping at the first level whose estimate is within ``rtol``:
 
-    1. the even points: the 15 Chebyshev–Lobatto points of s (t_cut is the convergence-scale
-       search's last scale, so 13 solves);
+    1. the even points: the 15 Chebyshev–Lobatto points of s (13 solves inside, and t_cut
+       unless the convergence-scale search ended on a solve there);
     2. besides them the points 1, 5, ..., 25: one new point in every other gap, 7 solves. The
        nodes stay spread as Chebyshev points are, at twice the density in every other gap,
        and their interpolant is as well conditioned (points added in neighbouring gaps only

@@ -59,6 +59,13 @@ FIRST_ORDER_FROM = 2
 # convergence scale at targets 0.95 to 0.99), and Newton's steps on it are capped.
 _FIRST_ORDER_RTOL = 1e-3
 _FIRST_ORDER_MAX_STEPS = 12
+# The predicted stop (see _ScaleSearch): the predicted error of the next scale must lie this
+# many times below the tolerance, and the last step at most this share of the one before (the
+# quadratic regime: where the search stopped so on the magnitude benchmark's batches and the
+# quadrature study's clouds, the share was 1.2e-3 in the median and 2.4e-3 at most; where steps
+# shrink more slowly the error model does not hold).
+_PREDICTED_SAFETY = 10.0
+_PREDICTED_MAX_RATIO = 0.05
 
 
 class _FirstOrderRoot:
@@ -153,6 +160,17 @@ class _ScaleSearch:
     guess and then shrunk at every evaluation; a step that leaves the bracket, or that a
     non-positive derivative makes meaningless, is replaced by bisection in log t.
 
+    Newton's error squares at every step (e_{k+1} ≈ C e_k², with e_k ≈ the step δ_k taken from
+    t_k), so two Newton steps in a row tell C ≈ |δ_k| / δ_{k-1}² and the error of the scale
+    the second one reaches, |δ_k| (δ_k / δ_{k-1})². Where that is below ``rtol`` t /
+    ``_PREDICTED_SAFETY`` the search ends there without evaluating it: the evaluation would
+    only confirm it. From the first-order start the search reaches Mag within 1e-10 of the goal
+    in three evaluations in most spaces, the third of them that confirmation; on the 200
+    cosine sets of 300 points and 1,000 of 10 of the magnitude benchmark's batches, and in 94
+    of the 98 searches of the quadrature study's clouds up to 2,000 points, the predicted stop
+    ended the search one evaluation earlier at the very same scale (bit for bit), and it never
+    ended one at another.
+
     Usage: evaluate Mag and dMag/dt at :attr:`t`, pass them to :meth:`step`; it returns the
     convergence scale once found, else None (and :attr:`t` is the next scale to evaluate).
     """
@@ -164,6 +182,7 @@ class _ScaleSearch:
         self.t = float(t0)
         self.lo = self.hi = None
         self.iterations = 0
+        self.newton_step = None  # the last step, where it was Newton's own (not clamped)
 
     def step(self, mag: float, dmag: float) -> float | None:
         n, goal, rtol, t = self.n, self.goal, self.rtol, self.t
@@ -177,13 +196,14 @@ class _ScaleSearch:
             return t
         if lo is not None and hi is not None and (hi - lo) <= rtol * hi:
             return 0.5 * (lo + hi)
-        s_new = None
+        s_new = newton = None
         if dmag > 0 and math.isfinite(dmag):
             if mag < n:
                 t_step = t + math.log((n - mag) / (n - goal)) * (n - mag) / dmag
                 s_new = math.log(t_step) if t_step > 0 else None
             else:
                 s_new = math.log(t) + (goal - mag) / (t * dmag)
+            newton = s_new
         if lo is None or hi is None:
             # Still bracketing: allow Newton to jump, but at most by a factor of 4 each way.
             bound_lo, bound_hi = math.log(t) - math.log(4.0), math.log(t) + math.log(4.0)
@@ -196,6 +216,12 @@ class _ScaleSearch:
                 s_new = 0.5 * (log_lo + log_hi)
         t_new = math.exp(s_new)
         if lo is not None and hi is not None and abs(t_new - t) <= rtol * t:
+            return t_new
+        step, previous = t_new - t, self.newton_step
+        self.newton_step = step if s_new == newton else None
+        if self.newton_step is not None and previous is not None \
+                and abs(step) <= _PREDICTED_MAX_RATIO * abs(previous) \
+                and abs(step) * (step / previous) ** 2 <= rtol * t_new / _PREDICTED_SAFETY:
             return t_new
         self.t = t_new
         self.iterations += 1

@@ -314,8 +314,8 @@ class MagnitudeSpace(_Operations):
 
     def _known_slope(self, t: float, *, atol: float = 0.0) -> tuple[float, float]:
         """Mag(t) and dMag/dt, solved only if this space has not computed both at t to the
-        accuracy ``atol`` allows already (to full accuracy by default; the convergence-scale
-        search's last scale is MagArea's t_cut)."""
+        accuracy ``atol`` allows already (to full accuracy by default; MagArea's t_cut where
+        the convergence-scale search ended on a solve there)."""
         t = float(t)
         if t in self._slopes and self._slope_error.get(t, 0.0) <= atol \
                 and not self._needs_solve(t, atol):

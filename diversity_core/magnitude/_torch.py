@@ -377,8 +377,8 @@ class TorchMagnitudeSpace(_Operations):
         return self.magnitude_and_derivatives(t)
 
     def _known_slope(self, t: float) -> tuple[float, float]:
-        """Mag(t) and dMag/dt, solved only if not computed at t already (the
-        convergence-scale search's last scale is MagArea's t_cut)."""
+        """Mag(t) and dMag/dt, solved only if not computed at t already (MagArea's t_cut
+        where the convergence-scale search ended on a solve there)."""
         t = float(t)
         if t in self._slopes:
             return self._cache[t], self._slopes[t]

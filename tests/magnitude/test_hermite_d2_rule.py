@@ -141,7 +141,8 @@ def test_where_eleven_points_fall_short_the_next_stages_add_two_then_eight_scale
     solved = solved_scales(fresh)
     rtol = 0.1 * first[1] / first[0]  # below the first stage's estimate
     area = fresh.mag_area(t_cut, method="hermite_d2", rtol=rtol)
-    assert len(solved) in (9 + 2, 9 + 2 + 8, 9 + 2 + 8 + 20)  # a later stage, or past them
+    # a later stage, or past them (t_cut too, where the search did not solve it)
+    assert len(solved - {t_cut}) in (9 + 2, 9 + 2 + 8, 9 + 2 + 8 + 20)
     assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-12), rel=rtol)
     grid = _chebyshev._log_stretch(_chebyshev._cc_nodes(0.0, 1.0, FINEST), t_cut, alpha)[0]
     if len(solved) < 20:

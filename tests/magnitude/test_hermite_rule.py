@@ -77,21 +77,22 @@ def test_agrees_with_the_default_rule(metric, n):
 
 
 def test_after_the_search_it_solves_eleven_scales_where_its_estimate_suffices():
-    """t_cut = t_conv: the search solved Mag and dMag/dt there; 11 of the 13 scales remain (0
-    is Mag(0) = 1). The chebyshev rule (cc25) solves 23 on the same space."""
+    """t_cut = t_conv: 11 of the 13 scales inside [0, t_cut] (Mag(0) = 1 is known), and
+    t_cut itself, which the search ended on without solving it. The chebyshev rule (cc25)
+    solves 23 inside on the same space."""
     D = dc.pairwise_distances(clustered(200, 3, seed=0))
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale()
     solved = solved_scales(space)
     area = space.mag_area(t_cut, method="hermite")
-    assert t_cut not in solved and len(solved) == 11
+    assert t_cut in solved and len(solved) == 12
     h13, error = _quadrature._hermite_panel(space._known_slope, 1.0, t_cut)
     assert area == h13 and error <= 1e-6 * area  # it stopped at 13 scales
     cc25 = MagnitudeSpace(D)
     cc25.convergence_scale()
     solved = solved_scales(cc25)
     assert cc25.mag_area(t_cut, method="cc25") == pytest.approx(area, rel=1e-6)
-    assert len(solved) == 23
+    assert len(solved - {t_cut}) == 23
 
 
 def test_where_its_estimate_falls_short_the_default_rule_answers_on_the_same_scales():

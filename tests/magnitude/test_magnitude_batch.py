@@ -1,5 +1,6 @@
 """Batches of spaces (diversity_core.magnitude._batch) against the single-space functions."""
 
+import math
 import warnings
 
 import numpy as np
@@ -15,6 +16,7 @@ from diversity_core.magnitude import (
     _batch_solve,
     _chebyshev,
     _lapack,
+    _search,
 )
 
 AGREE = 1e-10  # batch = single space, relative
@@ -268,9 +270,10 @@ def test_a_batch_is_prepared_once_for_the_same_matrices(mixed):
 @pytest.mark.parametrize("method", ["hermite_log", "hermite_d2"])
 def test_the_hermite_rules_take_t_cut_from_the_search_with_the_same_bits(method, monkeypatch):
     """After convergence_scales, mag_areas at each member's own t_conv does not solve t_conv
-    again where the search's last solve was there (it gave Mag and dMag/dt; a search may also
-    end on a last Newton step it does not solve), and its areas are bit for bit those of a
-    fresh batch that does."""
+    again where the search's last solve was there (it gave Mag and dMag/dt), and its areas are
+    bit for bit those of a fresh batch that does. (Searches that end on a predicted step do not
+    solve it: the prediction is switched off here so that every search ends on a solve.)"""
+    monkeypatch.setattr(_search, "_PREDICTED_SAFETY", math.inf)
     rng = np.random.default_rng(5)
     spaces = [dc.pairwise_distances(rng.normal(size=(n, 4))) for n in (10, 10, 80, 80)]
     mg.clear_cache()
