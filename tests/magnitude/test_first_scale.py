@@ -5,6 +5,7 @@ members taking the steps of their own spaces)."""
 import numpy as np
 import pytest
 from point_clouds import clustered
+from test_search import search_evaluations
 
 import diversity_core as dc
 from diversity_core.magnitude import (
@@ -139,26 +140,14 @@ def test_a_batch_sums_and_starts_as_its_members_own_spaces(metric):
                                                 space.pair_sums)
 
 
-def _search_evaluations(space, target):
-    solved = []
-    evaluate = space.magnitude_and_derivative
-
-    def counted(t):
-        solved.append(t)
-        return evaluate(t)
-
-    space.magnitude_and_derivative = counted
-    return space.convergence_scale(target), len(solved)
-
-
 def test_from_the_threshold_on_the_search_takes_fewer_evaluations(D, monkeypatch):
     """With the threshold lowered to this 600-point cloud: fewer solves, the same convergence
     scale to the search's tolerance, and the batch's search taking the very same steps."""
     monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 10**9)
-    former, former_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
+    former, former_solved = search_evaluations(MagnitudeSpace(D), 0.95)
     monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 500)
-    bound, bound_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
-    assert bound_solves < former_solves
+    bound, bound_solved = search_evaluations(MagnitudeSpace(D), 0.95)
+    assert len(bound_solved) < len(former_solved)
     assert bound == pytest.approx(former, rel=1e-8)
     small = dc.pairwise_distances(clustered(100, 32, seed=3))
     scales = convergence_scales([small, D], 0.95)
@@ -174,10 +163,10 @@ def test_small_spaces_take_fewer_evaluations_from_the_bound(n, monkeypatch):
     same convergence scale to the search's tolerance."""
     D = dc.pairwise_distances(clustered(n, 32, seed=1))
     monkeypatch.setattr(_search, "FIRST_ORDER_FROM", 10**9)
-    former, former_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
+    former, former_solved = search_evaluations(MagnitudeSpace(D), 0.95)
     monkeypatch.undo()
-    bound, bound_solves = _search_evaluations(MagnitudeSpace(D), 0.95)
-    assert (former_solves, bound_solves) == (3, 2)
+    bound, bound_solved = search_evaluations(MagnitudeSpace(D), 0.95)
+    assert (len(former_solved), len(bound_solved)) == (3, 2)
     assert bound == pytest.approx(former, rel=1e-9)
 
 

@@ -13,7 +13,7 @@ from diversity_core import magnitude as mg
 from diversity_core.magnitude import MagnitudeSpace, _batch, _search
 
 
-def evaluations(space, target):
+def search_evaluations(space, target):
     """(the convergence scale, the scales the search solved) of a fresh space."""
     solved = []
     evaluate = space.magnitude_and_derivative
@@ -32,9 +32,9 @@ def evaluations(space, target):
 def test_it_ends_one_evaluation_earlier_on_the_very_same_scale(metric, n, target,
                                                                 monkeypatch):
     D = dc.pairwise_distances(clustered(n, 16, seed=4), metric)
-    predicted, solved = evaluations(MagnitudeSpace(D), target)
+    predicted, solved = search_evaluations(MagnitudeSpace(D), target)
     monkeypatch.setattr(_search, "_PREDICTED_SAFETY", math.inf)  # every search ends on a solve
-    confirmed, confirming = evaluations(MagnitudeSpace(D), target)
+    confirmed, confirming = search_evaluations(MagnitudeSpace(D), target)
     assert predicted == confirmed  # bit for bit
     assert len(solved) == len(confirming) - 1 and confirming[-1] == confirmed
     assert predicted not in solved
