@@ -77,7 +77,7 @@ def test_agrees_with_the_default_rule(metric, n):
 
 
 def test_after_the_search_it_solves_eleven_scales_where_its_estimate_suffices():
-    """t_cut = t_conv: 11 of the 13 scales inside [0, t_cut] (Mag(0) = 1 is known), and
+    """t_cut = t_conv: 11 of the 13 scales inside (0, t_cut) (Mag(0) = 1 is known), and
     t_cut itself, which the search ended on without solving it. The chebyshev rule (cc25)
     solves 23 inside on the same space."""
     D = dc.pairwise_distances(clustered(200, 3, seed=0))

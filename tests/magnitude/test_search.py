@@ -60,7 +60,7 @@ def test_a_batch_ends_its_searches_alike(monkeypatch):
     mg.clear_cache()
     confirmed = mg.convergence_scales(spaces, 0.95)
     np.testing.assert_array_equal(predicted, confirmed)
-    # one solve fewer in four of the five (the fifth reached the goal on its third solve)
+    # one solve fewer in four of the five (the fifth ended on its third solve either way)
     assert sum(rounds) - sum(predicted_rounds) == len(spaces) - 1
     # (stacked members are solved to round-off of their own spaces' path)
     assert predicted == pytest.approx([dc.convergence_scale(D, 0.95) for D in spaces],
