@@ -380,9 +380,7 @@ class _DenseSolver:
         triangle (see :meth:`_triangle_blocks`)."""
 
         def sums(E, Db, start, stop, cols) -> tuple[float, float]:
-            similarity = float(E.sum())
-            E *= Db
-            return similarity, float(E.sum())
+            return _pair_parts(E, Db)
 
         total = [0.0, 0.0]
         for similarity, weighted in self._triangle_blocks(t, sums):
@@ -641,8 +639,15 @@ def pair_sums(D: np.ndarray, t: float) -> tuple[float, float]:
     rows = _triangle_rows(n)
     similarity = weighted = 0.0
     for start in range(0, n, rows):
-        E, Db = _triangle_block(D, t, start, min(start + rows, n))
-        similarity += float(E.sum())
-        E *= Db
-        weighted += float(E.sum())
+        block_similarity, block_weighted = _pair_parts(*_triangle_block(D, t, start,
+                                                                       min(start + rows, n)))
+        similarity += block_similarity
+        weighted += block_weighted
     return 2.0 * similarity, 2.0 * weighted
+
+
+def _pair_parts(E: np.ndarray, Db: np.ndarray) -> tuple[float, float]:
+    """One block's ``(Σ E, Σ Db ∘ E)`` (E overwritten): the two first-order sums' parts."""
+    similarity = float(E.sum())
+    E *= Db
+    return similarity, float(E.sum())
