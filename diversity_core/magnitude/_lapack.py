@@ -1,8 +1,9 @@
-"""LAPACK on packed triangles, called without the GIL: the looped batch solvers' routines.
+"""LAPACK and BLAS on packed triangles, called without the GIL: the looped batch solvers'
+routines.
 
-``_gil_free_lapack`` reaches SciPy's own LAPACK through its Cython table and ctypes (which
-releases the GIL, so that a batch's threads factorise in parallel); ``_scipy_lapack`` is the same
-through SciPy's Python wrappers, the fallback where that table cannot be read.
+``_gil_free_lapack`` reaches SciPy's own LAPACK and BLAS through their Cython tables and ctypes
+(which releases the GIL, so that a batch's threads factorise in parallel); ``_scipy_lapack`` is
+the same through SciPy's Python wrappers, the fallback where those tables cannot be read.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 
 def _packed(D: np.ndarray) -> np.ndarray:
@@ -25,13 +26,26 @@ def _packed(D: np.ndarray) -> np.ndarray:
     return packed
 
 
+def _packed_blocks(n: int) -> tuple[int, int, int, int, int, int]:
+    """Where the three blocks of a symmetric n × n matrix A lie in its packed array (see
+    :func:`_packed`), as LAPACK's rectangular full packed format places them: ``(n1, n2, lda,
+    a11, a22, a21)``, with A11 = A[:n1, :n1] at offset ``a11`` (its lower triangle, column-major
+    with leading dimension ``lda``), A22 = A[n1:, n1:] at ``a22`` (its upper triangle) and
+    A21 = A[n1:, :n1] at ``a21`` (all of it, n2 × n1)."""
+    if n % 2 == 0:
+        k = n // 2
+        return k, k, n + 1, 1, 0, k + 1
+    k = (n + 1) // 2
+    return k, k - 1, n, 0, n, k
+
 
 class _LapackCalls(NamedTuple):
-    """The LAPACK routines of the looped solvers, on a C-ordered buffer (see their callers)."""
+    """The LAPACK and BLAS routines of the looped solvers, on a C-ordered buffer (see their
+    callers)."""
 
     pftrf: Callable  # pftrf(Z, n) -> bool: Cholesky in place, packed (see _packed)
     tfsm: Callable  # tfsm(L, b, transpose) -> x: L x = b (Lᵀ x = b), L packed; b overwritten
-    tfttr: Callable  # tfttr(Z, out): packed Z -> the upper triangle (C order) of out
+    sfmv: Callable  # sfmv(A, x, out) -> out = A x, A symmetric and packed (see _packed_blocks)
     trttf: Callable  # trttf(D) -> the packed upper triangle of a C-ordered D (see _packed)
 
 
@@ -46,26 +60,38 @@ def _scipy_lapack() -> _LapackCalls:
         return lapack.dtfsm(1.0, L, b[:, None], transr="N", side="L", uplo="L",
                             trans="T" if transpose else "N", diag="N", overwrite_b=1)[:, 0]
 
-    def tfttr(Z, out):
-        full, _ = lapack.dtfttr(len(out), Z, transr="N", uplo="L")
-        out[...] = np.triu(full.T)
+    def sfmv(A, x, out):
+        n1, n2, lda, a11, a22, a21 = _packed_blocks(len(x))
 
-    return _LapackCalls(pftrf, tfsm, tfttr, _packed)
+        def block(offset, rows, cols):  # column-major, leading dimension lda
+            return np.lib.stride_tricks.as_strided(A[offset:], (rows, cols), (8, 8 * lda))
+
+        out[:n1] = blas.dsymv(1.0, block(a11, n1, n1), x[:n1], lower=1)
+        if n2:
+            out[n1:] = blas.dsymv(1.0, block(a22, n2, n2), x[n1:], lower=0)
+            # Added into the results (beta = 1) as the ctypes route adds them.
+            out[:n1] = blas.dgemv(1.0, block(a21, n2, n1), x[n1:], beta=1.0, y=out[:n1],
+                                  trans=1)
+            out[n1:] = blas.dgemv(1.0, block(a21, n2, n1), x[:n1], beta=1.0, y=out[n1:])
+        return out
+
+    return _LapackCalls(pftrf, tfsm, sfmv, _packed)
 
 
 @functools.cache
 def _gil_free_lapack() -> _LapackCalls | None:
-    """The routines of SciPy's own LAPACK called through ctypes, or None.
+    """The routines of SciPy's own LAPACK and BLAS called through ctypes, or None.
 
     SciPy's Python wrappers hold the GIL (two threads factorising 300-point matrices took as
-    long as one); ctypes releases it. The functions come from SciPy's Cython LAPACK table
-    (``scipy.linalg.cython_lapack``, the interface SciPy documents for compiled callers): the
-    same library and routines as the wrappers, so the results are bit for bit theirs, and
+    long as one); ctypes releases it. The functions come from SciPy's Cython LAPACK and BLAS
+    tables (``scipy.linalg.cython_lapack``, ``cython_blas``: the interface SciPy documents for
+    compiled callers): the same library and routines as the wrappers, so the LAPACK results
+    are bit for bit theirs (``sfmv``'s agree to round-off: the wrappers copy each block), and
     200 factorisations of 300 points took 32 to 39 ms on two threads against 62 ms on one. If
-    that table cannot be read, the wrappers are used on one thread.
+    those tables cannot be read, the wrappers are used on one thread.
     """
     try:
-        from scipy.linalg import cython_lapack
+        from scipy.linalg import cython_blas, cython_lapack
 
         api = ctypes.pythonapi
         api.PyCapsule_GetName.restype = ctypes.c_char_p
@@ -73,20 +99,24 @@ def _gil_free_lapack() -> _LapackCalls | None:
         api.PyCapsule_GetPointer.restype = ctypes.c_void_p
         api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
-        def function(name, *argtypes):
-            capsule = cython_lapack.__pyx_capi__[name]
+        def function(name, *argtypes, table=cython_lapack):
+            capsule = table.__pyx_capi__[name]
             pointer = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
             return ctypes.CFUNCTYPE(None, *argtypes)(pointer)
 
         int_p, char_p, ptr = ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_void_p
+        double_p = ctypes.POINTER(ctypes.c_double)
         dpftrf = function("dpftrf", char_p, char_p, int_p, ptr, int_p)
         dtfsm = function("dtfsm", char_p, char_p, char_p, char_p, char_p, int_p, int_p,
-                         ctypes.POINTER(ctypes.c_double), ptr, ptr, int_p)
-        dtfttr = function("dtfttr", char_p, char_p, int_p, ptr, ptr, int_p, int_p)
+                         double_p, ptr, ptr, int_p)
         dtrttf = function("dtrttf", char_p, char_p, int_p, ptr, int_p, ptr, int_p)
+        dsymv = function("dsymv", char_p, int_p, double_p, ptr, int_p, ptr, int_p, double_p,
+                         ptr, int_p, table=cython_blas)
+        dgemv = function("dgemv", char_p, int_p, int_p, double_p, ptr, int_p, ptr, int_p,
+                         double_p, ptr, int_p, table=cython_blas)
     except Exception:  # noqa: BLE001 - any failure: fall back to the wrappers
         return None
-    one, unit = ctypes.c_int(1), ctypes.c_double(1.0)
+    one, unit, nil = ctypes.c_int(1), ctypes.c_double(1.0), ctypes.c_double(0.0)
 
     def pftrf(Z, n):
         n, info = ctypes.c_int(n), ctypes.c_int(0)
@@ -100,10 +130,22 @@ def _gil_free_lapack() -> _LapackCalls | None:
               ctypes.byref(n))
         return b
 
-    def tfttr(Z, out):
-        n, info = ctypes.c_int(len(out)), ctypes.c_int(0)
-        dtfttr(b"N", b"L", ctypes.byref(n), Z.ctypes.data, out.ctypes.data, ctypes.byref(n),
-               ctypes.byref(info))
+    def sfmv(A, x, out):
+        n1, n2, lda, a11, a22, a21 = _packed_blocks(len(x))
+        a, x1, y1 = A.ctypes.data, x.ctypes.data, out.ctypes.data
+        x2, y2, size = x1 + 8 * n1, y1 + 8 * n1, 8
+        n1, n2, lda = ctypes.c_int(n1), ctypes.c_int(n2), ctypes.byref(ctypes.c_int(lda))
+        step = ctypes.byref(one)
+        dsymv(b"L", ctypes.byref(n1), ctypes.byref(unit), a + size * a11, lda, x1, step,
+              ctypes.byref(nil), y1, step)
+        if n2.value:
+            dsymv(b"U", ctypes.byref(n2), ctypes.byref(unit), a + size * a22, lda, x2, step,
+                  ctypes.byref(nil), y2, step)
+            dgemv(b"T", ctypes.byref(n2), ctypes.byref(n1), ctypes.byref(unit),
+                  a + size * a21, lda, x2, step, ctypes.byref(unit), y1, step)
+            dgemv(b"N", ctypes.byref(n2), ctypes.byref(n1), ctypes.byref(unit),
+                  a + size * a21, lda, x1, step, ctypes.byref(unit), y2, step)
+        return out
 
     def trttf(D):
         n, info = ctypes.c_int(len(D)), ctypes.c_int(0)
@@ -114,5 +156,5 @@ def _gil_free_lapack() -> _LapackCalls | None:
             raise RuntimeError(f"LAPACK dtrttf failed (info={info.value}).")
         return packed
 
-    return _LapackCalls(pftrf, tfsm, tfttr, trttf)
+    return _LapackCalls(pftrf, tfsm, sfmv, trttf)
 
