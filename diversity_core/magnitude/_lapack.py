@@ -132,19 +132,19 @@ def _gil_free_lapack() -> _LapackCalls | None:
 
     def sfmv(A, x, out):
         n1, n2, lda, a11, a22, a21 = _packed_blocks(len(x))
-        a, x1, y1 = A.ctypes.data, x.ctypes.data, out.ctypes.data
-        x2, y2, size = x1 + 8 * n1, y1 + 8 * n1, 8
-        n1, n2, lda = ctypes.c_int(n1), ctypes.c_int(n2), ctypes.byref(ctypes.c_int(lda))
-        step = ctypes.byref(one)
-        dsymv(b"L", ctypes.byref(n1), ctypes.byref(unit), a + size * a11, lda, x1, step,
-              ctypes.byref(nil), y1, step)
-        if n2.value:
-            dsymv(b"U", ctypes.byref(n2), ctypes.byref(unit), a + size * a22, lda, x2, step,
-                  ctypes.byref(nil), y2, step)
-            dgemv(b"T", ctypes.byref(n2), ctypes.byref(n1), ctypes.byref(unit),
-                  a + size * a21, lda, x2, step, ctypes.byref(unit), y1, step)
-            dgemv(b"N", ctypes.byref(n2), ctypes.byref(n1), ctypes.byref(unit),
-                  a + size * a21, lda, x1, step, ctypes.byref(unit), y2, step)
+        a, x1, y1 = A.ctypes.data, x.ctypes.data, out.ctypes.data  # 8 bytes an entry
+        x2, y2 = x1 + 8 * n1, y1 + 8 * n1
+        first, second, lead = ctypes.c_int(n1), ctypes.c_int(n2), ctypes.c_int(lda)
+        f, s, ld, step = (ctypes.byref(c) for c in (first, second, lead, one))
+        dsymv(b"L", f, ctypes.byref(unit), a + 8 * a11, ld, x1, step, ctypes.byref(nil), y1,
+              step)
+        if n2:
+            dsymv(b"U", s, ctypes.byref(unit), a + 8 * a22, ld, x2, step, ctypes.byref(nil),
+                  y2, step)
+            dgemv(b"T", s, f, ctypes.byref(unit), a + 8 * a21, ld, x2, step,
+                  ctypes.byref(unit), y1, step)
+            dgemv(b"N", s, f, ctypes.byref(unit), a + 8 * a21, ld, x1, step,
+                  ctypes.byref(unit), y2, step)
         return out
 
     def trttf(D):
