@@ -53,10 +53,11 @@ def one_rule(D: np.ndarray, target: float, rule: str) -> tuple[int, float, float
     fresh space."""
     space = MagnitudeSpace(D)
     t_conv = space.convergence_scale(target)
-    before = set(space._cache)
+    before = study.solved_scales(space)
     start = time.perf_counter()
     area = space.mag_area(t_conv, method=rule, rtol=RTOL)
-    return len(set(space._cache) - before - {t_conv}), area, time.perf_counter() - start
+    return (len(study.solved_scales(space) - before - {t_conv}), area,
+            time.perf_counter() - start)
 
 
 def measure(D: np.ndarray, target: float) -> dict:

@@ -130,9 +130,14 @@ def points(kind: str, metric: str, n: int, d: int, seed: int) -> np.ndarray:
     return rng.normal(size=(n, d)) if metric == "cosine" else rng.uniform(size=(n, d))
 
 
-def solves(space: MagnitudeSpace) -> int:
+def solved_scales(space: MagnitudeSpace) -> set[float]:
     """The distinct positive scales the space has solved (each is remembered once solved)."""
-    return len(space._cache) - 1  # Mag(0) = 1 is known
+    return set(space._cache) - {0.0}  # Mag(0) = 1 is known
+
+
+def solves(space: MagnitudeSpace) -> int:
+    """How many distinct positive scales the space has solved."""
+    return len(solved_scales(space))
 
 
 def first_order_search(D: np.ndarray, target: float) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 from ._common import EXPONENT_FLOOR
 from ._elementwise import _exp_inplace, _exponentials
 from ._lapack import _gil_free_lapack, _scipy_lapack
-from ._solver import pair_sums
+from ._triangles import pair_sums
 
 # Members of up to this many distinct points are solved by NumPy's stacked linear algebra (one
 # call per chunk of matrices); above it, by SciPy's LAPACK wrappers one matrix at a time. At 10
@@ -76,7 +76,7 @@ def _stacked_solve(group, rows, ts, *, order: int):
 
 
 def _group_pair_sums(group, rows, ts):
-    """The first-order sums ``(S0, S1)`` (``_solver.pair_sums``, bit for bit) of members ``rows``
+    """The first-order sums ``(S0, S1)`` (``_triangles.pair_sums``, bit for bit) of members ``rows``
     of a group at scales ``ts``: member by member for looped groups; stacked ones in chunks of
     ``_CHUNK_ENTRIES``, each member's exp(-tD) a contiguous (m, m) block with its strict upper
     triangle kept, summed as the single space sums its one block."""

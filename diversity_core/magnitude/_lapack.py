@@ -69,10 +69,10 @@ def _scipy_lapack() -> _LapackCalls:
         out[:n1] = blas.dsymv(1.0, block(a11, n1, n1), x[:n1], lower=1)
         if n2:
             out[n1:] = blas.dsymv(1.0, block(a22, n2, n2), x[n1:], lower=0)
+            A21 = np.asfortranarray(block(a21, n2, n1))  # copied once for both products
             # Added into the results (beta = 1) as the ctypes route adds them.
-            out[:n1] = blas.dgemv(1.0, block(a21, n2, n1), x[n1:], beta=1.0, y=out[:n1],
-                                  trans=1)
-            out[n1:] = blas.dgemv(1.0, block(a21, n2, n1), x[:n1], beta=1.0, y=out[n1:])
+            out[:n1] = blas.dgemv(1.0, A21, x[n1:], beta=1.0, y=out[:n1], trans=1)
+            out[n1:] = blas.dgemv(1.0, A21, x[:n1], beta=1.0, y=out[n1:])
         return out
 
     return _LapackCalls(pftrf, tfsm, sfmv, _packed)

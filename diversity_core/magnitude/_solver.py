@@ -23,11 +23,11 @@ from ._common import (
     MagnitudeWarning,
 )
 from ._elementwise import (
-    _BLOCK_ENTRIES,
     _exp_inplace,
     _row_blocks,
 )
 from ._similarity import SimilarityBuffer
+from ._triangles import pair_parts, triangle_block, triangle_rows
 
 # float64 is the default: a single float32 factorisation is about twice as fast, but at large t
 # it meets subnormal intermediates (20 times slower than float64 for 500 points), and measured
@@ -380,7 +380,7 @@ class _DenseSolver:
         triangle (see :meth:`_triangle_blocks`)."""
 
         def sums(E, Db, start, stop, cols) -> tuple[float, float]:
-            return _pair_parts(E, Db)
+            return pair_parts(E, Db)
 
         total = [0.0, 0.0]
         for similarity, weighted in self._triangle_blocks(t, sums):
@@ -400,7 +400,7 @@ class _DenseSolver:
         contiguous runs, and the values come back in block order, to be added on one thread:
         the bits do not depend on the thread count."""
         n = self.n
-        rows = _triangle_rows(n)
+        rows = triangle_rows(n)
         Z = self.buffer.Z
         upper = self.buffer.scale == t
         lower = not upper and self.buffer.lower_scale == t
@@ -408,7 +408,7 @@ class _DenseSolver:
         def block(start: int):
             stop = min(start + rows, n)
             if not (upper or lower):
-                return reduce(*_triangle_block(self.D, t, start, stop), start, stop,
+                return reduce(*triangle_block(self.D, t, start, stop), start, stop,
                               slice(start, n))
             cols = slice(0, stop) if lower else slice(start, n)
             Db = self.D[start:stop, cols]
@@ -612,42 +612,3 @@ def fallback_solve(D: np.ndarray, t: float, *, stacklevel: int = 2) -> tuple[np.
         stacklevel=stacklevel,
     )
     return w, found
-
-
-def _triangle_rows(n: int) -> int:
-    """Rows per block of :meth:`_DenseSolver._triangle_blocks` for n points. Short blocks: the
-    diagonal block's triangle is cut out with a copy (np.triu), which cost as much as the rest
-    of the product when the block was the whole matrix."""
-    return max(1, min(64, _BLOCK_ENTRIES // n))
-
-
-def _triangle_block(D: np.ndarray, t: float, start: int, stop: int):
-    """``(E, Db)``: exp(-tD) of rows ``start:stop`` and columns ``start:`` formed afresh, zero
-    outside the strict upper triangle, and ``Db``, those rows and columns of D."""
-    Db = D[start:stop, start:]
-    E = np.multiply(Db, -t)
-    _exp_inplace(E)
-    E[:, :stop - start] = np.triu(E[:, :stop - start], 1)
-    return E, Db
-
-
-def pair_sums(D: np.ndarray, t: float) -> tuple[float, float]:
-    """``(Σ_{i≠j} exp(-t D_ij), Σ_{i≠j} D_ij exp(-t D_ij))`` of a distance matrix on one
-    thread: the bits of :meth:`_DenseSolver.pair_sums` where it forms exp(-tD) afresh (the
-    same blocks, added in the same order), for a batch's members."""
-    n = len(D)
-    rows = _triangle_rows(n)
-    similarity = weighted = 0.0
-    for start in range(0, n, rows):
-        block_similarity, block_weighted = _pair_parts(*_triangle_block(D, t, start,
-                                                                       min(start + rows, n)))
-        similarity += block_similarity
-        weighted += block_weighted
-    return 2.0 * similarity, 2.0 * weighted
-
-
-def _pair_parts(E: np.ndarray, Db: np.ndarray) -> tuple[float, float]:
-    """One block's ``(Σ E, Σ Db ∘ E)`` (E overwritten): the two first-order sums' parts."""
-    similarity = float(E.sum())
-    E *= Db
-    return similarity, float(E.sum())

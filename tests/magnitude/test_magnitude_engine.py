@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 import diversity_core as dc
 from diversity_core import _threads
-from diversity_core.magnitude import _elementwise, _search, _similarity, _solver
+from diversity_core.magnitude import _elementwise, _search, _similarity, _solver, _triangles
 
 
 class _CountingPool:
@@ -87,7 +87,7 @@ def test_similarity_fill_and_derivative_split_over_threads(n, threads, exponenti
     four_cores.tasks.clear()  # the distances' own shares (pairwise_distances) are not counted
     solver = _solver._DenseSolver(D, precision="double", solver="direct")
     fill = _thread_spy(monkeypatch, _elementwise, "_exponentials")
-    fresh = _thread_spy(monkeypatch, _solver, "_exp_inplace")
+    fresh = _thread_spy(monkeypatch, _triangles, "_exp_inplace")
     shares = []
     with threadpool_limits(2, user_api="blas"):
         solver.buffer.similarity(0.7)
