@@ -1,8 +1,9 @@
-"""The one compiled part of diversity_core: ``diversity_core.magnitude._vexp`` (see its C file).
+"""The one compiled part of diversity_core: ``diversity_core.magnitude._kernels`` (see its C file:
+exp through glibc's vector math library, and the weighted distance form in one pass).
 
 Built on x86-64 Linux, where glibc ships libmvec; elsewhere, or if the build fails (no compiler,
-a C library without libmvec), the package installs without it and forms exp(-tD) with NumPy's
-exp (``diversity_core.magnitude.EXPONENTIAL`` says which). Everything else is in pyproject.toml.
+a C library without libmvec), the package installs without it and NumPy forms exp(-tD) and the
+form (``diversity_core.magnitude.EXPONENTIAL`` says which). Everything else is in pyproject.toml.
 """
 
 import platform
@@ -13,7 +14,7 @@ from setuptools import Extension, setup
 extensions = []
 if sys.platform.startswith("linux") and platform.machine() == "x86_64":
     extensions.append(Extension(
-        "diversity_core.magnitude._vexp", ["diversity_core/magnitude/_vexp.c"],
+        "diversity_core.magnitude._kernels", ["diversity_core/magnitude/_kernels.c"],
         libraries=["mvec", "m"], optional=True,
     ))
 

@@ -6,7 +6,7 @@
 #
 # Steps, most wanted first, each under its own time limit and all under GPU_CHECKS_BUDGET
 # seconds (default 540): a step that would start past the budget is skipped and says so.
-#   env          the card, driver, CPU and package versions; builds the _vexp extension in place
+#   env          the card, driver, CPU and package versions; builds the _kernels extension in place
 #   magnitude    device_check.py --only magnitude (torch path against the NumPy engine)
 #   bench_gpu    bench_gpu.py at the target sizes (10,000 and 50,000 points, batches) and the
 #                device's large-n path at 50,000 points against the dense one

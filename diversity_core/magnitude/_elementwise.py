@@ -1,9 +1,10 @@
 """Elementwise passes over similarity matrices: exp(-tD) formed, shifted and copied in row blocks.
 
-Every path that forms exp(-tD) goes through :func:`_exp_inplace` (:data:`EXPONENTIAL` names its
-routine), so that an entry's bits depend on its value only, not on the path, the block or the
-thread that formed it. The passes split a matrix's triangle among threads in row blocks
-(:func:`_row_blocks`); each entry is computed alone, so the thread count never changes a bit.
+Every path that forms exp(-tD) goes through :func:`_exp_inplace` or :func:`_exponentials`, one
+routine (:data:`EXPONENTIAL` names it), so that an entry's bits depend on its value only, not on
+the path, the block or the thread that formed it. The passes split a matrix's triangle among
+threads in row blocks (:func:`_row_blocks`); each entry is computed alone, so the thread count
+never changes a bit.
 """
 
 from __future__ import annotations
@@ -15,16 +16,20 @@ import numpy as np
 from .._threads import map_threads
 from ._common import EXPONENT_FLOOR, FLOAT32_FLOOR
 
-try:  # glibc's vector exp (see _vexp.c): absent where the extension was not built
-    from ._vexp import VECTORISED as _VEXP_VECTORISED
-    from ._vexp import exp_inplace as _vexp_inplace
+try:  # the compiled kernels (see _kernels.c): absent where the extension was not built
+    from ._kernels import VECTORISED as _VEXP_VECTORISED
+    from ._kernels import exp_inplace as _vexp_inplace
+    from ._kernels import exp_scaled as _exp_scaled
+    from ._kernels import weighted_row_sums as _weighted_row_sums
 except ImportError:
-    _vexp_inplace, _VEXP_VECTORISED = None, False
+    _vexp_inplace = _exp_scaled = _weighted_row_sums = None
+    _VEXP_VECTORISED = False
 
 
 # Which routine exponentiates the similarity matrices (the last bits of every magnitude depend
-# on it): glibc's AVX2 vector exp through _vexp ("libmvec-avx2"), glibc's scalar exp through
-# _vexp on a CPU without AVX2 ("glibc-scalar"), or NumPy's exp where _vexp was not built.
+# on it): glibc's AVX2 vector exp through _kernels ("libmvec-avx2"), glibc's scalar exp through
+# _kernels on a CPU without AVX2 ("glibc-scalar"), or NumPy's exp where _kernels was not built
+# (then NumPy also forms dMag/dt's weighted distance form, see _solver: its last bits differ).
 EXPONENTIAL = ("numpy" if _vexp_inplace is None
                else "libmvec-avx2" if _VEXP_VECTORISED else "glibc-scalar")
 
@@ -67,17 +72,20 @@ def _fill_similarity(D, t: float, Z, Z32, *, fill64: bool, full: bool, clamp: bo
     n = D.shape[0]
 
     def worker():
-        # Exponentials of a contiguous scratch block: NumPy's exp on the strided rows of the
-        # upper trapezoid took twice as long (0.98 against 0.83 ms at n = 1,000).
-        scratch = np.empty(_block_rows(n, threads) * n) if fill64 else None
+        # NumPy's exponentials go through a contiguous scratch block: its exp on the strided
+        # rows of the upper trapezoid took twice as long (0.98 against 0.83 ms at n = 1,000).
+        # The compiled kernel writes the rows in place.
+        scratch = np.empty(_block_rows(n, threads) * n) if fill64 and _exp_scaled is None \
+            else None
 
         def fill(block) -> None:
-            if fill64:
+            z = Z[block]
+            if scratch is not None:
                 z = _contiguous_block(scratch, block, n)
                 _exponentials(D[block], t, z, clamp=clamp)
                 Z[block] = z
-            else:
-                z = Z[block]
+            elif fill64:
+                _exponentials(D[block], t, z, clamp=clamp)
             if Z32 is not None:
                 np.multiply(z, z >= FLOAT32_FLOOR, out=Z32[block], casting="unsafe")
             if quotient is not None:
@@ -160,11 +168,22 @@ def _row_blocks(n: int, *, full: bool, threads: int, worker) -> None:
 def _exponentials(D: np.ndarray, t: float, out: np.ndarray, *, clamp: bool) -> None:
     """out = exp(-tD) entry by entry, the exponent clamped at -``EXPONENT_FLOOR`` (``_common``)
     if ``clamp`` (see :func:`_fill_similarity`); the batch solvers form their matrices with it
-    too, so that the same scale gives the same bits on every path."""
+    too, so that the same scale gives the same bits on every path. One pass through the
+    compiled kernel where it is built and both arrays are float64 with contiguous rows (the
+    bits of the three NumPy passes below: the same product, floor and exponential)."""
+    if _exp_scaled is not None and _float64_rows(D) and _float64_rows(out):
+        _exp_scaled(D, -t, -EXPONENT_FLOOR if clamp else -math.inf, out)
+        return
     np.multiply(D, -t, out=out)
     if clamp:
         np.maximum(out, -EXPONENT_FLOOR, out=out)
     _exp_inplace(out)
+
+
+def _float64_rows(a: np.ndarray) -> bool:
+    """Whether ``a`` is a two-dimensional float64 array with contiguous rows (what the compiled
+    kernels take)."""
+    return a.dtype == np.float64 and a.ndim == 2 and (a.shape[1] <= 1 or a.strides[1] == 8)
 
 
 def _exp_inplace(a: np.ndarray) -> None:
@@ -172,8 +191,8 @@ def _exp_inplace(a: np.ndarray) -> None:
     exp(-tD) goes through here, so that an entry's bits depend on its value only.
 
     NumPy vectorises its float64 exp for AVX-512 only: on an AVX2 machine every entry took
-    glibc's scalar routine, 7 to 9 ns, against 1.4 to 2.2 ns through libmvec (``_vexp.c``); at
-    1,000 points that was a quarter of a default convergence scale + MagArea."""
+    glibc's scalar routine, 7 to 9 ns, against 1.4 to 2.2 ns through libmvec (``_kernels.c``);
+    at 1,000 points that was a quarter of a default convergence scale + MagArea."""
     if _vexp_inplace is None or a.dtype != np.float64:
         np.exp(a, out=a)
     elif a.flags.c_contiguous:

@@ -25,6 +25,7 @@ from ._common import (
 from ._elementwise import (
     _exp_inplace,
     _row_blocks,
+    _weighted_row_sums,
 )
 from ._similarity import SimilarityBuffer
 from ._triangles import pair_parts, triangle_block, triangle_rows
@@ -363,7 +364,11 @@ class _DenseSolver:
 
     def weighted_distance_form(self, t: float, w: np.ndarray) -> float:
         """wᵀ (D ∘ exp(-tD)) w = 2 Σ_{i<j} w_i D_ij exp(-t D_ij) w_j (as D_ii = 0), over one
-        triangle in row blocks (see :meth:`_triangle_blocks`)."""
+        triangle: by the compiled kernel where the buffer holds exp(-tD) (see
+        :meth:`_compiled_form`), else in row blocks (see :meth:`_triangle_blocks`)."""
+        if _weighted_row_sums is not None and self.D.dtype == np.float64 \
+                and self.D.flags.c_contiguous and t in (self.buffer.scale, self.buffer.lower_scale):
+            return self._compiled_form(w, upper=self.buffer.scale == t)
 
         def form(E, Db, start, stop, cols) -> float:
             E *= Db
@@ -373,6 +378,23 @@ class _DenseSolver:
         for value in self._triangle_blocks(t, form):
             total += value
         return 2.0 * total
+
+    def _compiled_form(self, w: np.ndarray, *, upper: bool) -> float:
+        """wᵀ (D ∘ Z_t) w from the buffer's Z_t (its upper triangle, else its strict lower one)
+        through ``_kernels.weighted_row_sums``: one pass over D and Z, where NumPy's row blocks
+        take four (0.85 against 2.5 ms at 1,500 points, one thread). The rows are shared among
+        the buffer's elementwise threads in equal parts of the triangle; each row's sum has bits
+        of its own, and NumPy's pairwise sum adds them, so the thread count changes no bit."""
+        n = self.n
+        sums = np.empty(n)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        threads = min(self.buffer.threads(), n)
+        # Row i of the upper triangle holds n - i - 1 entries, of the strict lower one i.
+        cuts = [0] + [round(n * (1.0 - math.sqrt(1.0 - k / threads)) if upper
+                            else n * math.sqrt(k / threads)) for k in range(1, threads)] + [n]
+        map_threads(lambda rows: _weighted_row_sums(self.buffer.Z, self.D, w, sums, upper, *rows),
+                    list(zip(cuts[:-1], cuts[1:], strict=True)), threads)
+        return 2.0 * float(np.add.reduce(w * sums))
 
     def pair_sums(self, t: float) -> tuple[float, float]:
         """``Σ_{i≠j} exp(-t D_ij)`` and ``Σ_{i≠j} D_ij exp(-t D_ij)`` (the first-order bound

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._elementwise import _BLOCK_ENTRIES, _exp_inplace
+from ._elementwise import _BLOCK_ENTRIES, _exponentials
 
 
 def triangle_rows(n: int) -> int:
@@ -21,8 +21,8 @@ def triangle_block(D: np.ndarray, t: float, start: int, stop: int):
     """``(E, Db)``: exp(-tD) of rows ``start:stop`` and columns ``start:`` formed afresh, zero
     outside the strict upper triangle, and ``Db``, those rows and columns of D."""
     Db = D[start:stop, start:]
-    E = np.multiply(Db, -t)
-    _exp_inplace(E)
+    E = np.empty(Db.shape)
+    _exponentials(Db, t, E, clamp=False)
     E[:, :stop - start] = np.triu(E[:, :stop - start], 1)
     return E, Db
 

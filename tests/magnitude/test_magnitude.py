@@ -494,7 +494,7 @@ def test_similarity_fill_matches_numpy(full, threads, monkeypatch):
         assert np.isnan(Z[lower]).any()  # the scratch triangle was left alone (mostly)
 
 
-# The compiled exponential (diversity_core/magnitude/_vexp.c) is built on x86-64 Linux; a build
+# The compiled kernels (diversity_core/magnitude/_kernels.c) are built on x86-64 Linux; a build
 # that failed silently there would leave the library on NumPy's slower exp without a word.
 _LINUX_X86 = sys.platform.startswith("linux") and platform.machine() == "x86_64"
 
@@ -504,14 +504,14 @@ def test_compiled_exponential_is_built_and_close_to_numpy():
     """exp through libmvec: within 4 units in the last place of NumPy's (glibc's scalar or
     NumPy's AVX-512 routine) over the whole range exp(-tD) takes, the same zeros where the
     result underflows, and ±0 → 1."""
-    from diversity_core.magnitude import _vexp
+    from diversity_core.magnitude import _kernels
 
     assert dc.magnitude.EXPONENTIAL in ("libmvec-avx2", "glibc-scalar")
     rng = np.random.default_rng(21)
     x = np.concatenate([-rng.uniform(0, 40, 100_000), -rng.uniform(40, 760, 100_000),
                         [0.0, -0.0, -345.0, -708.4, -745.2, -746.0, -1e4, 1e-300, 2.5]])
     got = x.copy()
-    _vexp.exp_inplace(got)
+    _kernels.exp_inplace(got)
     expected = np.exp(x)
     assert np.array_equal(got == 0, expected == 0)
     normal = expected >= np.finfo(float).tiny
@@ -528,22 +528,98 @@ def test_compiled_exponential_depends_on_the_value_only():
     """An entry's bits do not depend on where it sits (the last n mod 4 entries are padded to a
     full register), on the array's strides, or on how it was cut into calls; wrong buffers are
     refused."""
-    from diversity_core.magnitude import _vexp
+    from diversity_core.magnitude import _kernels
 
     x = -np.random.default_rng(22).uniform(0, 60, 1_003)
     whole = x.copy()
-    _vexp.exp_inplace(whole)
+    _kernels.exp_inplace(whole)
     for offset in range(1, 5):
         part = x[offset:].copy()
-        _vexp.exp_inplace(part)
+        _kernels.exp_inplace(part)
         np.testing.assert_array_equal(part, whole[offset:])
     strided = np.repeat(x, 2)[::2]  # a view with stride 16 bytes
     _elementwise._exp_inplace(strided)
     np.testing.assert_array_equal(strided, whole)
     with pytest.raises(TypeError, match="float64"):
-        _vexp.exp_inplace(np.zeros(4, dtype=np.float32))
+        _kernels.exp_inplace(np.zeros(4, dtype=np.float32))
     with pytest.raises((BufferError, ValueError, TypeError)):
-        _vexp.exp_inplace(np.zeros((4, 4))[:, 0])  # not contiguous
+        _kernels.exp_inplace(np.zeros((4, 4))[:, 0])  # not contiguous
+
+
+@pytest.mark.skipif(not _LINUX_X86, reason="the compiled kernels are built on x86-64 Linux")
+@pytest.mark.parametrize("clamp", [False, True])
+def test_compiled_scaled_exponential_has_the_bits_of_numpys_passes(clamp):
+    """exp(max(-tD, floor)) in one pass gives the bits of NumPy's product and floor followed by
+    the compiled exponential, for row blocks of a larger matrix written into another one's
+    (strided rows, every width mod 4, exponents beyond the floor); wrong arrays are refused."""
+    from diversity_core.magnitude import _kernels
+    from diversity_core.magnitude._common import EXPONENT_FLOOR
+
+    rng = np.random.default_rng(25)
+    D = rng.uniform(0, 3, (40, 40))
+    t = 150.0  # t·D up to 450: beyond the floor of 345
+    floor = -EXPONENT_FLOOR if clamp else -np.inf
+    for start in range(0, 9):
+        block = (slice(start, start + 5), slice(start, None))
+        expected = np.multiply(D[block], -t)
+        if clamp:
+            np.maximum(expected, -EXPONENT_FLOOR, out=expected)
+        _kernels.exp_inplace(expected)
+        out = np.full_like(D, np.nan)
+        _kernels.exp_scaled(D[block], -t, floor, out[block])
+        np.testing.assert_array_equal(out[block], expected)
+        assert np.isnan(out[:start]).all() and np.isnan(out[start:start + 5, :start]).all()
+    assert clamp == (out[block].min() > 1e-160)  # exp(-345) = 1.4e-150; exp(-450) = 5.8e-196
+    with pytest.raises(ValueError, match="one shape"):
+        _kernels.exp_scaled(D[:4], -t, floor, np.empty((4, 39)))
+    with pytest.raises(ValueError, match="contiguous"):
+        _kernels.exp_scaled(D[:, ::2], -t, floor, np.empty((40, 20)))
+    with pytest.raises(TypeError, match="float64"):
+        _kernels.exp_scaled(D.astype(np.float32), -t, floor, np.empty((40, 40)))
+
+
+@pytest.mark.skipif(not _LINUX_X86, reason="the compiled kernels are built on x86-64 Linux")
+def test_compiled_weighted_row_sums():
+    """Row sums of Z ∘ D ∘ w over the strict upper (lower) triangle: those of NumPy to round-off,
+    the same bits whatever rows a call is given; wrong buffers are refused."""
+    from diversity_core.magnitude import _kernels
+
+    rng = np.random.default_rng(26)
+    n = 23
+    Z, D, w = rng.uniform(size=(n, n)), rng.uniform(size=(n, n)), rng.normal(size=n)
+    products = Z * D * w
+    for upper, triangle in ((True, np.triu(products, 1)), (False, np.tril(products, -1))):
+        whole = np.full(n, np.nan)
+        _kernels.weighted_row_sums(Z, D, w, whole, upper, 0, n)
+        np.testing.assert_allclose(whole, triangle.sum(axis=1), rtol=1e-14, atol=1e-15)
+        parts = np.full(n, np.nan)
+        for first, last in ((0, 7), (7, 8), (8, n)):
+            _kernels.weighted_row_sums(Z, D, w, parts, upper, first, last)
+        np.testing.assert_array_equal(parts, whole)
+    with pytest.raises(ValueError, match="n x n"):
+        _kernels.weighted_row_sums(Z[:, :5].copy(), D, w, whole, True, 0, n)
+    with pytest.raises(ValueError, match="n entries"):
+        _kernels.weighted_row_sums(Z, D, w, whole[:5].copy(), True, 0, n)
+    with pytest.raises(ValueError, match="within"):
+        _kernels.weighted_row_sums(Z, D, w, whole, True, 3, n + 1)
+
+
+@pytest.mark.parametrize(("n", "t", "keep_similarity"), [(80, 0.8, True), (700, 4.0, False)])
+def test_weighted_distance_form_routes_agree(n, t, keep_similarity, monkeypatch):
+    """dMag/dt's form wᵀ (D ∘ Z_t) w from the buffer's upper triangle (conjugate gradients
+    answered, 700 points) or its strict lower one (a factorisation kept Z_t, 80 points), by
+    the compiled kernel and by NumPy's row blocks: the same value to round-off, and that of
+    the full product."""
+    D = dc.pairwise_distances(np.random.default_rng(27).normal(size=(n, 3)))
+    solver = _solver._DenseSolver(D, precision="double", solver="auto")
+    w = solver.weights(t, keep_similarity=keep_similarity)
+    assert t == (solver.buffer.lower_scale if keep_similarity else solver.buffer.scale)
+    compiled = solver.weighted_distance_form(t, w)
+    monkeypatch.setattr(_solver, "_weighted_row_sums", None)
+    numpy_route = solver.weighted_distance_form(t, w)
+    full = float(w @ ((D * np.exp(-t * D)) @ w))
+    assert compiled == pytest.approx(numpy_route, rel=1e-13)
+    assert compiled == pytest.approx(full, rel=1e-13)
 
 
 def test_magnitude_with_numpy_exponential_agrees(monkeypatch):
@@ -561,7 +637,9 @@ def test_magnitude_with_numpy_exponential_agrees(monkeypatch):
         return t, dc.mag_area(D, t), dc.magnitude.mag_areas(sets, 3.0)
 
     t_fast, area_fast, areas_fast = scores()
-    monkeypatch.setattr(_elementwise, "_vexp_inplace", None)
+    for name in ("_vexp_inplace", "_exp_scaled"):
+        monkeypatch.setattr(_elementwise, name, None)
+    monkeypatch.setattr(_solver, "_weighted_row_sums", None)
     t_numpy, area_numpy, areas_numpy = scores()
     assert t_numpy == pytest.approx(t_fast, rel=1e-12)
     assert area_numpy == pytest.approx(area_fast, rel=1e-7)

@@ -40,11 +40,13 @@ def four_cores(monkeypatch):
     pool.pool.shutdown()
 
 
-@pytest.fixture(params=["vexp", "numpy"])
+@pytest.fixture(params=["compiled", "numpy"])
 def exponential(request, monkeypatch):
-    """Both exponentials: the compiled one (where built) and NumPy's (``_vexp`` absent)."""
+    """Both routes: the compiled kernels (where built) and NumPy's (``_kernels`` absent)."""
     if request.param == "numpy":
-        monkeypatch.setattr(_elementwise, "_vexp_inplace", None)
+        for name in ("_vexp_inplace", "_exp_scaled"):
+            monkeypatch.setattr(_elementwise, name, None)
+        monkeypatch.setattr(_solver, "_weighted_row_sums", None)
     elif _elementwise._vexp_inplace is None:
         pytest.skip("the compiled exponential is not built here")
     return request.param
@@ -87,7 +89,7 @@ def test_similarity_fill_and_derivative_split_over_threads(n, threads, exponenti
     four_cores.tasks.clear()  # the distances' own shares (pairwise_distances) are not counted
     solver = _solver._DenseSolver(D, precision="double", solver="direct")
     fill = _thread_spy(monkeypatch, _elementwise, "_exponentials")
-    fresh = _thread_spy(monkeypatch, _triangles, "_exp_inplace")
+    fresh = _thread_spy(monkeypatch, _triangles, "_exponentials")
     shares = []
     with threadpool_limits(2, user_api="blas"):
         solver.buffer.similarity(0.7)
@@ -124,11 +126,13 @@ def test_threads_change_no_bit(exponential, four_cores, monkeypatch):
 
 
 def test_numpy_exponential_when_the_extension_cannot_be_imported():
-    """A failing import of ``_vexp`` (an unbuilt extension) selects NumPy's exp everywhere."""
-    code = ("import sys; sys.modules['diversity_core.magnitude._vexp'] = None\n"
+    """A failing import of ``_kernels`` (an unbuilt extension) selects NumPy's exp and
+    NumPy's weighted distance form everywhere."""
+    code = ("import sys; sys.modules['diversity_core.magnitude._kernels'] = None\n"
             "import numpy as np, diversity_core as dc\n"
-            "from diversity_core.magnitude import EXPONENTIAL, _elementwise\n"
+            "from diversity_core.magnitude import EXPONENTIAL, _elementwise, _solver\n"
             "assert EXPONENTIAL == 'numpy' and _elementwise._vexp_inplace is None\n"
+            "assert _elementwise._exp_scaled is None and _solver._weighted_row_sums is None\n"
             "D = dc.pairwise_distances(np.random.default_rng(3).normal(size=(60, 3)))\n"
             "print(repr(dc.mag_area(D, 2.0)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
