@@ -189,8 +189,9 @@ def _jsonable(value):
 
 
 def _magnitude_exponential() -> str:
-    """The routine that forms the magnitude engine's exp(-tD) (``magnitude.EXPONENTIAL``): the
-    last bits of every magnitude depend on it, beside the package versions."""
+    """The routine that forms the magnitude engine's exp(-tD) (``magnitude.EXPONENTIAL``; also
+    whether the compiled kernels formed dMag/dt's weighted form): the last bits of every
+    magnitude depend on it, beside the package versions."""
     from ..magnitude import EXPONENTIAL  # here, not at the top: records do not need the engine
 
     return EXPONENTIAL
