@@ -20,7 +20,7 @@ try:  # the compiled kernels (see _kernels.c): absent where the extension was no
     from ._kernels import VECTORISED as _VEXP_VECTORISED
     from ._kernels import exp_inplace as _vexp_inplace
     from ._kernels import exp_scaled as _exp_scaled
-    from ._kernels import weighted_row_sums as _weighted_row_sums
+    from ._kernels import weighted_row_sums as _weighted_row_sums  # for _solver
 except ImportError:
     _vexp_inplace = _exp_scaled = _weighted_row_sums = None
     _VEXP_VECTORISED = False
@@ -154,14 +154,21 @@ def _row_blocks(n: int, *, full: bool, threads: int, worker) -> None:
     if threads <= 1:
         run(0, n)
         return
-    # Equal shares of the triangle's entries, not of its rows: row i has n - i of them.
+    bounds = _share_bounds(n, threads, full=full, rows=rows)
+    map_threads(lambda share: run(*share), list(zip(bounds[:-1], bounds[1:], strict=True)),
+                threads)
+
+
+def _share_bounds(n: int, threads: int, *, full: bool, rows: int = 1) -> list[int]:
+    """Row bounds ``[0, ..., n]`` that cut an (n, n) matrix's upper triangle (all of it if
+    ``full``) into ``threads`` shares at multiples of ``rows``: equal shares of its entries, not
+    of its rows (row i of the triangle has n - i of them)."""
     bounds = [0]
     for k in range(1, threads):
         row = n * k / threads if full else n * (1.0 - math.sqrt(1.0 - k / threads))
         bounds.append(min(n, rows * round(row / rows)))
     bounds.append(n)
-    map_threads(lambda share: run(*share), list(zip(bounds[:-1], bounds[1:], strict=True)),
-                threads)
+    return bounds
 
 
 
