@@ -1,9 +1,11 @@
 """The one compiled part of diversity_core: ``diversity_core.magnitude._kernels`` (see its C file:
-exp through glibc's vector math library, and the weighted distance form in one pass).
+exp through glibc's vector math library, the weighted distance form in one pass, and the large-n
+path's products with exp(-tD), one pass over each panel of distances).
 
 Built on x86-64 Linux, where glibc ships libmvec; elsewhere, or if the build fails (no compiler,
-a C library without libmvec), the package installs without it and NumPy forms exp(-tD) and the
-form (``diversity_core.magnitude.EXPONENTIAL`` says which). Everything else is in pyproject.toml.
+a C library without libmvec), the package installs without it and NumPy forms exp(-tD), the
+form and the products (``diversity_core.magnitude.EXPONENTIAL`` says which). Everything else
+is in pyproject.toml.
 """
 
 import platform

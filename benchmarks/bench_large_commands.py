@@ -18,11 +18,13 @@ the peak resident memory of the command (the child's ``ru_maxrss``). The budget 
 Then the breakdown, in a fresh process on the N × 32 points: the large-n path's build,
 convergence scale and MagArea as ``score`` runs them, with the products each phase takes (float32
 products inside conjugate gradients, float64 products of the refinement steps, which also form
-the derivative and the distance bound), and one float32 product split into its parts, each
-timed alone over every stored panel on one thread at t_conv: scaling the distances (``−t·D``,
-and the exponent floor where some entry reaches it), the exponential, and the two
-matrix–vector products (each panel and its mirror); beside them one read of every panel, the
-memory traffic no product can avoid. ``products × seconds per product`` against each phase's
+the derivative and the distance bound), each product's time as the engine runs it (by the
+compiled kernels where they are built) and by NumPy's passes, and one float32 product by
+NumPy's passes split into them, each timed alone over every stored panel on one thread at
+t_conv: scaling the distances (``−t·D``, and the exponent floor where some entry reaches it),
+the exponential, and the two matrix–vector products (each panel and its mirror); beside them
+the compiled kernel's float32 product on one thread and one read of every panel, the memory
+traffic no product can avoid. ``products × seconds per product`` against each phase's
 time says how much of it the products are. The breakdown reads the engine's panels and panel
 sizes (private names of ``diversity_core.magnitude._large``), as a profiler would.
 
@@ -132,11 +134,36 @@ def product_parts(space, t: float) -> dict:
     return seconds
 
 
-def breakdown(n: int, seed: int) -> list[dict]:
-    """The breakdown's rows (see the module docstring), in this process."""
+def whole_products(space, t: float) -> tuple[float, float]:
+    """Seconds of one float32 and one float64 product as the engine runs them (best of three
+    and of two)."""
     import numpy as np
 
-    from diversity_core.magnitude import LargeMagnitudeSpace
+    x64 = np.ones(space.n_unique)
+    x32 = x64.astype(np.float32)
+    whole32 = min(_timed(lambda: space._product32(t, x32)) for _ in range(3))
+    whole64 = min(_timed(lambda: space._product64(t, x64, derivative=True, absolute=True))
+                  for _ in range(2))
+    return whole32, whole64
+
+
+def numpy_products(space, t: float) -> tuple[float, float]:
+    """:func:`whole_products` by NumPy's passes, the compiled kernels set aside meanwhile."""
+    from diversity_core.magnitude import _large
+
+    kernels = _large._compiled_panel_product32, _large._compiled_panel_product64
+    _large._compiled_panel_product32 = _large._compiled_panel_product64 = None
+    try:
+        return whole_products(space, t)
+    finally:
+        _large._compiled_panel_product32, _large._compiled_panel_product64 = kernels
+
+
+def breakdown(n: int, seed: int) -> list[dict]:
+    """The breakdown's rows (see the module docstring), in this process."""
+    from threadpoolctl import threadpool_limits
+
+    from diversity_core.magnitude import LargeMagnitudeSpace, _large
 
     X = points("clustered", n, 32, seed)
     phases = {}
@@ -153,11 +180,12 @@ def breakdown(n: int, seed: int) -> list[dict]:
     for r in space.records:
         counts[r["phase"]][0] += r["iterations"]
         counts[r["phase"]][1] += r["refinements"] + 1
-    x64 = np.ones(space.n_unique)
-    x32 = x64.astype(np.float32)
-    whole32 = min(_timed(lambda: space._product32(t_conv, x32)) for _ in range(3))
-    whole64 = min(_timed(lambda: space._product64(t_conv, x64, derivative=True, absolute=True))
-                  for _ in range(2))
+    whole32, whole64 = whole_products(space, t_conv)
+    compiled = _large._compiled_panel_product32 is not None
+    if compiled:
+        numpy32, numpy64 = numpy_products(space, t_conv)
+        with threadpool_limits(1):
+            single32 = whole_products(space, t_conv)[0]
     parts = product_parts(space, t_conv)
     one_thread = parts["scale"] + parts["exp"] + parts["matvec"]
     rows = [{"part": "build", "seconds": round(phases["build"], 1),
@@ -169,15 +197,24 @@ def breakdown(n: int, seed: int) -> list[dict]:
                      "share": round(spent / phases[phase], 2),
                      "what": "share: products x seconds per product (threads as the engine "
                              "runs them), over the phase's time"})
+    threads = space._thread_count()
+    route = "the compiled kernels" if compiled else "NumPy's passes"
     rows.append({"part": "float32 product", "per_product_s": round(whole32, 4),
-                 "what": f"as the engine runs it, on {space._thread_count()} threads"})
+                 "what": f"as the engine runs it ({route}), on {threads} threads"})
     rows.append({"part": "float64 product", "per_product_s": round(whole64, 4),
                  "what": "with the derivative's and the distance bound's columns"})
+    if compiled:
+        rows.append({"part": "float32 product, NumPy's passes", "per_product_s": round(numpy32, 4),
+                     "what": f"where the kernels are not built, on {threads} threads"})
+        rows.append({"part": "float64 product, NumPy's passes", "per_product_s": round(numpy64, 4),
+                     "what": f"where the kernels are not built, on {threads} threads"})
+        rows.append({"part": "float32 product, one thread", "per_product_s": round(single32, 4),
+                     "what": "the compiled kernel on one thread (against one read of the panels)"})
     for part, what in (("scale", "-t*D and the exponent floor"), ("exp", "the exponential"),
                        ("matvec", "panel and mirror matrix-vector products")):
         rows.append({"part": f"float32 product: {part}", "per_product_s": round(parts[part], 4),
                      "share": round(parts[part] / one_thread, 2),
-                     "what": f"{what}, one thread; share of the three parts"})
+                     "what": f"NumPy's pass: {what}, one thread; share of the three passes"})
     rows.append({"part": "read every panel", "per_product_s": round(parts["read"], 4),
                  "what": f"one pass over the {sum(p.nbytes for p in space._panels) / 2**30:.2f} "
                          "GiB of panels, one thread: the traffic every product makes"})

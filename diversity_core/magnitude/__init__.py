@@ -75,7 +75,8 @@ The package's modules, from the top down (none imports one above it: no import c
   exponentials, by a shift from a nearby scale, or from MagArea's pairs of scales);
   ``_elementwise``: the row-block passes that form, shift and copy exp(-tD) on threads, and the
   exponential (:data:`EXPONENTIAL` names its routine; ``_kernels``, compiled from
-  ``_kernels.c``: glibc's vector exponential, and the weighted distance form of dMag/dt);
+  ``_kernels.c``: glibc's vector exponential, the weighted distance form of dMag/dt, and the
+  large-n path's panel products);
   ``_cg``: conjugate gradients, one routine for the dense and the large-n path;
 * ``_search``: the convergence-scale search; ``_quadrature``: MagArea's integral (the
   Clenshaw–Curtis levels, for one space or a batch) and :class:`ScaleGrid`;

@@ -20,16 +20,20 @@ try:  # the compiled kernels (see _kernels.c): absent where the extension was no
     from ._kernels import VECTORISED as _VEXP_VECTORISED
     from ._kernels import exp_inplace as _vexp_inplace
     from ._kernels import exp_scaled as _exp_scaled
+    from ._kernels import panel_product32 as _panel_product32  # for _large
+    from ._kernels import panel_product64 as _panel_product64  # for _large
     from ._kernels import weighted_row_sums as _weighted_row_sums  # for _solver
 except ImportError:
     _vexp_inplace = _exp_scaled = _weighted_row_sums = None
+    _panel_product32 = _panel_product64 = None
     _VEXP_VECTORISED = False
 
 
 # Which routine exponentiates the similarity matrices (the last bits of every magnitude depend
 # on it): glibc's AVX2 vector exp through _kernels ("libmvec-avx2"), glibc's scalar exp through
 # _kernels on a CPU without AVX2 ("glibc-scalar"), or NumPy's exp where _kernels was not built
-# (then NumPy also forms dMag/dt's weighted distance form, see _solver: its last bits differ).
+# (then NumPy also forms dMag/dt's weighted distance form, see _solver, and the large-n path's
+# products, see _large: their last bits differ).
 EXPONENTIAL = ("numpy" if _vexp_inplace is None
                else "libmvec-avx2" if _VEXP_VECTORISED else "glibc-scalar")
 

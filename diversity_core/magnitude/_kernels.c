@@ -27,6 +27,17 @@
  * row's sum is formed in a fixed order (four running sums over j, then the tail) by plain C,
  * without contraction into fused multiply-adds, so a row's bits depend on that row only: not on
  * the rows a thread was given, the thread count or the CPU.
+ *
+ * ``panel_product32``: the large-n path's float32 product Z_t x, one stored panel of the
+ * distance matrix's upper triangle at a time (``_large``): each entry's exp(max(-t D, floor))
+ * is formed in a register (libmvec's _ZGVdN8v_expf, eight at a time) and used at once for the
+ * panel's rows and, beyond its diagonal block, for the mirrored columns, so every distance is
+ * read once. NumPy takes five passes over a block for it (the product, the floor, the
+ * exponential, two matrix-vector products), and the first alone, which reads the panel from
+ * memory, cost more than the exponential. A row's sum runs in eight float64 lanes, added in a
+ * fixed order; no fused multiply-adds. ``panel_product64`` does the same in float64 for the
+ * refinement's products: Z_t x and (D ∘ Z_t) v for one or two vectors v (the derivative's
+ * weighting, the distance bound's |w|), libmvec's _ZGVdN4v_exp four at a time.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -37,6 +48,7 @@
 #pragma GCC optimize("fp-contract=off")
 
 __attribute__((target("avx2,fma"))) extern __m256d _ZGVdN4v_exp(__m256d);
+__attribute__((target("avx2,fma"))) extern __m256 _ZGVdN8v_expf(__m256);
 
 static int vectorised = 0;
 
@@ -91,14 +103,20 @@ static void exp_scaled_row_scalar(const double *d, double *out, Py_ssize_t m, do
     }
 }
 
-static int float64_buffer(PyObject *obj, Py_buffer *view, int writable, const char *name)
+/* A buffer of float64 ('d') or float32 ('f') entries with its shape and strides, or an error
+ * naming the function and the argument. */
+static int typed_buffer(PyObject *obj, Py_buffer *view, int writable, char type,
+                        const char *name, const char *what)
 {
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
-    if (view->itemsize != 8 || view->format == NULL || strcmp(view->format, "d") != 0) {
+    Py_ssize_t size = type == 'd' ? 8 : 4;
+    if (view->itemsize != size || view->format == NULL || view->format[0] != type
+            || view->format[1] != '\0') {
         PyBuffer_Release(view);
-        PyErr_Format(PyExc_TypeError, "%s: expected a buffer of float64", name);
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a buffer of %s", name, what,
+                     type == 'd' ? "float64" : "float32");
         return -1;
     }
     return 0;
@@ -133,9 +151,9 @@ static PyObject *exp_scaled(PyObject *self, PyObject *args)
     Py_buffer d, out;
     if (!PyArg_ParseTuple(args, "OddO", &d_obj, &scale, &floor, &out_obj))
         return NULL;
-    if (float64_buffer(d_obj, &d, 0, "exp_scaled") < 0)
+    if (typed_buffer(d_obj, &d, 0, 'd', "exp_scaled", "D") < 0)
         return NULL;
-    if (float64_buffer(out_obj, &out, 1, "exp_scaled") < 0) {
+    if (typed_buffer(out_obj, &out, 1, 'd', "exp_scaled", "out") < 0) {
         PyBuffer_Release(&d);
         return NULL;
     }
@@ -218,6 +236,290 @@ static PyObject *weighted_row_sums(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The sum of two four-lane float64 accumulators, in a fixed order. */
+__attribute__((target("avx2,fma")))
+static double lanes_sum(__m256d a, __m256d b)
+{
+    double v[4];
+    _mm256_storeu_pd(v, _mm256_add_pd(a, b));
+    return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+/* One panel of h rows and `width` columns (row stride `stride` floats): rows p + i, columns
+ * p + c. y[p + i] += sum_c z_ic x[p + c], and for c >= h, y[p + c] += z_ic x[p + i], with
+ * z = exp(max(scale d, floor)). */
+__attribute__((target("avx2,fma")))
+static void panel_avx2(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_ssize_t stride,
+                       Py_ssize_t p, float scale, float floor, const float *x, float *y)
+{
+    const __m256 s = _mm256_set1_ps(scale), f = _mm256_set1_ps(floor);
+    const float *xs = x + p;
+    float *ys = y + p;
+    for (Py_ssize_t i = 0; i < h; ++i) {
+        const float *d = panel + i * stride;
+        const __m256 xi = _mm256_set1_ps(xs[i]);
+        __m256d acc_low = _mm256_setzero_pd(), acc_high = _mm256_setzero_pd();
+        Py_ssize_t c = 0;
+        for (; c < width; c += 8) {
+            __m256 z, xc;
+            Py_ssize_t left = width - c;
+            if (left >= 8) {
+                z = _ZGVdN8v_expf(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(d + c), s), f));
+                xc = _mm256_loadu_ps(xs + c);
+            } else {  /* the tail, padded: x = 0 there, so it adds nothing */
+                float dt[8] = {0}, xt[8] = {0};
+                memcpy(dt, d + c, (size_t)left * sizeof(float));
+                memcpy(xt, xs + c, (size_t)left * sizeof(float));
+                z = _ZGVdN8v_expf(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(dt), s), f));
+                xc = _mm256_loadu_ps(xt);
+            }
+            __m256 zx = _mm256_mul_ps(z, xc);
+            acc_low = _mm256_add_pd(acc_low, _mm256_cvtps_pd(_mm256_castps256_ps128(zx)));
+            acc_high = _mm256_add_pd(acc_high, _mm256_cvtps_pd(_mm256_extractf128_ps(zx, 1)));
+            if (c + 8 <= h)
+                continue;  /* the diagonal block: stored whole, no mirror */
+            float *yc = ys + c;
+            if (c >= h && left >= 8) {
+                _mm256_storeu_ps(yc, _mm256_add_ps(_mm256_loadu_ps(yc), _mm256_mul_ps(z, xi)));
+                continue;
+            }
+            float zv[8];  /* the block's edge, or the tail */
+            _mm256_storeu_ps(zv, _mm256_mul_ps(z, xi));
+            for (Py_ssize_t k = c < h ? h - c : 0; k < 8 && k < left; ++k)
+                yc[k] += zv[k];
+        }
+        ys[i] += (float)lanes_sum(acc_low, acc_high);
+    }
+}
+
+static void panel_scalar(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_ssize_t stride,
+                         Py_ssize_t p, float scale, float floor, const float *x, float *y)
+{
+    for (Py_ssize_t i = 0; i < h; ++i) {
+        const float *d = panel + i * stride;
+        double acc = 0.0;
+        float xi = x[p + i];
+        for (Py_ssize_t c = 0; c < width; ++c) {
+            float e = scale * d[c];
+            float z = expf(e < floor ? floor : e);
+            acc += (double)(z * x[p + c]);
+            if (c >= h)
+                y[p + c] += z * xi;
+        }
+        y[p + i] += (float)acc;
+    }
+}
+
+/* Whether a panel's rows lie within x's n entries (rows p:p+h, columns p:p+width, at most as
+ * many rows as columns) and are contiguous. */
+static const char *panel_problem(const Py_buffer *panel, Py_ssize_t p, Py_ssize_t n)
+{
+    if (panel->ndim != 2)
+        return "the panel must be two-dimensional";
+    if (panel->shape[1] > 1 && panel->strides[1] != panel->itemsize)
+        return "the panel's rows must be contiguous";
+    if (p < 0 || panel->shape[0] > panel->shape[1] || p + panel->shape[1] != n)
+        return "the panel (rows p:p+h, columns p:n, h <= n - p) must lie within x's n entries";
+    return NULL;
+}
+
+static PyObject *panel_product32(PyObject *self, PyObject *args)
+{
+    PyObject *panel_obj, *x_obj, *y_obj;
+    Py_ssize_t p;
+    float scale, floor;
+    Py_buffer panel, x, y;
+    if (!PyArg_ParseTuple(args, "OnffOO", &panel_obj, &p, &scale, &floor, &x_obj, &y_obj))
+        return NULL;
+    if (typed_buffer(panel_obj, &panel, 0, 'f', "panel_product32", "the panel") < 0)
+        return NULL;
+    if (typed_buffer(x_obj, &x, 0, 'f', "panel_product32", "x") < 0) {
+        PyBuffer_Release(&panel);
+        return NULL;
+    }
+    if (typed_buffer(y_obj, &y, 1, 'f', "panel_product32", "y") < 0) {
+        PyBuffer_Release(&panel);
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    Py_ssize_t n = x.ndim == 1 ? x.shape[0] : 0;
+    const char *problem = NULL;
+    if (x.ndim != 1 || y.ndim != 1 || y.shape[0] != n || !PyBuffer_IsContiguous(&x, 'C')
+            || !PyBuffer_IsContiguous(&y, 'C'))
+        problem = "x and y must be contiguous vectors of one length";
+    else
+        problem = panel_problem(&panel, p, n);
+    if (problem == NULL) {
+        Py_ssize_t h = panel.shape[0], width = panel.shape[1];
+        Py_ssize_t stride = h > 1 ? panel.strides[0] / 4 : width;
+        Py_BEGIN_ALLOW_THREADS
+        if (vectorised)
+            panel_avx2((const float *)panel.buf, h, width, stride, p, scale, floor,
+                       (const float *)x.buf, (float *)y.buf);
+        else
+            panel_scalar((const float *)panel.buf, h, width, stride, p, scale, floor,
+                         (const float *)x.buf, (float *)y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&panel);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&y);
+    if (problem != NULL) {
+        PyErr_Format(PyExc_ValueError, "panel_product32: %s", problem);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The float64 product over one panel: out[0] += Z x and out[1 + j] += (D ∘ Z) v_j for the k
+ * rows v_j of V, each with its mirror beyond the diagonal block, the distances read as float32
+ * and every product formed in float64 (x, V, out: float64, n entries a row). */
+#define MAX_COLUMNS 2
+
+__attribute__((target("avx2,fma")))
+static void panel64_avx2(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_ssize_t stride,
+                         Py_ssize_t p, double scale, double floor, const double *x,
+                         const double *V, Py_ssize_t k, double *out, Py_ssize_t n)
+{
+    const __m256d s = _mm256_set1_pd(scale), f = _mm256_set1_pd(floor);
+    for (Py_ssize_t i = 0; i < h; ++i) {
+        const float *d = panel + i * stride;
+        __m256d acc[1 + MAX_COLUMNS], mirror[1 + MAX_COLUMNS];
+        acc[0] = _mm256_setzero_pd();
+        mirror[0] = _mm256_set1_pd(x[p + i]);
+        for (Py_ssize_t j = 0; j < k; ++j) {
+            acc[1 + j] = _mm256_setzero_pd();
+            mirror[1 + j] = _mm256_set1_pd(V[j * n + p + i]);
+        }
+        for (Py_ssize_t c = 0; c < width; c += 4) {
+            Py_ssize_t left = width - c, col = p + c;
+            __m256d dc, z, vc[1 + MAX_COLUMNS];
+            if (left >= 4) {
+                dc = _mm256_cvtps_pd(_mm_loadu_ps(d + c));
+                vc[0] = _mm256_loadu_pd(x + col);
+                for (Py_ssize_t j = 0; j < k; ++j)
+                    vc[1 + j] = _mm256_loadu_pd(V + j * n + col);
+            } else {  /* the tail, padded: x = V = 0 there, so it adds nothing */
+                float dt[4] = {0};
+                double vt[4] = {0};
+                memcpy(dt, d + c, (size_t)left * sizeof(float));
+                dc = _mm256_cvtps_pd(_mm_loadu_ps(dt));
+                memcpy(vt, x + col, (size_t)left * sizeof(double));
+                vc[0] = _mm256_loadu_pd(vt);
+                for (Py_ssize_t j = 0; j < k; ++j) {
+                    memcpy(vt, V + j * n + col, (size_t)left * sizeof(double));
+                    vc[1 + j] = _mm256_loadu_pd(vt);
+                }
+            }
+            z = _ZGVdN4v_exp(_mm256_max_pd(_mm256_mul_pd(dc, s), f));
+            __m256d dz = _mm256_mul_pd(dc, z);
+            acc[0] = _mm256_add_pd(acc[0], _mm256_mul_pd(z, vc[0]));
+            for (Py_ssize_t j = 0; j < k; ++j)
+                acc[1 + j] = _mm256_add_pd(acc[1 + j], _mm256_mul_pd(dz, vc[1 + j]));
+            if (c + 4 <= h)
+                continue;  /* the diagonal block: stored whole, no mirror */
+            Py_ssize_t from = c < h ? h - c : 0;
+            for (Py_ssize_t j = 0; j <= k; ++j) {
+                double *o = out + j * n + col;
+                __m256d term = _mm256_mul_pd(j == 0 ? z : dz, mirror[j]);
+                if (from == 0 && left >= 4) {
+                    _mm256_storeu_pd(o, _mm256_add_pd(_mm256_loadu_pd(o), term));
+                    continue;
+                }
+                double tv[4];  /* the block's edge, or the tail */
+                _mm256_storeu_pd(tv, term);
+                for (Py_ssize_t q = from; q < 4 && q < left; ++q)
+                    o[q] += tv[q];
+            }
+        }
+        for (Py_ssize_t j = 0; j <= k; ++j) {
+            double v[4];
+            _mm256_storeu_pd(v, acc[j]);
+            out[j * n + p + i] += (v[0] + v[1]) + (v[2] + v[3]);
+        }
+    }
+}
+
+static void panel64_scalar(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_ssize_t stride,
+                           Py_ssize_t p, double scale, double floor, const double *x,
+                           const double *V, Py_ssize_t k, double *out, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < h; ++i) {
+        const float *d = panel + i * stride;
+        double acc[1 + MAX_COLUMNS] = {0};
+        for (Py_ssize_t c = 0; c < width; ++c) {
+            Py_ssize_t col = p + c;
+            double e = scale * (double)d[c];
+            double z = exp(e < floor ? floor : e), dz = (double)d[c] * z;
+            acc[0] += z * x[col];
+            for (Py_ssize_t j = 0; j < k; ++j)
+                acc[1 + j] += dz * V[j * n + col];
+            if (c < h)
+                continue;
+            out[col] += z * x[p + i];
+            for (Py_ssize_t j = 0; j < k; ++j)
+                out[(1 + j) * n + col] += dz * V[j * n + p + i];
+        }
+        for (Py_ssize_t j = 0; j <= k; ++j)
+            out[j * n + p + i] += acc[j];
+    }
+}
+
+static PyObject *panel_product64(PyObject *self, PyObject *args)
+{
+    PyObject *objects[4];
+    const char *names[4] = {"the panel", "x", "V", "out"};
+    Py_buffer views[4];
+    Py_ssize_t p;
+    double scale, floor;
+    if (!PyArg_ParseTuple(args, "OnddOOO", &objects[0], &p, &scale, &floor, &objects[1],
+                          &objects[2], &objects[3]))
+        return NULL;
+    int held = 0;
+    for (; held < 4; ++held)
+        if (typed_buffer(objects[held], &views[held], held == 3, held == 0 ? 'f' : 'd',
+                         "panel_product64", names[held]) < 0)
+            break;
+    const char *problem = NULL;
+    Py_buffer *panel = &views[0], *x = &views[1], *V = &views[2], *out = &views[3];
+    Py_ssize_t n = 0, k = 0;
+    if (held == 4) {
+        n = x->ndim == 1 ? x->shape[0] : 0;
+        k = V->ndim == 2 ? V->shape[0] : -1;
+        if (x->ndim != 1 || V->ndim != 2 || V->shape[1] != n || k > MAX_COLUMNS
+                || out->ndim != 2 || out->shape[0] != k + 1 || out->shape[1] != n
+                || !PyBuffer_IsContiguous(x, 'C') || !PyBuffer_IsContiguous(V, 'C')
+                || !PyBuffer_IsContiguous(out, 'C'))
+            problem = "x (n), V (k <= 2 rows of n) and out (k + 1 rows of n) must be "
+                      "C-contiguous";
+        else
+            problem = panel_problem(panel, p, n);
+        if (problem == NULL) {
+            Py_ssize_t h = panel->shape[0], width = panel->shape[1];
+            Py_ssize_t stride = h > 1 ? panel->strides[0] / 4 : width;
+            Py_BEGIN_ALLOW_THREADS
+            if (vectorised)
+                panel64_avx2((const float *)panel->buf, h, width, stride, p, scale, floor,
+                             (const double *)x->buf, (const double *)V->buf, k,
+                             (double *)out->buf, n);
+            else
+                panel64_scalar((const float *)panel->buf, h, width, stride, p, scale, floor,
+                               (const double *)x->buf, (const double *)V->buf, k,
+                               (double *)out->buf, n);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    for (int i = 0; i < held; ++i)
+        PyBuffer_Release(&views[i]);
+    if (held < 4)
+        return NULL;
+    if (problem != NULL) {
+        PyErr_Format(PyExc_ValueError, "panel_product64: %s", problem);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"exp_inplace", exp_inplace, METH_O,
      "exp_inplace(a): a = exp(a) for a writable C-contiguous float64 buffer."},
@@ -227,6 +529,15 @@ static PyMethodDef methods[] = {
     {"weighted_row_sums", weighted_row_sums, METH_VARARGS,
      "weighted_row_sums(Z, D, w, out, upper, first, last): out[i] = sum over j > i (upper) or\n"
      "j < i of Z[i, j] D[i, j] w[j], for rows first:last; Z, D C-contiguous (n, n) float64."},
+    {"panel_product64", panel_product64, METH_VARARGS,
+     "panel_product64(panel, p, scale, floor, x, V, out): out[0] += Z x, out[1 + j] +=\n"
+     "(D o Z) V[j] with Z = exp(max(scale * D, floor)), for a C-contiguous float32 panel of the\n"
+     "upper triangle (rows p:p+h, columns p:n) and its mirror; x (n), V (k <= 2, n), out\n"
+     "(k + 1, n) contiguous float64."},
+    {"panel_product32", panel_product32, METH_VARARGS,
+     "panel_product32(panel, p, scale, floor, x, y): y += exp(max(scale * P, floor)) x for a\n"
+     "float32 panel P of the upper triangle (rows p:p+h, columns p:p+width, its first h columns\n"
+     "the diagonal block) and its mirror beyond that block; x, y float32."},
     {NULL, NULL, 0, NULL},
 };
 

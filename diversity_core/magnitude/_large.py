@@ -2,9 +2,11 @@
 
 A float64 distance matrix of 50,000 points takes 20 GB, its similarity matrix as much again. The
 large-n path keeps only the upper triangle of the distance matrix, in float32 (5 GB at
-n = 50,000), and never forms ``Z_t``: every product ``Z_t x`` computes ``exp(-t D)`` on the fly,
-block by block in a core's cache, and multiplies it at once (float32 for the conjugate-gradient
-iterations, float64 for residuals, derivative and error bounds). What it computes and how well:
+n = 50,000), and never forms ``Z_t``: every product ``Z_t x`` computes ``exp(-t D)`` on the fly
+and multiplies it at once (float32 for the conjugate-gradient iterations, float64 for
+residuals, derivative and error bounds): entry by entry in registers by the compiled kernels
+(``_kernels.panel_product32`` and ``panel_product64``, one read of each panel), else block by
+block in a core's cache by NumPy. What it computes and how well:
 
 * **The space.** Distances come from the float64 Gram matrix of the centred points (Euclidean)
   or of the unit rows (cosine) and are rounded to float32: the magnitude computed is that of
@@ -50,6 +52,8 @@ from ._common import (
     MagnitudeWarning,
     duplicate_groups,
 )
+from ._elementwise import _panel_product32 as _compiled_panel_product32
+from ._elementwise import _panel_product64 as _compiled_panel_product64
 from ._quadrature import _integrate
 from ._space import _Operations
 
@@ -265,8 +269,10 @@ class LargeMagnitudeSpace(_Operations):
         """In float64: ``Z x``, and ``(D ∘ Z) x`` and ``(D ∘ Z) |x|`` if asked."""
         n = len(x)
         columns = [v for v, wanted in ((x, derivative), (np.abs(x), absolute)) if wanted]
-        V = np.stack(columns, axis=1) if columns else None
         clamp = t * self.D_max > EXPONENT_FLOOR
+        if _compiled_panel_product64 is not None:
+            return self._compiled_product64(t, x, columns, clamp)
+        V = np.stack(columns, axis=1) if columns else None
 
         def share(bounds):
             a, b = bounds
@@ -282,6 +288,26 @@ class LargeMagnitudeSpace(_Operations):
         Zx = np.sum([part[0] for part in parts], axis=0)
         WV = np.sum([part[1] for part in parts], axis=0)
         return [Zx] + [WV[:, k] for k in range(len(columns))]
+
+    def _compiled_product64(self, t: float, x: np.ndarray, columns: list, clamp: bool):
+        """:meth:`_product64` by the compiled kernel (``_kernels.panel_product64``): each
+        panel's distances read once, every exponential used at once for ``Z x`` and for each
+        of ``columns``, rows and mirror."""
+        n = len(x)
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        V = np.array(columns, dtype=np.float64).reshape(len(columns), n)
+        floor = -EXPONENT_FLOOR if clamp else -math.inf
+
+        def share(bounds):
+            a, b = bounds
+            out = np.zeros((1 + len(columns), n))
+            for k in range(a, b):
+                _compiled_panel_product64(self._panels[k], k * _PANEL_ROWS, -t, floor, x, V, out)
+            return out
+
+        parts = self._map(share, self._shares())
+        total = parts[0] if len(parts) == 1 else np.sum(parts, axis=0)
+        return list(total)
 
     def _correction(self, t: float, b: np.ndarray, energy_tol: float):
         """The float32 CG solve of ``Z_t d = b`` inside a refinement step (:func:`_cg32`):
@@ -459,6 +485,13 @@ def _distance_panel(Y, sq, p: int, metric: str, roundoff: float, near_tol: float
 
 
 def _panel_product32(panel, p: int, t: float, x, y, block, clamp: bool) -> None:
+    """``y += Z x`` over one panel (rows ``p:p + h``) and its mirror, in float32: by the
+    compiled kernel where it is built (each distance read once, its exponential used at once),
+    else in column blocks of ``block`` by NumPy."""
+    if _compiled_panel_product32 is not None:
+        _compiled_panel_product32(panel, p, -t, -FLOAT32_EXPONENT_FLOOR if clamp else -math.inf,
+                                  x, y)
+        return
     h, width = panel.shape
     rows = slice(p, p + h)
     xr = x[rows]

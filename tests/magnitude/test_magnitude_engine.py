@@ -133,6 +133,9 @@ def test_numpy_exponential_when_the_extension_cannot_be_imported():
             "from diversity_core.magnitude import EXPONENTIAL, _elementwise, _solver\n"
             "assert EXPONENTIAL == 'numpy' and _elementwise._vexp_inplace is None\n"
             "assert _elementwise._exp_scaled is None and _solver._weighted_row_sums is None\n"
+            "from diversity_core.magnitude import _large\n"
+            "assert _large._compiled_panel_product32 is None\n"
+            "assert _large._compiled_panel_product64 is None\n"
             "D = dc.pairwise_distances(np.random.default_rng(3).normal(size=(60, 3)))\n"
             "print(repr(dc.mag_area(D, 2.0)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -11,6 +11,7 @@ import diversity_core as dc
 from diversity_core import _threads
 from diversity_core import magnitude as mg
 from diversity_core.magnitude import LargeMagnitudeSpace, _large
+from diversity_core.magnitude._common import EXPONENT_FLOOR, FLOAT32_EXPONENT_FLOOR
 
 
 @pytest.fixture
@@ -20,8 +21,20 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(_large, "_CHUNK_COLUMNS", 100)
 
 
-def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks):
-    X = clustered(333, 5, 1)  # 333: the last panel is short
+@pytest.fixture(params=["compiled", "numpy"])
+def panel_route(request, monkeypatch):
+    """Both routes of the panel products: the compiled kernels (where built) and NumPy's."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_large, "_compiled_panel_product32", None)
+        monkeypatch.setattr(_large, "_compiled_panel_product64", None)
+    elif _large._compiled_panel_product32 is None:
+        pytest.skip("the compiled panel products are not built here")
+    return request.param
+
+
+@pytest.mark.parametrize("scale", [0.7, 30.0, 400.0])  # no floor, float32's, float64's too
+def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks, panel_route, scale):
+    X = clustered(333, 5, 1)  # 333: the last panel is short, no row a multiple of the lanes
     space = LargeMagnitudeSpace(X, threads=2)
     D = dc.pairwise_distances(X)
     D32 = np.zeros_like(D)
@@ -31,16 +44,39 @@ def test_products_on_the_fly_are_those_of_the_stored_distances(small_blocks):
     D32 = np.triu(D32) + np.triu(D32, 1).T
     np.testing.assert_allclose(D32, D, rtol=2**-23, atol=1e-12)
     x = np.random.default_rng(2).normal(size=len(X))
-    t = 0.7
-    Z = np.exp(-t * D32)
+    t = scale / space.D_max
+    Z = np.exp(np.maximum(-t * D32, -EXPONENT_FLOOR))
     Zx, dZx, dZax = space._product64(t, x, derivative=True, absolute=True)
     np.testing.assert_allclose(Zx, Z @ x, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dZx, (D32 * Z) @ x, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dZax, (D32 * Z) @ np.abs(x), rtol=1e-12, atol=1e-12)
+    Zx_only, dZax_only = space._product64(t, x, absolute=True)  # one column: the bound's
+    np.testing.assert_allclose(Zx_only, Zx, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(dZax_only, dZax, rtol=1e-14, atol=1e-14)
+    Z32 = np.exp(np.maximum(-t * D32, -FLOAT32_EXPONENT_FLOOR))
     y32 = space._product32(t, x.astype(np.float32))
-    np.testing.assert_allclose(y32, Z @ x, rtol=1e-4, atol=1e-4 * np.abs(Z @ x).max())
+    np.testing.assert_allclose(y32, Z32 @ x, rtol=1e-4, atol=1e-5 * np.abs(Z32 @ x).max())
     np.testing.assert_allclose(space._nn, np.sort(D + np.diag(np.full(len(X), np.inf)),
                                                   axis=1)[:, 0], rtol=1e-7)
+
+
+def test_compiled_panel_products_refuse_what_they_cannot_read():
+    kernels = pytest.importorskip("diversity_core.magnitude._kernels")
+    panel = np.ones((4, 10), dtype=np.float32)
+    x32, y32 = np.ones(10, dtype=np.float32), np.zeros(10, dtype=np.float32)
+    kernels.panel_product32(panel, 0, -1.0, -46.0, x32, y32)  # a panel that fits: no error
+    with pytest.raises(TypeError, match="float32"):
+        kernels.panel_product32(panel.astype(np.float64), 0, -1.0, -46.0, x32, y32)
+    with pytest.raises(ValueError, match="within x.s n entries"):
+        kernels.panel_product32(panel, 1, -1.0, -46.0, x32, y32)  # columns 1:11 of 10
+    with pytest.raises(ValueError, match="contiguous"):
+        kernels.panel_product32(panel, 0, -1.0, -46.0, np.ones(20, dtype=np.float32)[::2], y32)
+    x64, V = np.ones(10), np.ones((1, 10))
+    kernels.panel_product64(panel, 0, -1.0, -345.0, x64, V, np.zeros((2, 10)))
+    with pytest.raises(ValueError, match="k \\+ 1 rows"):
+        kernels.panel_product64(panel, 0, -1.0, -345.0, x64, V, np.zeros((3, 10)))
+    with pytest.raises(ValueError, match="within x.s n entries"):
+        kernels.panel_product64(panel, 3, -1.0, -345.0, x64, V, np.zeros((2, 10)))
 
 
 def test_products_run_on_the_threads_blas_allows():
