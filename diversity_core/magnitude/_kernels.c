@@ -16,7 +16,9 @@
  * matrix was cut into blocks (the library's paths must give the same bits for the same scale);
  * the product -t·D and the floor are IEEE operations, the bits of NumPy's multiply and maximum.
  * Where the CPU lacks AVX2 or FMA (checked at run time) the module answers with glibc's scalar
- * exp, which is what NumPy computes there, and ``VECTORISED`` is False.
+ * exp, which is what NumPy computes there, and ``VECTORISED`` is False; so it does on any CPU
+ * where DIVERSITY_CORE_SCALAR_KERNELS is set (not to 0) when the module loads, which is how the
+ * tests run those routines.
  *
  * ``weighted_row_sums``: dMag/dt = wᵀ (D ∘ Z_t) w, at every scale a Hermite rule or the
  * convergence-scale search solves, is 2 Σ_i w_i s_i with s_i = Σ_{j>i} Z_ij D_ij w_j (or Σ_{j<i}
@@ -43,6 +45,7 @@
 #include <Python.h>
 #include <immintrin.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #pragma GCC optimize("fp-contract=off")
@@ -550,7 +553,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kernels(void)
 {
     __builtin_cpu_init();
-    vectorised = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const char *scalar = getenv("DIVERSITY_CORE_SCALAR_KERNELS");
+    int forced = scalar != NULL && scalar[0] != '\0' && strcmp(scalar, "0") != 0;
+    vectorised = !forced && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddIntConstant(m, "VECTORISED", vectorised) < 0) {
         Py_DECREF(m);

@@ -1,8 +1,11 @@
 """The magnitude engine against closed forms, axioms and its own slower paths."""
 
+import os
 import platform
+import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +23,8 @@ from diversity_core.magnitude import (
     _similarity,
     _solver,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def k32():
@@ -602,6 +607,30 @@ def test_compiled_weighted_row_sums():
         _kernels.weighted_row_sums(Z, D, w, whole[:5].copy(), True, 0, n)
     with pytest.raises(ValueError, match="within"):
         _kernels.weighted_row_sums(Z, D, w, whole, True, 3, n + 1)
+
+
+@pytest.mark.skipif(not _LINUX_X86, reason="the compiled kernels are built on x86-64 Linux")
+def test_the_kernels_scalar_routines_pass_the_kernels_tests():
+    """The routines a CPU without AVX2 runs, which DIVERSITY_CORE_SCALAR_KERNELS=1 selects on
+    any CPU: the compiled kernels' own tests pass in a process that loads them so."""
+    env = {**os.environ, "DIVERSITY_CORE_SCALAR_KERNELS": "1"}
+    which = subprocess.run([sys.executable, "-c", "import diversity_core.magnitude as m; "
+                            "print(m.EXPONENTIAL)"], env=env, capture_output=True, text=True,
+                           check=True)
+    assert which.stdout.strip() == "glibc-scalar"
+    tests = [f"tests/magnitude/test_magnitude.py::{name}" for name in (
+        "test_compiled_exponential_is_built_and_close_to_numpy",
+        "test_compiled_exponential_depends_on_the_value_only",
+        "test_compiled_scaled_exponential_has_the_bits_of_numpys_passes",
+        "test_compiled_weighted_row_sums")] + [
+        f"tests/magnitude/test_magnitude_large.py::{name}" for name in (
+            "test_products_on_the_fly_are_those_of_the_stored_distances",
+            "test_compiled_panel_products_refuse_what_they_cannot_read")]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p",
+                          "no:cacheprovider", *tests], cwd=ROOT, env=env, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "skipped" not in run.stdout and " passed" in run.stdout, run.stdout[-2000:]
 
 
 @pytest.mark.parametrize(("n", "t", "keep_similarity"), [(80, 0.8, True), (700, 4.0, False)])
