@@ -32,9 +32,9 @@ except ImportError:
 # Which routine exponentiates the similarity matrices (the last bits of every magnitude depend
 # on it): glibc's AVX2 vector exp through _kernels ("libmvec-avx2"), glibc's scalar exp through
 # _kernels on a CPU without AVX2 or where DIVERSITY_CORE_SCALAR_KERNELS is set ("glibc-scalar",
-# see _kernels.c), or NumPy's exp where _kernels was not built
-# (then NumPy also forms dMag/dt's weighted distance form, see _solver, and the large-n path's
-# products, see _large: their last bits differ).
+# see _kernels.c), or NumPy's exp where _kernels was not built (then NumPy also forms dMag/dt's
+# weighted distance form, see _solver, and the large-n path's products, see _large: their last
+# bits differ).
 EXPONENTIAL = ("numpy" if _vexp_inplace is None
                else "libmvec-avx2" if _VEXP_VECTORISED else "glibc-scalar")
 
