@@ -84,6 +84,45 @@ def conjugate_gradients(product, x, r, *, stop: float, budget: int, energy_tol: 
     return CGResult(x, r, budget, math.inf, "budget")
 
 
+# Warm starts: the polynomial through the solutions at up to this many scales nearest the new
+# one, fewer where its coefficients would amplify their errors more than this (see
+# warm_start). CG iterations of a default convergence scale + MagArea at the dense path's
+# benchmark's 1,000 points: 378 from the straight line between the neighbours; through 4, 5
+# and 6 scales without a bound 317, 313 and 305; through 4 with a bound of 100, 10 and 4: 327,
+# 326 and 333 (the bound matters next to the search's nearly coincident scales).
+_WARM_START_SCALES = 4
+_WARM_START_GAIN = 100.0
+
+
+def warm_start(solutions: dict, t: float, n: int) -> np.ndarray:
+    """A first solution at scale t from ``solutions`` (scale -> solution, n floats each): the
+    polynomial in t through those at the ``_WARM_START_SCALES`` scales nearest t (in log t),
+    evaluated at t (Lagrange's form), of the highest degree whose coefficients sum to at most
+    ``_WARM_START_GAIN`` in absolute value (else fewer scales; one: that solution); zeros
+    without any. The Clenshaw–Curtis levels put most new scales between solved ones; against
+    the straight line between the two neighbours, the cubic took 13 to 23% fewer CG iterations
+    for a convergence scale + MagArea of clustered, uniform and cosine clouds of 1,000 to 2,000
+    points on the dense path (378 against 326 at the benchmark's 1,000 points)."""
+    if not solutions:
+        return np.zeros(n)
+    scales = np.fromiter(solutions, dtype=float)
+    nearest = scales[np.argsort(np.abs(np.log(scales / t)), kind="stable")]
+    for count in range(min(_WARM_START_SCALES, nearest.size), 0, -1):
+        coefficients = _lagrange_coefficients(nearest[:count], t)
+        if np.abs(coefficients).sum() <= _WARM_START_GAIN:
+            break
+    w = np.zeros(n)
+    for coefficient, s in zip(coefficients, nearest[:count], strict=True):
+        w += coefficient * solutions[float(s)]
+    return w
+
+
+def _lagrange_coefficients(nodes: np.ndarray, t: float) -> np.ndarray:
+    """c with Σ c_i f(nodes_i) = p(t) for the polynomial p through (nodes_i, f(nodes_i))
+    (distinct nodes; a handful, so plain products)."""
+    return np.array([math.prod((t - b) / (a - b) for b in nodes if b != a) for a in nodes])
+
+
 def _copy(v):
     """A copy of a NumPy array or (the large-n path on a torch device) a torch tensor."""
     return v.copy() if isinstance(v, np.ndarray) else v.clone()

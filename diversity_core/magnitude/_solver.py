@@ -18,7 +18,12 @@ import scipy.linalg
 from scipy.linalg import lapack
 
 from .._threads import map_threads, single_threaded_if
-from ._cg import _conjugate_gradients, _conjugate_gradients_from, _symmetric_product
+from ._cg import (
+    _conjugate_gradients,
+    _conjugate_gradients_from,
+    _symmetric_product,
+    warm_start,
+)
 from ._common import (
     MagnitudeWarning,
 )
@@ -72,14 +77,6 @@ _CG64_MIN_BUDGET = 50
 _CG64_MAX_BUDGET = 250
 _CG64_POINTS_PER_ITERATION = 8
 _CG_KEEP = 128  # CG solutions kept per space for warm starts (n floats each)
-# Warm starts: the polynomial through the solutions at up to this many scales nearest the new
-# one, fewer where its coefficients would amplify their errors more than this (see
-# _DenseSolver._warm_start). CG iterations of a default convergence scale + MagArea at the
-# benchmark's 1,000 points: 378 from the straight line between the neighbours; through 4, 5
-# and 6 scales without a bound 317, 313 and 305; through 4 with a bound of 100, 10 and 4: 327,
-# 326 and 333 (the bound matters next to the search's nearly coincident scales).
-_WARM_START_SCALES = 4
-_WARM_START_GAIN = 100.0
 # Relative residual of each float32 CG solve inside the float64 refinement: two or three
 # refinement steps reach _CG_RTOL, and float32 round-off (6e-8 times cond(Z)) stays below it
 # wherever Z is well enough conditioned for CG to pay off.
@@ -298,26 +295,9 @@ class _DenseSolver:
         return x, residual, 0.0
 
     def _warm_start(self, Z, t: float):
-        """A first weighting at scale t and its residual: the polynomial in t through the
-        solutions at the ``_WARM_START_SCALES`` scales nearest t (in log t), evaluated at t
-        (Lagrange's form), of the highest degree whose coefficients sum to at most
-        ``_WARM_START_GAIN`` in absolute value (else fewer scales; one: that solution), or zero
-        without any solution. The Clenshaw–Curtis levels put most new scales between solved
-        ones; against the straight line between the two neighbours (the former start), the
-        cubic took 13 to 23% fewer CG iterations for a convergence scale + MagArea of clustered,
-        uniform and cosine clouds of 1,000 to 2,000 points (378 against 326 at the benchmark's
-        1,000 points)."""
-        if not self._cg_solutions:
-            return np.zeros(self.n), self._ones.copy()
-        scales = np.fromiter(self._cg_solutions, dtype=float)
-        nearest = scales[np.argsort(np.abs(np.log(scales / t)), kind="stable")]
-        for count in range(min(_WARM_START_SCALES, nearest.size), 0, -1):
-            coefficients = _lagrange_coefficients(nearest[:count], t)
-            if np.abs(coefficients).sum() <= _WARM_START_GAIN:
-                break
-        w = np.zeros(self.n)
-        for coefficient, s in zip(coefficients, nearest[:count], strict=True):
-            w += coefficient * self._cg_solutions[float(s)]
+        """A first weighting at scale t (``_cg.warm_start`` through the solutions kept) and its
+        residual."""
+        w = warm_start(self._cg_solutions, t, self.n)
         return w, self._ones - _symmetric_product(Z, w)
 
     def _fast_solution(self, t: float, atol: float = 0.0):
@@ -544,10 +524,6 @@ class _DenseSolver:
         return v, 2.0 * form
 
 
-def _lagrange_coefficients(nodes: np.ndarray, t: float) -> np.ndarray:
-    """c with Σ c_i f(nodes_i) = p(t) for the polynomial p through (nodes_i, f(nodes_i))
-    (distinct nodes; a handful, so plain products)."""
-    return np.array([math.prod((t - b) / (a - b) for b in nodes if b != a) for a in nodes])
 
 
 def fallback_derivatives(D: np.ndarray, t: float, w: np.ndarray) -> tuple[float, float]:

@@ -122,6 +122,36 @@ def test_large_path_matches_the_exact_path_within_its_budget(metric, X):
         assert error <= record["solver_error"] + record["distance_error"] + 1e-9 * record["mag"]
 
 
+def test_a_new_scale_starts_from_the_polynomial_through_the_nearest_weightings(monkeypatch):
+    """As on the dense path: the first product at a new scale is taken at the cubic through
+    the weightings of the four nearest solved scales, and at a scale solved before at its own
+    weighting; the kept weightings are counted in the path's memory."""
+    space = LargeMagnitudeSpace(clustered(300, 4, 6))
+    a, b, c, d = np.random.default_rng(9).normal(size=(4, space.n_unique))
+
+    def cubic(s):
+        return a + s * (b + s * (c + s * d))
+
+    space._weightings = {s: cubic(s) for s in (0.5, 1.0, 1.5, 2.0, 8.0)}
+    starts = []
+    product = space._product64
+
+    def first_product(t, x, **kwargs):
+        starts.append(x.copy())
+        return product(t, x, **kwargs)
+
+    monkeypatch.setattr(space, "_product64", first_product)
+    space.magnitude(1.2)
+    np.testing.assert_allclose(starts[0], cubic(1.2), rtol=1e-12)
+    solved = space._weightings[1.2]
+    starts.clear()
+    space.magnitude_and_derivative(1.2)
+    np.testing.assert_array_equal(starts[0], solved)
+    counted, kept = _large.large_memory(30_000, 32), _large._KEPT_WEIGHTINGS
+    monkeypatch.setattr(_large, "_KEPT_WEIGHTINGS", 0)
+    assert kept > 0 and counted - _large.large_memory(30_000, 32) == kept * 8 * 30_000
+
+
 def test_a_derivative_asked_after_the_value_keeps_the_value_s_accuracy():
     """The Hermite rules ask dMag/dt at a scale the search has just solved (t_cut): the warm
     start is then that scale's own weighting, whose recorded error stands; refining it again
