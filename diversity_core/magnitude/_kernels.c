@@ -1,5 +1,6 @@
-/* The magnitude engine's compiled kernels: the exponentials of exp(-tD), and the weighted
- * distance form dMag/dt, each in one pass over its matrices.
+/* The magnitude engine's compiled kernels: the exponentials of exp(-tD), the weighted distance
+ * form dMag/dt, and the large-n path's products with exp(-tD), each in one pass over its
+ * matrices.
  *
  * exp through glibc's vector math library (libmvec, _ZGVdN4v_exp: AVX2, at most 4 ulp from the
  * true value), four entries at a time. Why by hand: NumPy vectorises its float64 exp for AVX-512
@@ -125,14 +126,43 @@ static int typed_buffer(PyObject *obj, Py_buffer *view, int writable, char type,
     return 0;
 }
 
+/* typed_buffer for `count` arguments of types `types` ('d' or 'f' each), the last one written
+ * to: returns how many views are held (all of them, or fewer with the error set). */
+static int typed_buffers(PyObject *const *objects, Py_buffer *views, int count, const char *types,
+                         const char *name, const char *const *what)
+{
+    int held = 0;
+    while (held < count && typed_buffer(objects[held], &views[held], held == count - 1,
+                                        types[held], name, what[held]) == 0)
+        ++held;
+    return held;
+}
+
+static void release_buffers(Py_buffer *views, int held)
+{
+    for (int i = 0; i < held; ++i)
+        PyBuffer_Release(&views[i]);
+}
+
+/* Release the views, and return None, or NULL with a ValueError naming the problem. */
+static PyObject *finish(Py_buffer *views, int held, const char *name, const char *problem)
+{
+    release_buffers(views, held);
+    if (problem != NULL) {
+        PyErr_Format(PyExc_ValueError, "%s: %s", name, problem);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *exp_inplace(PyObject *self, PyObject *arg)
 {
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (typed_buffer(arg, &view, 1, 'd', "exp_inplace", "a") < 0)
         return NULL;
-    if (view.itemsize != 8 || view.format == NULL || strcmp(view.format, "d") != 0) {
+    if (!PyBuffer_IsContiguous(&view, 'C')) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "exp_inplace: expected a buffer of float64");
+        PyErr_SetString(PyExc_ValueError, "exp_inplace: a must be C-contiguous");
         return NULL;
     }
     double *x = (double *)view.buf;
@@ -149,28 +179,30 @@ static PyObject *exp_inplace(PyObject *self, PyObject *arg)
 
 static PyObject *exp_scaled(PyObject *self, PyObject *args)
 {
-    PyObject *d_obj, *out_obj;
+    PyObject *objects[2];
+    const char *what[2] = {"D", "out"};
+    Py_buffer views[2];
     double scale, floor;
-    Py_buffer d, out;
-    if (!PyArg_ParseTuple(args, "OddO", &d_obj, &scale, &floor, &out_obj))
+    if (!PyArg_ParseTuple(args, "OddO", &objects[0], &scale, &floor, &objects[1]))
         return NULL;
-    if (typed_buffer(d_obj, &d, 0, 'd', "exp_scaled", "D") < 0)
-        return NULL;
-    if (typed_buffer(out_obj, &out, 1, 'd', "exp_scaled", "out") < 0) {
-        PyBuffer_Release(&d);
+    int held = typed_buffers(objects, views, 2, "dd", "exp_scaled", what);
+    if (held < 2) {
+        release_buffers(views, held);
         return NULL;
     }
+    Py_buffer *d = &views[0], *out = &views[1];
     const char *problem = NULL;
-    if (d.ndim != 2 || out.ndim != 2 || d.shape[0] != out.shape[0] || d.shape[1] != out.shape[1])
-        problem = "exp_scaled: D and out must be two-dimensional, of one shape";
-    else if ((d.shape[1] > 1 && d.strides[1] != 8) || (out.shape[1] > 1 && out.strides[1] != 8))
-        problem = "exp_scaled: the rows of D and out must be contiguous";
+    if (d->ndim != 2 || out->ndim != 2 || d->shape[0] != out->shape[0]
+            || d->shape[1] != out->shape[1])
+        problem = "D and out must be two-dimensional, of one shape";
+    else if ((d->shape[1] > 1 && d->strides[1] != 8) || (out->shape[1] > 1 && out->strides[1] != 8))
+        problem = "the rows of D and out must be contiguous";
     if (problem == NULL) {
-        Py_ssize_t rows = d.shape[0], m = d.shape[1];
+        Py_ssize_t rows = d->shape[0], m = d->shape[1];
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t r = 0; r < rows; ++r) {
-            const double *row = (const double *)((const char *)d.buf + r * d.strides[0]);
-            double *target = (double *)((char *)out.buf + r * out.strides[0]);
+            const double *row = (const double *)((const char *)d->buf + r * d->strides[0]);
+            double *target = (double *)((char *)out->buf + r * out->strides[0]);
             if (vectorised)
                 exp_scaled_row_avx2(row, target, m, scale, floor);
             else
@@ -178,13 +210,7 @@ static PyObject *exp_scaled(PyObject *self, PyObject *args)
         }
         Py_END_ALLOW_THREADS
     }
-    PyBuffer_Release(&d);
-    PyBuffer_Release(&out);
-    if (problem != NULL) {
-        PyErr_SetString(PyExc_ValueError, problem);
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return finish(views, 2, "exp_scaled", problem);
 }
 
 static void row_sums(const double *Z, const double *D, const double *w, double *out,
@@ -209,34 +235,40 @@ static void row_sums(const double *Z, const double *D, const double *w, double *
 
 static PyObject *weighted_row_sums(PyObject *self, PyObject *args)
 {
-    Py_buffer Z, D, w, out;
+    PyObject *objects[4];
+    const char *what[4] = {"Z", "D", "w", "out"};
+    Py_buffer views[4];
     int upper;
     Py_ssize_t first, last;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*pnn", &Z, &D, &w, &out, &upper, &first, &last))
+    if (!PyArg_ParseTuple(args, "OOOOpnn", &objects[0], &objects[1], &objects[2], &objects[3],
+                          &upper, &first, &last))
         return NULL;
-    Py_ssize_t n = w.len / (Py_ssize_t)sizeof(double);
+    int held = typed_buffers(objects, views, 4, "dddd", "weighted_row_sums", what);
+    if (held < 4) {
+        release_buffers(views, held);
+        return NULL;
+    }
+    Py_buffer *Z = &views[0], *D = &views[1], *w = &views[2], *out = &views[3];
+    Py_ssize_t n = w->len / (Py_ssize_t)sizeof(double);
+    int contiguous = 1;
+    for (int i = 0; i < 4; ++i)
+        contiguous = contiguous && PyBuffer_IsContiguous(&views[i], 'C');
     const char *problem = NULL;
-    if (w.len != n * (Py_ssize_t)sizeof(double) || out.len != w.len)
-        problem = "weighted_row_sums: w and out must be float64 buffers of n entries each";
-    else if (Z.len != n * n * (Py_ssize_t)sizeof(double) || D.len != Z.len)
-        problem = "weighted_row_sums: Z and D must be float64 buffers of n x n entries each";
+    if (!contiguous)
+        problem = "Z, D, w and out must be C-contiguous";
+    else if (out->len != w->len)
+        problem = "w and out must be float64 buffers of n entries each";
+    else if (Z->len != n * n * (Py_ssize_t)sizeof(double) || D->len != Z->len)
+        problem = "Z and D must be float64 buffers of n x n entries each";
     else if (first < 0 || last > n || first > last)
-        problem = "weighted_row_sums: rows first:last must lie within 0:n";
+        problem = "rows first:last must lie within 0:n";
     if (problem == NULL) {
         Py_BEGIN_ALLOW_THREADS
-        row_sums((const double *)Z.buf, (const double *)D.buf, (const double *)w.buf,
-                 (double *)out.buf, n, upper, first, last);
+        row_sums((const double *)Z->buf, (const double *)D->buf, (const double *)w->buf,
+                 (double *)out->buf, n, upper, first, last);
         Py_END_ALLOW_THREADS
     }
-    PyBuffer_Release(&Z);
-    PyBuffer_Release(&D);
-    PyBuffer_Release(&w);
-    PyBuffer_Release(&out);
-    if (problem != NULL) {
-        PyErr_SetString(PyExc_ValueError, problem);
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return finish(views, 4, "weighted_row_sums", problem);
 }
 
 /* The sum of two four-lane float64 accumulators, in a fixed order. */
@@ -328,50 +360,40 @@ static const char *panel_problem(const Py_buffer *panel, Py_ssize_t p, Py_ssize_
 
 static PyObject *panel_product32(PyObject *self, PyObject *args)
 {
-    PyObject *panel_obj, *x_obj, *y_obj;
+    PyObject *objects[3];
+    const char *what[3] = {"the panel", "x", "y"};
+    Py_buffer views[3];
     Py_ssize_t p;
     float scale, floor;
-    Py_buffer panel, x, y;
-    if (!PyArg_ParseTuple(args, "OnffOO", &panel_obj, &p, &scale, &floor, &x_obj, &y_obj))
+    if (!PyArg_ParseTuple(args, "OnffOO", &objects[0], &p, &scale, &floor, &objects[1],
+                          &objects[2]))
         return NULL;
-    if (typed_buffer(panel_obj, &panel, 0, 'f', "panel_product32", "the panel") < 0)
-        return NULL;
-    if (typed_buffer(x_obj, &x, 0, 'f', "panel_product32", "x") < 0) {
-        PyBuffer_Release(&panel);
-        return NULL;
-    }
-    if (typed_buffer(y_obj, &y, 1, 'f', "panel_product32", "y") < 0) {
-        PyBuffer_Release(&panel);
-        PyBuffer_Release(&x);
+    int held = typed_buffers(objects, views, 3, "fff", "panel_product32", what);
+    if (held < 3) {
+        release_buffers(views, held);
         return NULL;
     }
-    Py_ssize_t n = x.ndim == 1 ? x.shape[0] : 0;
+    Py_buffer *panel = &views[0], *x = &views[1], *y = &views[2];
+    Py_ssize_t n = x->ndim == 1 ? x->shape[0] : 0;
     const char *problem = NULL;
-    if (x.ndim != 1 || y.ndim != 1 || y.shape[0] != n || !PyBuffer_IsContiguous(&x, 'C')
-            || !PyBuffer_IsContiguous(&y, 'C'))
+    if (x->ndim != 1 || y->ndim != 1 || y->shape[0] != n || !PyBuffer_IsContiguous(x, 'C')
+            || !PyBuffer_IsContiguous(y, 'C'))
         problem = "x and y must be contiguous vectors of one length";
     else
-        problem = panel_problem(&panel, p, n);
+        problem = panel_problem(panel, p, n);
     if (problem == NULL) {
-        Py_ssize_t h = panel.shape[0], width = panel.shape[1];
-        Py_ssize_t stride = h > 1 ? panel.strides[0] / 4 : width;
+        Py_ssize_t h = panel->shape[0], width = panel->shape[1];
+        Py_ssize_t stride = h > 1 ? panel->strides[0] / 4 : width;
         Py_BEGIN_ALLOW_THREADS
         if (vectorised)
-            panel_avx2((const float *)panel.buf, h, width, stride, p, scale, floor,
-                       (const float *)x.buf, (float *)y.buf);
+            panel_avx2((const float *)panel->buf, h, width, stride, p, scale, floor,
+                       (const float *)x->buf, (float *)y->buf);
         else
-            panel_scalar((const float *)panel.buf, h, width, stride, p, scale, floor,
-                         (const float *)x.buf, (float *)y.buf);
+            panel_scalar((const float *)panel->buf, h, width, stride, p, scale, floor,
+                         (const float *)x->buf, (float *)y->buf);
         Py_END_ALLOW_THREADS
     }
-    PyBuffer_Release(&panel);
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&y);
-    if (problem != NULL) {
-        PyErr_Format(PyExc_ValueError, "panel_product32: %s", problem);
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return finish(views, 3, "panel_product32", problem);
 }
 
 /* The float64 product over one panel: out[0] += Z x and out[1 + j] += (D ∘ Z) v_j for the k
@@ -471,56 +493,44 @@ static void panel64_scalar(const float *panel, Py_ssize_t h, Py_ssize_t width, P
 static PyObject *panel_product64(PyObject *self, PyObject *args)
 {
     PyObject *objects[4];
-    const char *names[4] = {"the panel", "x", "V", "out"};
+    const char *what[4] = {"the panel", "x", "V", "out"};
     Py_buffer views[4];
     Py_ssize_t p;
     double scale, floor;
     if (!PyArg_ParseTuple(args, "OnddOOO", &objects[0], &p, &scale, &floor, &objects[1],
                           &objects[2], &objects[3]))
         return NULL;
-    int held = 0;
-    for (; held < 4; ++held)
-        if (typed_buffer(objects[held], &views[held], held == 3, held == 0 ? 'f' : 'd',
-                         "panel_product64", names[held]) < 0)
-            break;
-    const char *problem = NULL;
+    int held = typed_buffers(objects, views, 4, "fddd", "panel_product64", what);
+    if (held < 4) {
+        release_buffers(views, held);
+        return NULL;
+    }
     Py_buffer *panel = &views[0], *x = &views[1], *V = &views[2], *out = &views[3];
-    Py_ssize_t n = 0, k = 0;
-    if (held == 4) {
-        n = x->ndim == 1 ? x->shape[0] : 0;
-        k = V->ndim == 2 ? V->shape[0] : -1;
-        if (x->ndim != 1 || V->ndim != 2 || V->shape[1] != n || k > MAX_COLUMNS
-                || out->ndim != 2 || out->shape[0] != k + 1 || out->shape[1] != n
-                || !PyBuffer_IsContiguous(x, 'C') || !PyBuffer_IsContiguous(V, 'C')
-                || !PyBuffer_IsContiguous(out, 'C'))
-            problem = "x (n), V (k <= 2 rows of n) and out (k + 1 rows of n) must be "
-                      "C-contiguous";
+    Py_ssize_t n = x->ndim == 1 ? x->shape[0] : 0;
+    Py_ssize_t k = V->ndim == 2 ? V->shape[0] : -1;
+    const char *problem = NULL;
+    if (x->ndim != 1 || V->ndim != 2 || V->shape[1] != n || k > MAX_COLUMNS
+            || out->ndim != 2 || out->shape[0] != k + 1 || out->shape[1] != n
+            || !PyBuffer_IsContiguous(x, 'C') || !PyBuffer_IsContiguous(V, 'C')
+            || !PyBuffer_IsContiguous(out, 'C'))
+        problem = "x (n), V (k <= 2 rows of n) and out (k + 1 rows of n) must be C-contiguous";
+    else
+        problem = panel_problem(panel, p, n);
+    if (problem == NULL) {
+        Py_ssize_t h = panel->shape[0], width = panel->shape[1];
+        Py_ssize_t stride = h > 1 ? panel->strides[0] / 4 : width;
+        Py_BEGIN_ALLOW_THREADS
+        if (vectorised)
+            panel64_avx2((const float *)panel->buf, h, width, stride, p, scale, floor,
+                         (const double *)x->buf, (const double *)V->buf, k, (double *)out->buf,
+                         n);
         else
-            problem = panel_problem(panel, p, n);
-        if (problem == NULL) {
-            Py_ssize_t h = panel->shape[0], width = panel->shape[1];
-            Py_ssize_t stride = h > 1 ? panel->strides[0] / 4 : width;
-            Py_BEGIN_ALLOW_THREADS
-            if (vectorised)
-                panel64_avx2((const float *)panel->buf, h, width, stride, p, scale, floor,
-                             (const double *)x->buf, (const double *)V->buf, k,
-                             (double *)out->buf, n);
-            else
-                panel64_scalar((const float *)panel->buf, h, width, stride, p, scale, floor,
-                               (const double *)x->buf, (const double *)V->buf, k,
-                               (double *)out->buf, n);
-            Py_END_ALLOW_THREADS
-        }
+            panel64_scalar((const float *)panel->buf, h, width, stride, p, scale, floor,
+                           (const double *)x->buf, (const double *)V->buf, k,
+                           (double *)out->buf, n);
+        Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < held; ++i)
-        PyBuffer_Release(&views[i]);
-    if (held < 4)
-        return NULL;
-    if (problem != NULL) {
-        PyErr_Format(PyExc_ValueError, "panel_product64: %s", problem);
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return finish(views, 4, "panel_product64", problem);
 }
 
 static PyMethodDef methods[] = {
@@ -534,9 +544,9 @@ static PyMethodDef methods[] = {
      "j < i of Z[i, j] D[i, j] w[j], for rows first:last; Z, D C-contiguous (n, n) float64."},
     {"panel_product64", panel_product64, METH_VARARGS,
      "panel_product64(panel, p, scale, floor, x, V, out): out[0] += Z x, out[1 + j] +=\n"
-     "(D o Z) V[j] with Z = exp(max(scale * D, floor)), for a C-contiguous float32 panel of the\n"
-     "upper triangle (rows p:p+h, columns p:n) and its mirror; x (n), V (k <= 2, n), out\n"
-     "(k + 1, n) contiguous float64."},
+     "(D o Z) V[j] with Z = exp(max(scale * D, floor)), for a float32 panel D (contiguous\n"
+     "rows) of the upper triangle (rows p:p+h, columns p:n) and its mirror; x (n), V (k <= 2,\n"
+     "n), out (k + 1, n) contiguous float64."},
     {"panel_product32", panel_product32, METH_VARARGS,
      "panel_product32(panel, p, scale, floor, x, y): y += exp(max(scale * P, floor)) x for a\n"
      "float32 panel P of the upper triangle (rows p:p+h, columns p:p+width, its first h columns\n"
@@ -547,7 +557,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_kernels",
     "The magnitude engine's compiled kernels (exp through glibc's libmvec, the weighted "
-    "distance form); see _kernels.c.", -1, methods,
+    "distance form, the large-n path's panel products); see _kernels.c.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__kernels(void)

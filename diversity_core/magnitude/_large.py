@@ -252,14 +252,20 @@ class LargeMagnitudeSpace(_Operations):
         return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
     def _product32(self, t: float, x: np.ndarray) -> np.ndarray:
-        """exp(-tD) x in float32 (x float32)."""
+        """exp(-tD) x in float32 (x float32): by the compiled kernel where it is built
+        (``_kernels.panel_product32``: each distance read once, its exponential used at once
+        for the panel's row and its mirror), else by NumPy's passes (:func:`_panel_product32`)."""
         n = len(x)
-
         clamp = t * self.D_max > FLOAT32_EXPONENT_FLOOR
+        floor = -FLOAT32_EXPONENT_FLOOR if clamp else -math.inf
 
         def share(bounds):
             a, b = bounds
             y = np.zeros(n, dtype=np.float32)
+            if _compiled_panel_product32 is not None:
+                for k in range(a, b):
+                    _compiled_panel_product32(self._panels[k], k * _PANEL_ROWS, -t, floor, x, y)
+                return y
             block = np.empty(_PANEL_ROWS * _CHUNK_COLUMNS, dtype=np.float32)
             for k in range(a, b):
                 _panel_product32(self._panels[k], k * _PANEL_ROWS, t, x, y, block, clamp)
@@ -491,13 +497,8 @@ def _distance_panel(Y, sq, p: int, metric: str, roundoff: float, near_tol: float
 
 
 def _panel_product32(panel, p: int, t: float, x, y, block, clamp: bool) -> None:
-    """``y += Z x`` over one panel (rows ``p:p + h``) and its mirror, in float32: by the
-    compiled kernel where it is built (each distance read once, its exponential used at once),
-    else in column blocks of ``block`` by NumPy."""
-    if _compiled_panel_product32 is not None:
-        _compiled_panel_product32(panel, p, -t, -FLOAT32_EXPONENT_FLOOR if clamp else -math.inf,
-                                  x, y)
-        return
+    """``y += Z x`` over one panel (rows ``p:p + h``) and its mirror, in float32, by NumPy's
+    passes over column blocks of ``block`` (where the compiled kernel is not built)."""
     h, width = panel.shape
     rows = slice(p, p + h)
     xr = x[rows]

@@ -524,8 +524,6 @@ class _DenseSolver:
         return v, 2.0 * form
 
 
-
-
 def fallback_derivatives(D: np.ndarray, t: float, w: np.ndarray) -> tuple[float, float]:
     """dMag/dt and d²Mag/dt² (see ``_DenseSolver.magnitude_and_derivatives``) from the weighting
     ``w`` that :func:`fallback_solve` gave where Z_t is not positive definite: the products in
