@@ -48,15 +48,16 @@ _HERMITE_LEVEL = _CC_LEVELS[0]
 # The log-stretched Hermite rule (``hermite_log``, see _log_hermite): Hermite rules on nested
 # sets of the 29 Chebyshev–Lobatto points of s, each stage's new points (0, whose value is
 # known, aside): the even points (the 15-point grid: 13 scales to solve besides 0 and t_cut),
-# then every other odd point from 1 (7 more), then the other odd points (7 more); then
-# Clenshaw–Curtis in s on 57 points. α, its stretch where the space's largest distance is not
-# known (every engine path passes it).
-_LOG_HERMITE_STAGES = (tuple(range(2, 29, 2)), tuple(range(1, 28, 4)), tuple(range(3, 28, 4)))
-# Each stage's error estimate is that of _hermite_rule times this factor: the second stage's
-# points are not Chebyshev points, and the trailing coefficients of their interpolant bound its
-# error less sharply (the study's hermite_log22_rel_error and _rel_estimate columns compare
-# them).
-_LOG_HERMITE_ERROR_FACTORS = (1.0, 4.0, 1.0)
+# then the odd points 1 and 17 (2 more), then the other odd points 5, 9, ..., 25 of every other
+# gap (5 more), then the remaining odd points (7 more); then Clenshaw–Curtis in s on 57 points.
+# α, its stretch where the space's largest distance is not known (every engine path passes it).
+_LOG_HERMITE_STAGES = (tuple(range(2, 29, 2)), (1, 17), (5, 9, 13, 21, 25),
+                       tuple(range(3, 28, 4)))
+# Each stage's error estimate is that of _hermite_rule times this factor: the second and third
+# stages' points are not Chebyshev points, and the trailing coefficients of their interpolant
+# bound its error less sharply (the study's hermite_log17_*, hermite_log22_rel_error and
+# _rel_estimate columns compare them).
+_LOG_HERMITE_ERROR_FACTORS = (1.0, 4.0, 4.0, 1.0)
 _LOG_HERMITE_ALPHA = 2.0
 _LOG_HERMITE_LEVELS = (14, 28, 56)
 
@@ -223,18 +224,24 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     positive points of s (``slope(t)``, asked from the largest scale down) and g(0) = t'(0)
     (Mag(0) = 1; Mag'(0) is not known).
 
-    Three nested levels on the 29 Chebyshev–Lobatto points of s, each the exact integral of
+    Four nested levels on the 29 Chebyshev–Lobatto points of s, each the exact integral of
     the interpolant of all values and derivatives known so far, with the error estimate of
     :func:`_hermite_rule`, stopping at the first level whose estimate is within ``rtol``:
 
     1. the even points: the 15 Chebyshev–Lobatto points of s (13 solves inside, and t_cut
        unless the convergence-scale search ended on a solve there);
-    2. besides them the points 1, 5, ..., 25: one new point in every other gap, 7 solves. The
-       nodes stay spread as Chebyshev points are, at twice the density in every other gap,
-       and their interpolant is as well conditioned (points added in neighbouring gaps only
-       make it ill-conditioned: its integral then errs by far more than the 15 points'); its
-       error estimate counts four times (``_LOG_HERMITE_ERROR_FACTORS``);
-    3. all 29 points, 7 solves more.
+    2. besides them the points 1 and 17, 2 solves: one new point in the first gap and one
+       past the middle. Of the 21 pairs of the third level's points, this pair let the most
+       cases of the quadrature study's clouds stop here, and its estimate (counted four times)
+       stayed above the true error in every case, the holdout clouds included
+       (``benchmarks/results/quadrature_rule*.csv``, columns ``hermite_log17_*``);
+    3. the points 5, 9, ..., 25, 5 solves more: with the second level's, one new point in
+       every other gap. The nodes stay spread as Chebyshev points are, at twice the density in
+       every other gap, and their interpolant is as well conditioned (points added in
+       neighbouring gaps only make it ill-conditioned: its integral then errs by far more
+       than the 15 points'); its error estimate counts four times, as the second level's
+       (``_LOG_HERMITE_ERROR_FACTORS``);
+    4. all 29 points, 7 solves more.
 
     Then Clenshaw–Curtis in s on 57 points (reusing the 29 values) and bisected panels
     (:func:`_cc_refine`) meet the tolerance by their estimates as ``chebyshev`` does.

@@ -73,40 +73,45 @@ def stretched(indices, t_cut: float, alpha: float, n: int = 28) -> np.ndarray:
         list(indices)]
 
 
-def test_its_second_stage_integrates_polynomials_of_degree_42_exactly():
-    """15 + 7 points: 22 values and 21 derivatives."""
+@pytest.mark.parametrize(("stages", "points"), [(2, 17), (3, 22)])
+def test_its_later_stages_integrate_polynomials_of_their_degree_exactly(stages, points):
+    """15 + 2 points: 17 values and 16 derivatives, degree 32; 15 + 2 + 5: 22 and 21, degree
+    42."""
     s = _chebyshev._cc_nodes(0.0, 1.0, 28)
-    known = sorted([0, *_quadrature._LOG_HERMITE_STAGES[0], *_quadrature._LOG_HERMITE_STAGES[1]])
-    assert len(known) == 22
+    known = sorted([0, *(i for stage in _quadrature._LOG_HERMITE_STAGES[:stages] for i in stage)])
+    assert len(known) == points
     basis = _quadrature._hermite_basis_at(tuple(2.0 * s[known] - 1.0))
     rng = np.random.default_rng(1)
-    p = np.polynomial.Polynomial(rng.normal(size=43))
+    p = np.polynomial.Polynomial(rng.normal(size=2 * points - 1))
     estimate, _ = _quadrature._hermite_rule(p(s[known]), p.deriv()(s[known][1:]), 1.0,
                                             basis=basis)
     assert estimate == pytest.approx(p.integ()(1.0) - p.integ()(0.0), rel=1e-11)
 
 
-def test_where_fifteen_points_fall_short_the_second_stage_adds_seven_scales():
-    """A tolerance the 15 points' estimate does not meet but the 22 points' does: 7 solves
-    more, at the 29-point grid's points 1, 5, ..., 25 (one in every other gap), and the
-    tolerance kept."""
+@pytest.mark.parametrize(("stage", "new_scales"), [(1, 2), (2, 2 + 5)])
+def test_where_fifteen_points_fall_short_the_next_stages_add_their_scales(stage, new_scales):
+    """A tolerance between two stages' estimates: the rule stops at the later one, having
+    solved its points of the 29-point grid (1 and 17; then 5, 9, ..., 25) besides the 13, and
+    the tolerance kept."""
     D = dc.pairwise_distances(clustered(200, 32, seed=2), "cosine")
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale(0.5)
     alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
     stages = _quadrature._log_hermite_stages(space.magnitude, space._known_slope, t_cut, alpha,
                                              np.full(29, np.nan))
-    (h15, e15), (h22, e22) = (tuple(next(stages)) for _ in range(2))
-    rtol = math.sqrt(e15 / h15 * e22 / h22)  # between the two stages' estimates
-    assert e22 / h22 < rtol < e15 / h15
+    results = [tuple(next(stages)) for _ in range(stage + 1)]
+    (h_before, e_before), (h_stop, e_stop) = results[-2:]
+    assert all(e / h > e_before / h_before for h, e in results[:-2])
+    rtol = math.sqrt(e_before / h_before * e_stop / h_stop)  # between the two estimates
+    assert e_stop / h_stop < rtol < e_before / h_before
     fresh = MagnitudeSpace(D)
     fresh.convergence_scale(0.5)
     solved = solved_scales(fresh)
     area = fresh.mag_area(t_cut, method="hermite_log", rtol=rtol)
-    assert area == h22 and len(solved - {t_cut}) == 13 + 7  # (t_cut: see the search)
-    second = stretched(_quadrature._LOG_HERMITE_STAGES[1], t_cut, alpha)
-    assert all(np.isclose(second, t, rtol=1e-14, atol=0).any() for t in solved - set(
-        stretched(_quadrature._LOG_HERMITE_STAGES[0], t_cut, alpha)))
+    assert area == h_stop and len(solved - {t_cut}) == 13 + new_scales  # (t_cut: see the search)
+    added = [i for later in _quadrature._LOG_HERMITE_STAGES[1:stage + 1] for i in later]
+    assert all(np.isclose(stretched(added, t_cut, alpha), t, rtol=1e-14, atol=0).any()
+               for t in solved - set(stretched(_quadrature._LOG_HERMITE_STAGES[0], t_cut, alpha)))
     assert area == pytest.approx(MagnitudeSpace(D).mag_area(t_cut, rtol=1e-11), rel=rtol)
 
 
@@ -208,7 +213,8 @@ def test_many_integrands_take_one_call_per_stage_and_each_its_own_result():
 
     estimate, error = _quadrature._log_hermite_many(
         slopes, lambda rows, ts: f(rows, ts), f(np.arange(3), 0.0), 1.0, 1e-7, alphas)
-    assert calls[0] == 3 * 14 and 1 < len(calls) <= 3 and calls[-1] < calls[0]
+    stages = len(_quadrature._LOG_HERMITE_STAGES)
+    assert calls[0] == 3 * 14 and 1 < len(calls) <= stages and calls[-1] < calls[0]
     for k in range(3):
         alone, alone_error = _quadrature._log_hermite(
             lambda t, k=k: float(f(k, t)), lambda t, k=k: (float(f(k, t)), float(df(k, t))),

@@ -11,7 +11,7 @@ def default_rule_solves(*, factored: bool) -> set[int]:
     where t_cut lies between the scales the search solved. ``factored`` (a float64 Cholesky
     factor answers each scale): ``auto`` is ``hermite_d2``, whose stages solve the new points
     of s of each (0 and t_cut known: 9, 11, 19), then its 41-point Clenshaw–Curtis level (39);
-    else ``hermite_log``: 13, 20, 27, then its 57-point level (55)."""
+    else ``hermite_log``: 13, 15, 20, 27, then its 57-point level (55)."""
     if factored:
         stages = _hermite_d2.D2_STAGES
         interior = [n - 2 for n in accumulate(len(stage) for stage in stages)]
