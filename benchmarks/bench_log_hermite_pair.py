@@ -1,0 +1,121 @@
+"""``hermite_log``'s second stage: which two points of its third stage to solve first.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_log_hermite_pair.py   # writes the CSV below
+    python benchmarks/bench_log_hermite_pair.py --max-n 300 --out other.csv
+
+Where the 15 points' error estimate exceeds rtol (1e-6), ``hermite_log`` goes on to more points
+of the 29-point grid of s. Its third stage's points, 1, 5, ..., 25 (one in every other gap),
+cost 7 solves; two of them first cost 2, and end the rule there where their estimate meets
+rtol. For the clouds of ``bench_quadrature_rule.py`` up to 2,000 points, the study's and the
+holdout's, each at its targets (t_cut = t_conv): g and g' at all 29 points to full accuracy
+(``magnitude_and_derivative``), a reference (``chebyshev`` at rtol 1e-10), and for each of the
+21 pairs the 17-point rule's estimate and its estimated error (``_quadrature._hermite_rule``,
+counted four times as the engine counts it, ``_LOG_HERMITE_ERROR_FACTORS``).
+
+Per pair and set of clouds: the cases, those past the 15 points, those the pair ends at 17
+points, the worst true error among all cases whose estimate meets rtol at 17 points, and the
+least ratio of estimate to true error over all cases (below 1: an estimate that undershot).
+The engine's pair is the one with the most cases ended among those whose ratio stays at 1 or
+more on the study's clouds; the holdout's columns are its out-of-sample check. Deterministic
+(no times). Output: ``benchmarks/results/log_hermite_pair.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+from pathlib import Path
+
+import bench_quadrature_rule as study
+import numpy as np
+from record import load_average, write_csv
+
+import diversity_core as dc
+from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _quadrature
+
+OUT = study.OUT.with_name("log_hermite_pair.csv")
+MAX_N = 2000
+FACTOR = 4.0
+LEVEL = _quadrature._LOG_HERMITE_LEVELS[1]  # the 29-point grid of s
+CANDIDATES = tuple(range(1, LEVEL, 4))  # the third stage's points, 1, 5, ..., 25
+COLUMNS = ["pair"] + [f"{which}_{what}" for which in ("study", "holdout")
+                      for what in ("cases", "past_15", "ended_at_17", "worst_rel_error_ended",
+                                   "least_estimate_over_error")]
+
+
+def values(D: np.ndarray, target: float) -> dict:
+    """t_cut, the reference area and g / t_cut, its s-derivative at the 29 points of s (as
+    ``_quadrature._log_hermite_stages_many`` forms them)."""
+    space = MagnitudeSpace(D)
+    t_cut = space.convergence_scale(target)
+    reference = space.mag_area(t_cut, method="chebyshev", rtol=study.REFERENCE_RTOL)
+    s = _chebyshev._cc_nodes(0.0, 1.0, LEVEL)
+    alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
+    t = _chebyshev._log_stretch(s, t_cut, alpha)[0]
+    _, du, ddu = _chebyshev._log_stretch(s, 1.0, alpha)
+    unit, dunit = np.empty(LEVEL + 1), np.full(LEVEL + 1, np.nan)
+    unit[0] = du[0]  # Mag(0) = 1
+    for j in range(1, LEVEL + 1):
+        mag, dmag = space.magnitude_and_derivative(t_cut if j == LEVEL else float(t[j]))
+        unit[j] = mag * du[j]
+        dunit[j] = dmag * t_cut * du[j]**2 + mag * ddu[j]
+    return {"t_cut": t_cut, "reference": reference, "unit": unit, "dunit": dunit, "s": s}
+
+
+def rule(case: dict, known: list[int], factor: float) -> tuple[float, float]:
+    """(true relative error, estimated relative error) of the Hermite rule on ``known``."""
+    s = case["s"]
+    estimate, error = _quadrature._hermite_rule(
+        case["unit"][known], case["dunit"][known[1:]], 1.0,
+        basis=_quadrature._hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
+    estimate, error = case["t_cut"] * float(estimate), factor * case["t_cut"] * float(error)
+    return abs(estimate - case["reference"]) / case["reference"], error / abs(estimate)
+
+
+def pair_columns(cases: list[dict], pair: tuple[int, int], which: str) -> dict:
+    first = [0, *_quadrature._LOG_HERMITE_STAGES[0]]
+    past = [c for c in cases if rule(c, first, 1.0)[1] > study.RTOL]
+    results = [rule(c, sorted(first + list(pair)), FACTOR) for c in cases]
+    ended = [rule(c, sorted(first + list(pair)), FACTOR)[1] <= study.RTOL for c in past]
+    worst = max((true for true, estimate in results if estimate <= study.RTOL), default=0.0)
+    least = min((estimate / max(true, 1e-300) for true, estimate in results), default=np.nan)
+    return {f"{which}_cases": len(cases), f"{which}_past_15": len(past),
+            f"{which}_ended_at_17": sum(ended),
+            f"{which}_worst_rel_error_ended": float(f"{worst:.3g}"),
+            f"{which}_least_estimate_over_error": float(f"{least:.3g}")}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max-n", type=int, default=MAX_N,
+                        help=f"run only the clouds of at most this many points (default {MAX_N})")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT.name} in "
+                                                              f"{OUT.parent}")
+    args = parser.parse_args(argv)
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    command = (f"OPENBLAS_NUM_THREADS={threads} " if threads else "") + (
+        "python benchmarks/bench_log_hermite_pair.py") + (
+        f" --max-n {args.max_n}" if args.max_n != MAX_N else "") + (
+        f" --out {args.out}" if args.out != OUT else "")
+    before = load_average()
+    sets = {}
+    for which, holdout in (("study", False), ("holdout", True)):
+        sets[which] = []
+        for seed, (metric, kind, n, d, targets) in study.clouds(args.max_n, holdout):
+            D = dc.pairwise_distances(study.points(kind, metric, n, d, seed), metric)
+            for target in targets:
+                sets[which].append(values(D, target))
+            print(f"{which}: {metric} {kind} {n} x {d} done", flush=True)
+    rows = [{"pair": f"{a} {b}", **pair_columns(sets["study"], (a, b), "study"),
+             **pair_columns(sets["holdout"], (a, b), "holdout")}
+            for a, b in itertools.combinations(CANDIDATES, 2)]
+    write_csv(args.out, COLUMNS, rows, command=command, load=(before, load_average()),
+              extra=(("rtol", f"{study.RTOL:g}; reference: chebyshev at rtol "
+                      f"{study.REFERENCE_RTOL:g}; estimates counted {FACTOR:g} times"),
+                     ("clouds", f"CLOUDS and HOLDOUT of bench_quadrature_rule.py up to "
+                                f"{args.max_n} points")))
+
+
+if __name__ == "__main__":
+    main()

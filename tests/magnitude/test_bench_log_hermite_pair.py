@@ -1,0 +1,49 @@
+"""benchmarks/bench_log_hermite_pair.py: a small run's table (header lines, a row per pair of
+the third stage's points), and the engine's second stage against the committed table."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+from diversity_core.magnitude import _quadrature
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "bench_log_hermite_pair.py"
+COMMITTED = REPO / "benchmarks" / "results" / "log_hermite_pair.csv"
+
+
+def table(path: Path) -> tuple[list[str], list[dict]]:
+    lines = path.read_text().splitlines()
+    comments = sum(line.startswith("#") for line in lines)
+    return lines[:comments], list(csv.DictReader(lines[comments:]))
+
+
+def test_a_small_run_writes_a_row_per_pair(tmp_path):
+    out = tmp_path / "pairs.csv"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--max-n", "120", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    header, rows = table(out)
+    assert any(line.startswith("# command: ") and line.endswith(
+        f"python benchmarks/bench_log_hermite_pair.py --max-n 120 --out {out}") for line in header)
+    third = _quadrature._LOG_HERMITE_STAGES[1] + _quadrature._LOG_HERMITE_STAGES[2]
+    assert sorted(tuple(map(int, r["pair"].split())) for r in rows) == sorted(
+        (a, b) for a in third for b in third if a < b)
+    for row in rows:
+        for which in ("study", "holdout"):
+            cases, past = int(row[f"{which}_cases"]), int(row[f"{which}_past_15"])
+            assert cases > 0 and 0 <= int(row[f"{which}_ended_at_17"]) <= past <= cases
+            assert 0 <= float(row[f"{which}_worst_rel_error_ended"]) <= 1e-6
+            assert float(row[f"{which}_least_estimate_over_error"]) > 0
+
+
+def test_the_second_stage_is_the_pair_the_committed_study_chooses():
+    """Among the pairs whose estimate never undershot the true error on the study's clouds, the
+    one that ended the most cases at 17 points."""
+    _, rows = table(COMMITTED)
+    reliable = [r for r in rows if float(r["study_least_estimate_over_error"]) >= 1.0]
+    best = max(reliable, key=lambda r: int(r["study_ended_at_17"]))
+    assert tuple(map(int, best["pair"].split())) == _quadrature._LOG_HERMITE_STAGES[1]
+    assert [r["pair"] for r in reliable if r["study_ended_at_17"] == best["study_ended_at_17"]] \
+        == [best["pair"]]
