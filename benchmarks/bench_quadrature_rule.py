@@ -29,10 +29,10 @@ several convergence targets, on the dense NumPy engine:
 ``hermite_log``'s stretch rate α (``_chebyshev._stretch_rate``) was chosen on the clouds of
 :data:`CLOUDS` up to 1,500 points. ``--holdout`` runs :data:`HOLDOUT` instead, clouds that
 took no part in that choice (other seeds, sizes, dimensions, cluster counts and spreads): the
-out-of-sample check for α. (The points of the rule's third stage and the factor on its error
-estimate are chosen from both sets' values; the study's alone pick the same points. The second
-stage's pair, 1 and 17, was chosen on :data:`CLOUDS` up to 2,000 points, its factor that of
-the third stage: ``--holdout`` is its out-of-sample check too.)
+out-of-sample check for α. (The points 1, 5, ..., 25 of the rule's second and third stages and
+the factor on their error estimates are chosen from both sets' values; the study's alone pick
+the same points. The second stage's pair, 1 and 17, was chosen on :data:`CLOUDS` up to 2,000
+points (``bench_log_hermite_pair.py``): ``--holdout`` is its out-of-sample check.)
 
 Counts and errors are deterministic; no times are recorded (the machine is shared). Output:
 ``benchmarks/results/quadrature_rule.csv`` (``--holdout``: ``quadrature_rule_holdout.csv``),

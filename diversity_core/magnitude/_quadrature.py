@@ -231,10 +231,10 @@ def _log_hermite(f, slope, t_cut: float, rtol: float, alpha: float) -> tuple[flo
     1. the even points: the 15 Chebyshev–Lobatto points of s (13 solves inside, and t_cut
        unless the convergence-scale search ended on a solve there);
     2. besides them the points 1 and 17, 2 solves: one new point in the first gap and one
-       past the middle. Of the 21 pairs of the third level's points, this pair let the most
-       cases of the quadrature study's clouds stop here, and its estimate (counted four times)
-       stayed above the true error in every case, the holdout clouds included
-       (``benchmarks/results/quadrature_rule*.csv``, columns ``hermite_log17_*``);
+       past the middle. Of the 21 pairs of the seven points 1, 5, ..., 25 (one in every other
+       gap), this pair let the most cases of the quadrature study's clouds stop here among
+       those whose estimate (counted four times) stayed above the true error in every case,
+       and it stayed so on the holdout clouds (``benchmarks/results/log_hermite_pair.csv``);
     3. the points 5, 9, ..., 25, 5 solves more: with the second level's, one new point in
        every other gap. The nodes stay spread as Chebyshev points are, at twice the density in
        every other gap, and their interpolant is as well conditioned (points added in
