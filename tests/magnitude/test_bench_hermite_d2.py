@@ -1,10 +1,11 @@
 """benchmarks/bench_hermite_d2.py: a small run's three CSVs (header lines, a row per case with
 both rules' solves and true errors, a row per batch, a summary row per path)."""
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
+
+from result_tables import table
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "bench_hermite_d2.py"
@@ -15,12 +16,6 @@ try:
     import bench_hermite_d2 as bench
 finally:
     sys.path.remove(str(SCRIPT.parent))
-
-
-def table(path: Path) -> tuple[list[str], list[dict]]:
-    lines = path.read_text().splitlines()
-    comments = sum(line.startswith("#") for line in lines)
-    return lines[:comments], list(csv.DictReader(lines[comments:]))
 
 
 def test_a_small_run_writes_its_three_tables(tmp_path):

@@ -1,22 +1,17 @@
 """benchmarks/bench_log_hermite_pair.py: a small run's table (header lines, a row per pair of
-the third stage's points), and the engine's second stage against the committed table."""
+the seven points 1, 5, ..., 25), and the engine's second stage against the committed table."""
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
+
+from result_tables import table
 
 from diversity_core.magnitude import _quadrature
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "bench_log_hermite_pair.py"
 COMMITTED = REPO / "benchmarks" / "results" / "log_hermite_pair.csv"
-
-
-def table(path: Path) -> tuple[list[str], list[dict]]:
-    lines = path.read_text().splitlines()
-    comments = sum(line.startswith("#") for line in lines)
-    return lines[:comments], list(csv.DictReader(lines[comments:]))
 
 
 def test_a_small_run_writes_a_row_per_pair(tmp_path):
@@ -27,9 +22,9 @@ def test_a_small_run_writes_a_row_per_pair(tmp_path):
     header, rows = table(out)
     assert any(line.startswith("# command: ") and line.endswith(
         f"python benchmarks/bench_log_hermite_pair.py --max-n 120 --out {out}") for line in header)
-    third = _quadrature._LOG_HERMITE_STAGES[1] + _quadrature._LOG_HERMITE_STAGES[2]
+    seven = _quadrature._LOG_HERMITE_STAGES[1] + _quadrature._LOG_HERMITE_STAGES[2]
     assert sorted(tuple(map(int, r["pair"].split())) for r in rows) == sorted(
-        (a, b) for a in third for b in third if a < b)
+        (a, b) for a in seven for b in seven if a < b)
     for row in rows:
         for which in ("study", "holdout"):
             cases, past = int(row[f"{which}_cases"]), int(row[f"{which}_past_15"])
