@@ -1,11 +1,11 @@
-"""``hermite_log``'s second stage: which two points of its third stage to solve first.
+"""``hermite_log``'s second stage: which two of the points 1, 5, ..., 25 to solve first.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_log_hermite_pair.py   # writes the CSV below
     python benchmarks/bench_log_hermite_pair.py --max-n 300 --out other.csv
 
 Where the 15 points' error estimate exceeds rtol (1e-6), ``hermite_log`` goes on to more points
-of the 29-point grid of s. Its third stage's points, 1, 5, ..., 25 (one in every other gap),
-cost 7 solves; two of them first cost 2, and end the rule there where their estimate meets
+of the 29-point grid of s. The points 1, 5, ..., 25 (one in every other gap) cost 7 solves;
+two of them first (its second stage) cost 2, and end the rule there where their estimate meets
 rtol. For the clouds of ``bench_quadrature_rule.py`` up to 2,000 points, the study's and the
 holdout's, each at its targets (t_cut = t_conv): g and g' at all 29 points to full accuracy
 (``magnitude_and_derivative``), a reference (``chebyshev`` at rtol 1e-10), and for each of the
@@ -38,7 +38,7 @@ OUT = study.OUT.with_name("log_hermite_pair.csv")
 MAX_N = 2000
 FACTOR = 4.0
 LEVEL = _quadrature._LOG_HERMITE_LEVELS[1]  # the 29-point grid of s
-CANDIDATES = tuple(range(1, LEVEL, 4))  # the third stage's points, 1, 5, ..., 25
+CANDIDATES = tuple(range(1, LEVEL, 4))  # 1, 5, ..., 25: the second and third stages' points
 COLUMNS = ["pair"] + [f"{which}_{what}" for which in ("study", "holdout")
                       for what in ("cases", "past_15", "ended_at_17", "worst_rel_error_ended",
                                    "least_estimate_over_error")]
