@@ -271,12 +271,12 @@ static PyObject *weighted_row_sums(PyObject *self, PyObject *args)
     return finish(views, 4, "weighted_row_sums", problem);
 }
 
-/* The sum of two four-lane float64 accumulators, in a fixed order. */
+/* The sum of a four-lane float64 accumulator's lanes, in a fixed order. */
 __attribute__((target("avx2,fma")))
-static double lanes_sum(__m256d a, __m256d b)
+static double lane_total(__m256d a)
 {
     double v[4];
-    _mm256_storeu_pd(v, _mm256_add_pd(a, b));
+    _mm256_storeu_pd(v, a);
     return (v[0] + v[1]) + (v[2] + v[3]);
 }
 
@@ -323,7 +323,7 @@ static void panel_avx2(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_ss
             for (Py_ssize_t k = c < h ? h - c : 0; k < 8 && k < left; ++k)
                 yc[k] += zv[k];
         }
-        ys[i] += (float)lanes_sum(acc_low, acc_high);
+        ys[i] += (float)lane_total(_mm256_add_pd(acc_low, acc_high));
     }
 }
 
@@ -345,9 +345,15 @@ static void panel_scalar(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_
     }
 }
 
-/* Whether a panel's rows lie within x's n entries (rows p:p+h, columns p:p+width, at most as
- * many rows as columns) and are contiguous. */
-static const char *panel_problem(const Py_buffer *panel, Py_ssize_t p, Py_ssize_t n)
+/* A panel's rows p:p+h and columns p:p+width, its row stride in entries. */
+typedef struct {
+    Py_ssize_t h, width, stride;
+} PanelLayout;
+
+/* The panel's layout, or the problem why it cannot be read: its rows must be contiguous and
+ * lie within x's n entries (columns p:n, at most as many rows as columns). */
+static const char *panel_layout(const Py_buffer *panel, Py_ssize_t p, Py_ssize_t n,
+                                PanelLayout *layout)
 {
     if (panel->ndim != 2)
         return "the panel must be two-dimensional";
@@ -355,6 +361,9 @@ static const char *panel_problem(const Py_buffer *panel, Py_ssize_t p, Py_ssize_
         return "the panel's rows must be contiguous";
     if (p < 0 || panel->shape[0] > panel->shape[1] || p + panel->shape[1] != n)
         return "the panel (rows p:p+h, columns p:n, h <= n - p) must lie within x's n entries";
+    layout->h = panel->shape[0];
+    layout->width = panel->shape[1];
+    layout->stride = layout->h > 1 ? panel->strides[0] / panel->itemsize : layout->width;
     return NULL;
 }
 
@@ -379,17 +388,16 @@ static PyObject *panel_product32(PyObject *self, PyObject *args)
     if (x->ndim != 1 || y->ndim != 1 || y->shape[0] != n || !PyBuffer_IsContiguous(x, 'C')
             || !PyBuffer_IsContiguous(y, 'C'))
         problem = "x and y must be contiguous vectors of one length";
-    else
-        problem = panel_problem(panel, p, n);
+    PanelLayout L;
+    if (problem == NULL)
+        problem = panel_layout(panel, p, n, &L);
     if (problem == NULL) {
-        Py_ssize_t h = panel->shape[0], width = panel->shape[1];
-        Py_ssize_t stride = h > 1 ? panel->strides[0] / 4 : width;
         Py_BEGIN_ALLOW_THREADS
         if (vectorised)
-            panel_avx2((const float *)panel->buf, h, width, stride, p, scale, floor,
+            panel_avx2((const float *)panel->buf, L.h, L.width, L.stride, p, scale, floor,
                        (const float *)x->buf, (float *)y->buf);
         else
-            panel_scalar((const float *)panel->buf, h, width, stride, p, scale, floor,
+            panel_scalar((const float *)panel->buf, L.h, L.width, L.stride, p, scale, floor,
                          (const float *)x->buf, (float *)y->buf);
         Py_END_ALLOW_THREADS
     }
@@ -457,11 +465,8 @@ static void panel64_avx2(const float *panel, Py_ssize_t h, Py_ssize_t width, Py_
                     o[q] += tv[q];
             }
         }
-        for (Py_ssize_t j = 0; j <= k; ++j) {
-            double v[4];
-            _mm256_storeu_pd(v, acc[j]);
-            out[j * n + p + i] += (v[0] + v[1]) + (v[2] + v[3]);
-        }
+        for (Py_ssize_t j = 0; j <= k; ++j)
+            out[j * n + p + i] += lane_total(acc[j]);
     }
 }
 
@@ -514,18 +519,17 @@ static PyObject *panel_product64(PyObject *self, PyObject *args)
             || !PyBuffer_IsContiguous(x, 'C') || !PyBuffer_IsContiguous(V, 'C')
             || !PyBuffer_IsContiguous(out, 'C'))
         problem = "x (n), V (k <= 2 rows of n) and out (k + 1 rows of n) must be C-contiguous";
-    else
-        problem = panel_problem(panel, p, n);
+    PanelLayout L;
+    if (problem == NULL)
+        problem = panel_layout(panel, p, n, &L);
     if (problem == NULL) {
-        Py_ssize_t h = panel->shape[0], width = panel->shape[1];
-        Py_ssize_t stride = h > 1 ? panel->strides[0] / 4 : width;
         Py_BEGIN_ALLOW_THREADS
         if (vectorised)
-            panel64_avx2((const float *)panel->buf, h, width, stride, p, scale, floor,
+            panel64_avx2((const float *)panel->buf, L.h, L.width, L.stride, p, scale, floor,
                          (const double *)x->buf, (const double *)V->buf, k, (double *)out->buf,
                          n);
         else
-            panel64_scalar((const float *)panel->buf, h, width, stride, p, scale, floor,
+            panel64_scalar((const float *)panel->buf, L.h, L.width, L.stride, p, scale, floor,
                            (const double *)x->buf, (const double *)V->buf, k,
                            (double *)out->buf, n);
         Py_END_ALLOW_THREADS
