@@ -45,8 +45,8 @@ COLUMNS = ["pair"] + [f"{which}_{what}" for which in ("study", "holdout")
 
 
 def values(D: np.ndarray, target: float) -> dict:
-    """t_cut, the reference area and g / t_cut, its s-derivative at the 29 points of s (as
-    ``_quadrature._log_hermite_stages_many`` forms them)."""
+    """t_cut, the reference area and g / t_cut, its s-derivative at the 29 points of s
+    (``_quadrature._stretched_data``, as the rule forms them)."""
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale(target)
     reference = space.mag_area(t_cut, method="chebyshev", rtol=study.REFERENCE_RTOL)
@@ -54,21 +54,16 @@ def values(D: np.ndarray, target: float) -> dict:
     alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
     t = _chebyshev._log_stretch(s, t_cut, alpha)[0]
     _, du, ddu = _chebyshev._log_stretch(s, 1.0, alpha)
-    unit, dunit = np.empty(LEVEL + 1), np.full(LEVEL + 1, np.nan)
-    unit[0] = du[0]  # Mag(0) = 1
+    mag, dmag = np.ones(LEVEL + 1), np.zeros(LEVEL + 1)  # Mag(0) = 1 (its slope is not used)
     for j in range(1, LEVEL + 1):
-        mag, dmag = space.magnitude_and_derivative(t_cut if j == LEVEL else float(t[j]))
-        unit[j] = mag * du[j]
-        dunit[j] = dmag * t_cut * du[j]**2 + mag * ddu[j]
+        mag[j], dmag[j] = space.magnitude_and_derivative(t_cut if j == LEVEL else float(t[j]))
+    unit, dunit = _quadrature._stretched_data(mag, dmag, t_cut, du, ddu)
     return {"t_cut": t_cut, "reference": reference, "unit": unit, "dunit": dunit, "s": s}
 
 
 def rule(case: dict, known: list[int], factor: float) -> tuple[float, float]:
     """(true relative error, estimated relative error) of the Hermite rule on ``known``."""
-    s = case["s"]
-    estimate, error = _quadrature._hermite_rule(
-        case["unit"][known], case["dunit"][known[1:]], 1.0,
-        basis=_quadrature._hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
+    estimate, error = _quadrature._stretched_rule(case["unit"], case["dunit"], case["s"], known)
     estimate, error = case["t_cut"] * float(estimate), factor * case["t_cut"] * float(error)
     return abs(estimate - case["reference"]) / case["reference"], error / abs(estimate)
 

@@ -357,14 +357,27 @@ def _log_hermite_stages_many(slopes, f0: np.ndarray, t_cut, alphas: np.ndarray,
         order = sorted(new, reverse=True)
         rows, cols = np.repeat(active, len(order)), np.tile(order, len(active))
         mag, dmag = slopes(rows, t[rows, cols])
-        unit[rows, cols] = mag * du[rows, cols]
-        dunit[rows, cols] = (dmag * t_cut[rows]) * du[rows, cols]**2 + mag * ddu[rows, cols]
+        unit[rows, cols], dunit[rows, cols] = _stretched_data(
+            mag, dmag, t_cut[rows], du[rows, cols], ddu[rows, cols])
         g[rows, cols] = t_cut[rows] * unit[rows, cols]
         known = sorted(known + list(new))
-        estimate, error = _hermite_rule(unit[np.ix_(active, known)],
-                                        dunit[np.ix_(active, known[1:])], 1.0,
-                                        basis=_hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
+        estimate, error = _stretched_rule(unit[active], dunit[active], s, known)
         active = yield t_cut[active] * estimate, factor * t_cut[active] * error
+
+
+def _stretched_data(mag, dmag, t_cut, du, ddu):
+    """``hermite_log``'s data at points of s from Mag and dMag/dt at their scales: g / t_cut =
+    Mag · du/ds and its s-derivative dMag/dt · t_cut · (du/ds)² + Mag · d²u/ds² (du/ds, d²u/ds²:
+    the stretch of [0, 1], ``_log_stretch(s, 1.0, α)``); arrays broadcast together."""
+    return mag * du, (dmag * t_cut) * du**2 + mag * ddu
+
+
+def _stretched_rule(unit, dunit, s: np.ndarray, known: list[int]):
+    """The Hermite rule on the points ``known`` (ascending, 0 first) of the grid ``s`` of [0, 1]
+    from :func:`_stretched_data` (..., len(s)): (the integral of g / t_cut over [0, 1], its
+    estimated error), arrays of shape (...)."""
+    return _hermite_rule(unit[..., known], dunit[..., known[1:]], 1.0,
+                         basis=_hermite_basis_at(tuple(2.0 * s[known] - 1.0)))
 
 
 def _hermite_basis_at(x: tuple[float, ...]) -> np.ndarray:
