@@ -13,6 +13,14 @@ asks MKL for results that do not depend on the CPU (``MKL_CBWR=COMPATIBLE``) and
 and oneDNN's generic code: if ``portable`` and ``portable_avx2`` give the same bits, those
 settings remove this machine difference.
 
+``haswell`` runs the embedding process under QEMU's user-mode emulator as an Intel Haswell
+(``qemu-x86_64 -cpu Haswell``, Debian's ``qemu-user``): a CPU with AVX2 and FMA but no AVX-512,
+as every library sees it through CPUID, so it reaches what the environment variables cannot:
+ONNX Runtime's MLAS kernels, the 4-bit e5 engine's and glibc's own choices. The emulator
+computes in software, so a difference it shows is that CPU's choice of code or the emulator's
+own arithmetic, which this run alone does not tell apart; it runs 50 to 300 times slower than
+the native process, so keep ``--n`` small.
+
 ``cuda`` embeds on the GPU instead (does a GPU move the vectors more than the
 stability check assumes?), ``cuda_again`` a second time (does the GPU repeat itself bit for
 bit?); on a GPU machine whose host's CPU runs ``native`` with the same libraries, the
@@ -34,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +50,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from record import add_record_options, recording
 
 from diversity_core.atomic import atomic_write
 
@@ -50,9 +60,11 @@ _PORTABLE = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
              "ONEDNN_MAX_CPU_ISA": "SSE41"}
 VARIANTS = {"native": {}, "avx2": _AVX2, "portable": _PORTABLE,
             "portable_avx2": {**_PORTABLE, "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-            "cuda": {}, "cuda_again": {}}
+            "haswell": {}, "cuda": {}, "cuda_again": {}}
 # The variants that embed on the GPU (the others on the CPU).
 ON_CUDA = ("cuda", "cuda_again")
+# The variants whose process runs under an emulator: its command before Python's.
+EMULATED = {"haswell": ["qemu-x86_64", "-cpu", "Haswell"]}
 
 
 def embed(model: str, folder: str, documents: str, n: int, out: str, device: str = "cpu") -> None:
@@ -100,6 +112,21 @@ def differences(reference: np.ndarray, other: np.ndarray) -> dict:
             "vector_median": float(np.median(vector)), "vector_max": float(vector.max())}
 
 
+def report(model: str, shape: tuple, rows: dict, seconds: dict) -> None:
+    """Print each variant's differences from ``native`` and the encoding times."""
+    print(f"{model}, {shape[0]} documents x {shape[1]}:")
+    for name, row in rows.items():
+        print(f"  {name:28s} identical {row['identical']!s:5s}  per element "
+              f"{row['element_median']:.2g} / {row['element_p90']:.2g} / "
+              f"{row['element_p99']:.2g} (median / p90 / p99), per vector "
+              f"{row['vector_median']:.2g} (median), {row['vector_max']:.2g} (max), per "
+              f"dimension {row['column_median']:.2g} (median), {row['column_max']:.2g} (max); "
+              f"shared by the vectors {row['common_median']:.2g} (median), "
+              f"{row['common_max']:.2g} (max), {row['common_share']:.2f} of the change")
+    print("  encoding s (CPU s on one thread; wall s on CUDA): "
+          + ", ".join(f"{name} {s:.1f}" for name, s in seconds.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model")
@@ -111,6 +138,7 @@ def main() -> None:
     ap.add_argument("--common-to-column", type=float, default=1.5e-6)
     ap.add_argument("--save", help="also keep each variant's vectors here (<variant>.npy)")
     ap.add_argument("--json", help="also write the comparison to this file")
+    add_record_options(ap)
     ap.add_argument("--_embed", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args._embed:
@@ -127,12 +155,17 @@ def main() -> None:
         if not torch.cuda.is_available():
             ap.error(f"variants {', '.join(n for n in names if n in ON_CUDA)} embed on CUDA; "
                      "torch sees no CUDA GPU here.")
+    for name in set(names) & set(EMULATED):
+        if shutil.which(EMULATED[name][0]) is None:
+            ap.error(f"variant {name} runs under {EMULATED[name][0]}, which is not installed "
+                     "(Debian: apt-get install qemu-user).")
     with tempfile.TemporaryDirectory() as tmp:
         runs, seconds = {}, {}
         for name in names:
             out = str(Path(tmp) / f"{name}.npy")
             device = "cuda" if name in ON_CUDA else "cpu"
-            subprocess.run([sys.executable, __file__, args.model, args.folder, args.documents,
+            subprocess.run([*EMULATED.get(name, []), sys.executable, __file__, args.model,
+                            args.folder, args.documents,
                             "--_embed", args.model, args.folder, args.documents, str(args.n),
                             out, device], check=True, env={**os.environ, **VARIANTS[name]},
                            stdout=subprocess.DEVNULL)
@@ -153,17 +186,8 @@ def main() -> None:
         reference, perturbed)
     if "portable" in runs and "portable_avx2" in runs:
         rows["portable vs portable_avx2"] = differences(runs["portable"], runs["portable_avx2"])
-    print(f"{args.model}, {reference.shape[0]} documents x {reference.shape[1]}:")
-    for name, row in rows.items():
-        print(f"  {name:28s} identical {row['identical']!s:5s}  per element "
-              f"{row['element_median']:.2g} / {row['element_p90']:.2g} / "
-              f"{row['element_p99']:.2g} (median / p90 / p99), per vector "
-              f"{row['vector_median']:.2g} (median), {row['vector_max']:.2g} (max), per "
-              f"dimension {row['column_median']:.2g} (median), {row['column_max']:.2g} (max); "
-              f"shared by the vectors {row['common_median']:.2g} (median), "
-              f"{row['common_max']:.2g} (max), {row['common_share']:.2f} of the change")
-    print("  encoding s (CPU s on one thread; wall s on CUDA): "
-          + ", ".join(f"{name} {s:.1f}" for name, s in seconds.items()))
+    with recording(args.record, args.note):
+        report(args.model, reference.shape, rows, seconds)
     if args.json:
         with atomic_write(args.json) as out:
             out.write(json.dumps(

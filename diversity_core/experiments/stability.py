@@ -378,5 +378,9 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
         f"square, every dimension shifted by one more Gaussian {common_to_column:g} shared by "
         f"all vectors; {int(cells['moves'].sum())} cells): what such a change did, not a bound "
         "(results/models/stability.csv holds every cell of Table S.5; "
-        "docs/model_distinguishing.md, \"Reproducibility\", what was measured).")]
+        "docs/model_distinguishing.md, \"Reproducibility\", what was measured). The ranges "
+        "cover the changes of kernels measured on one machine, not every change of machine: "
+        "the runs of two machines have differed by more (benchmarks/results/"
+        "models_machine_change.md), so compare another machine's table with this one cell by "
+        "cell (benchmarks/cells_beyond_spread.py) before reading a difference as the models'.")]
     return "\n".join(lines) + "\n"

@@ -4,6 +4,9 @@ projections' numerical-rank rule, the perturbation, and the stability table."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -322,6 +325,10 @@ def test_table2_markdown_marks_round_off_and_the_best():
     assert "by at most 2.5e-06 of the block's largest" in legend and "1 of 3 cells;" in legend
     assert "in at least one of 1 run on" in legend and "Gaussian 2.5e-06 of" in legend
     assert "one more Gaussian 1.5e-06 shared by all vectors; 1 cells)" in legend
+    # ... and that the ranges are not a bound for every machine, and where to compare
+    assert "the runs of two machines have differed by more" in legend
+    assert legend.endswith("(benchmarks/cells_beyond_spread.py) before reading a difference "
+                           "as the models'.")
     assert len(lines) == 5
 
 
@@ -344,9 +351,6 @@ def test_beyond_spread_names_the_cells_another_run_moved_too_far():
 def test_cells_beyond_spread_script_compares_two_runs(tmp_path):
     # benchmarks/cells_beyond_spread.py: another run's accuracy files against the reference's
     # and the published spread; exit status 1 and the cell named when one is beyond it.
-    import subprocess
-    import sys
-
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "cells_beyond_spread.py"
     reference = _rows([0.90002, 0.85, 0.70004])
     spread = ms.spread_table(reference, _rows([0.9, 0.85, 0.70004], 0))
@@ -378,15 +382,36 @@ def test_cells_beyond_spread_script_compares_two_runs(tmp_path):
     outside = compare("moved")
     assert outside.returncode == 1 and "1 outside their bounds" in outside.stdout
     assert "GMStds" in outside.stdout.splitlines()[-1]
+    # Another run's published stability.csv: its printed values, each standing for every value
+    # that rounds to it (0.7011 inside [0.6999, 0.7011]; 0.8501 half a unit beyond 0.85: out).
+    for name, values in (("inside", [0.9, 0.85, 0.7011]), ("beyond", [0.9, 0.8501, 0.7011])):
+        _rows(values).round(4).to_csv(tmp_path / f"{name}.csv", index=False)
+    inside, beyond = compare("inside.csv"), compare("beyond.csv")
+    assert inside.returncode == 0 and "0 outside their bounds" in inside.stdout, inside.stderr
+    assert beyond.returncode == 1 and "1 outside their bounds" in beyond.stdout
+    assert "GMStds" in beyond.stdout.splitlines()[-1]
+
+
+PORTABILITY = Path(__file__).resolve().parents[2] / "benchmarks" / "embedding_portability.py"
+
+
+def _portability_module():
+    # The benchmarks import each other by module name: their folder is on the path for the
+    # import only, as in test_bench_magnitude.py.
+    sys.path.insert(0, str(PORTABILITY.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("embedding_portability", PORTABILITY)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(PORTABILITY.parent))
+    return module
 
 
 def test_embedding_portability_measures_what_the_vectors_share():
     # benchmarks/embedding_portability.py's comparison: a shift shared by every vector is "the
     # change's share" 1; independent changes of n vectors about 1/sqrt(n).
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "embedding_portability.py"
-    spec = importlib.util.spec_from_file_location("embedding_portability", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _portability_module()
     rng = np.random.default_rng(3)
     reference = rng.standard_normal((400, 16))
     shared = module.differences(reference, reference + 1e-6 * rng.standard_normal(16))
@@ -395,6 +420,18 @@ def test_embedding_portability_measures_what_the_vectors_share():
     independent = module.differences(reference, reference + 1e-6 * rng.standard_normal((400, 16)))
     assert 0.02 < independent["common_share"] < 0.1  # 1/sqrt(400) = 0.05
     assert not independent["identical"] and module.differences(reference, reference)["identical"]
+
+
+def test_embedding_portability_names_the_emulator_it_lacks(tmp_path):
+    # The emulated CPU runs the embedding under qemu-x86_64: without it, the run is refused in
+    # one line that says what to install, before any model is loaded.
+    done = subprocess.run([sys.executable, str(PORTABILITY), "all-MiniLM-L6-v2",
+                           str(tmp_path / "no-model"), str(tmp_path / "no-documents.json"),
+                           "--variants", "native,haswell"], capture_output=True, text=True,
+                          env={**os.environ, "PATH": str(tmp_path)}, timeout=300)
+    assert done.returncode == 2
+    assert "variant haswell runs under qemu-x86_64, which is not installed" in done.stderr
+    assert "apt-get install qemu-user" in done.stderr
 
 
 def test_classifications_are_read_back_exactly_as_written(tmp_path):
