@@ -70,12 +70,12 @@ def rule(case: dict, known: list[int], factor: float) -> tuple[float, float]:
 
 def pair_columns(cases: list[dict], pair: tuple[int, int], which: str) -> dict:
     first = [0, *_quadrature._LOG_HERMITE_STAGES[0]]
-    past = [c for c in cases if rule(c, first, 1.0)[1] > study.RTOL]
+    past = [rule(c, first, 1.0)[1] > study.RTOL for c in cases]
     results = [rule(c, sorted(first + list(pair)), FACTOR) for c in cases]
-    ended = [rule(c, sorted(first + list(pair)), FACTOR)[1] <= study.RTOL for c in past]
+    ended = [estimate <= study.RTOL for (_, estimate), on in zip(results, past, strict=True) if on]
     worst = max((true for true, estimate in results if estimate <= study.RTOL), default=0.0)
     least = min((estimate / max(true, 1e-300) for true, estimate in results), default=np.nan)
-    return {f"{which}_cases": len(cases), f"{which}_past_15": len(past),
+    return {f"{which}_cases": len(cases), f"{which}_past_15": sum(past),
             f"{which}_ended_at_17": sum(ended),
             f"{which}_worst_rel_error_ended": float(f"{worst:.3g}"),
             f"{which}_least_estimate_over_error": float(f"{least:.3g}")}

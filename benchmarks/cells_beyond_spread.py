@@ -91,7 +91,7 @@ def report(args, blocks: list[str], reference: pd.DataFrame, other: pd.DataFrame
            spread: pd.DataFrame, published: bool) -> int:
     """Print the comparison; its exit status."""
     moved = beyond_spread(spread, reference, other)
-    merged = other.merge(reference, on=["dataset", "preprocessing", "distance", "measure", "k"])
+    merged = other.merge(reference, on=list(MODEL_CELL))
     printed = (merged["accuracy_mean_x"].round(4) != merged["accuracy_mean_y"].round(4)).sum()
     bounded = "accuracy_low" in reference.columns
     # a printed value stands for every value that rounds to it
