@@ -18,9 +18,9 @@ settings remove this machine difference.
 as every library sees it through CPUID, so it reaches what the environment variables cannot:
 ONNX Runtime's MLAS kernels, the 4-bit e5 engine's and glibc's own choices. The emulator
 computes in software, so a difference it shows is that CPU's choice of code or the emulator's
-own answer to an instruction whose result the instruction set leaves to the processor (the
-approximate ``rsqrtss`` of the 4-bit e5 engine), which this run alone does not tell apart; it
-runs 50 to 300 times slower than the native process, so keep ``--n`` small.
+own answer to an instruction whose result the instruction set leaves to the processor (an
+approximate reciprocal square root such as ``rsqrtss``), which this run alone does not tell
+apart; it runs 50 to 300 times slower than the native process, so keep ``--n`` small.
 
 ``cuda`` embeds on the GPU instead (does a GPU move the vectors more than the
 stability check assumes?), ``cuda_again`` a second time (does the GPU repeat itself bit for

