@@ -8,12 +8,14 @@ last-bit differences into a change of about 1 % per vector from one processor to
 (docs/model_distinguishing.md, "Reproducibility"). :func:`build_engine` compiles the same
 source (``e5.c``, ``e5.h``: pinned files of the model's folder) without ``-ffast-math`` and
 without contracting products into fused multiply-adds the source does not ask for, so every
-arithmetic step is one the C standard fixes. What the bits still depend on is the C library's
-``expf`` and ``erff``: glibc runs one code for each on every processor with AVX2 and FMA, and an
-emulated Intel Haswell gives the native processor's bits
-(``benchmarks/results/embedding_portability_multilingual-e5-small-q4.md``). The flags are the
-model's pins (``engine.flags`` of :data:`~diversity_core.embed.text_models.TEXT_MODELS`), so
-they are part of its fingerprint and of every embedding cache's key. The encoder of
+arithmetic step is one the C standard fixes: built at ``-O1``, or for the very processor it
+runs on (``-march=native``), it embeds bit for bit as with the pinned flags (tested). What the
+bits still depend on is the C library's ``expf`` and ``erff``: glibc runs one code for each
+on every processor with AVX2 and FMA, and an emulated Intel Haswell gives the native
+processor's bits (``benchmarks/results/embedding_portability_multilingual-e5-small-q4.md``).
+The flags are the model's pins (``engine.flags`` of
+:data:`~diversity_core.embed.text_models.TEXT_MODELS`), so they are part of its fingerprint and
+of every embedding cache's key. The encoder of
 :func:`~diversity_core.embed.sentences.load_text_model` builds the engine into a temporary
 folder each time the model loads (about a second).
 """

