@@ -22,6 +22,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from diversity_core.device import cpu_features
+
 RESULTS = Path(__file__).resolve().parent / "results"
 _FLAGS = ("avx2", "fma", "avx512f", "avx512dq", "avx512vl")
 
@@ -36,15 +38,15 @@ def add_record_options(parser) -> None:
 
 def machine() -> dict:
     """The CPU model, its vector instruction sets, cores, and the versions that matter."""
-    model, flags = platform.processor() or platform.machine(), []
+    model = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "model name":
                 model = value.strip()
-            elif key.strip() == "flags":
-                flags = [f for f in _FLAGS if f in value.split()]
                 break
+    features = cpu_features() or set()
+    flags = [f for f in _FLAGS if f in features]
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     import numpy
 

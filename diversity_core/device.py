@@ -28,6 +28,9 @@ line's ``--device``, ``MagnitudeSettings``, a public function given a string) an
 table is refused in one line naming the key or option; a CUDA GPU that torch does not see is
 refused there too (except by the configuration's check, which runs on the machine that submits
 the jobs: a SLURM job's node may have the GPU the submitting machine lacks).
+
+:func:`cpu_features` reads the processor's feature flags, which code compiled for a given
+instruction set checks before it runs.
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from pathlib import Path
 
 from ._memory import available_memory
 
-__all__ = ["DEVICES", "Device", "parse_device", "device_problem", "free_memory"]
+__all__ = ["DEVICES", "Device", "parse_device", "device_problem", "free_memory",
+           "cpu_features"]
 
 # The one table of names: name -> (the magnitude engine, the torch device; None: auto's choice).
 # ``cuda:N`` stands for every numbered GPU (matched by _CUDA_N below; its torch device is the
@@ -174,3 +179,16 @@ def free_memory(device) -> int:
 
         return int(torch.cuda.mem_get_info(device.to_torch())[0])
     return available_memory()
+
+
+def cpu_features() -> set[str] | None:
+    """The processor's feature flags (``avx2``, ``fma``, ...) from ``/proc/cpuinfo``; None where
+    there is no such file or line."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.partition(":")[0].strip() == "flags":
+            return set(line.partition(":")[2].split())
+    return None

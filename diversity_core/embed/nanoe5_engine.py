@@ -30,6 +30,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..device import cpu_features
+
 log = logging.getLogger(__name__)
 
 # The processor features that code compiled with a flag executes (the engine's AVX2 integer
@@ -40,18 +42,6 @@ _FLAG_FEATURES = {"-mavx2": "avx2", "-mfma": "fma"}
 def compiler() -> list[str]:
     """The C compiler's command: ``$CC`` (split like a shell word list), else ``cc``."""
     return shlex.split(os.environ.get("CC") or "cc")
-
-
-def cpu_features() -> set[str] | None:
-    """The processor's feature flags from ``/proc/cpuinfo`` (None where there is no such file)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return None
 
 
 def build_engine(source, flags: Sequence[str], dest_dir) -> Path:
