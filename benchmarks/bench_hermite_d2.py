@@ -1,4 +1,5 @@
-"""``hermite_d2`` against ``hermite_log`` through the engine: solves, true error and time.
+"""``hermite_d2`` against ``hermite_log`` and ``cc25`` through the engine: solves, true error and
+time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_hermite_d2.py   # writes the CSVs below
     python benchmarks/bench_hermite_d2.py --max-n 300 --batches 20x30 --out other.csv
@@ -6,11 +7,14 @@
 For the clouds of ``bench_quadrature_rule.py`` up to 2,000 points (the same points and seeds),
 at each target, each rule on a fresh dense space after its own convergence-scale search
 (t_cut = t_conv): MagArea's solves (the distinct scales inside (0, t_conv) solved after the
-search), its true relative error against ``chebyshev`` at rtol 1e-10, and its time, the two
-rules back to back, best of two. ``path`` says what solved the scales: ``cholesky`` below
-the conjugate-gradient size (``_solver._CG_MIN_POINTS`` distinct points), where the second
-derivative costs two triangular solves; ``cg`` from there on, where it costs a second
-conjugate-gradient solve.
+search), its true relative error against ``chebyshev`` at rtol 1e-10, and its time, the
+rules back to back, best of two; ``cc25`` (Clenshaw–Curtis on 13, then 25 scales) is the
+rule the Hermite rules replace, and each one's time is also given as a ratio to its time.
+``path`` says what solved the scales: ``cholesky`` below the conjugate-gradient size
+(``_solver._CG_MIN_POINTS`` distinct points), where a solve is a factorisation and the second
+derivative costs two triangular solves; ``cg`` from there on, where a solve is a
+conjugate-gradient run whose iterations depend on its start (a scale between solved ones
+starts from their solutions) and the second derivative costs a second one.
 
 Then the batch, as ``bench_magnitude.py``'s batches run it (the reference-free protocol):
 ``convergence_scales`` of m sets of n points, their median as the shared t_cut, and
@@ -21,7 +25,8 @@ three; on as many threads as BLAS may use (one under the command above).
 Solves and errors are deterministic; times depend on the machine and its load (recorded in the
 header). Output: ``benchmarks/results/hermite_d2.csv``, ``hermite_d2_batch.csv`` and
 ``hermite_d2_summary.csv`` (per path: cases, the most solves, the cases within rtol 1e-6 and
-the worst true error of each rule, the median time ratio d2 / log).
+the worst true error of each rule, the median time ratios d2 / log, log / cc25 and
+d2 / cc25).
 """
 
 from __future__ import annotations
@@ -36,7 +41,11 @@ import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, clear_cache, convergence_scales, mag_areas
 from diversity_core.magnitude._solver import _CG_MIN_POINTS
 
-RULES = ("hermite_log", "hermite_d2")
+RULES = ("cc25", "hermite_log", "hermite_d2")
+# Time ratios: (column, numerator rule, denominator rule); the summary gives each one's median.
+RATIOS = (("time_ratio", "hermite_d2", "hermite_log"),
+          ("hermite_log_vs_cc25", "hermite_log", "cc25"),
+          ("hermite_d2_vs_cc25", "hermite_d2", "cc25"))
 RTOL = study.RTOL
 OUT = study.OUT.with_name("hermite_d2.csv")
 DEFAULT_MAX_N = 2000
@@ -45,7 +54,12 @@ REPEATS = 2
 BATCH_REPEATS = 3
 COLUMNS = ["metric", "n", "d", "kind", "target", "path", "t_conv"] + [
     f"{rule}_{what}" for rule in RULES for what in ("solves", "rel_error", "seconds")] + [
-    "time_ratio"]
+    column for column, _, _ in RATIOS]
+
+
+def time_ratios(best: dict) -> dict:
+    """The :data:`RATIOS` of the rules' best times ``best`` (rule -> seconds)."""
+    return {column: float(f"{best[top] / best[bottom]:.3g}") for column, top, bottom in RATIOS}
 
 
 def one_rule(D: np.ndarray, target: float, rule: str) -> tuple[int, float, float]:
@@ -74,8 +88,7 @@ def measure(D: np.ndarray, target: float) -> dict:
             best[rule] = min(best.get(rule, np.inf), seconds)
     for rule in RULES:
         row[f"{rule}_seconds"] = float(f"{best[rule]:.3g}")
-    row["time_ratio"] = float(f"{best['hermite_d2'] / best['hermite_log']:.3g}")
-    return row
+    return row | time_ratios(best)
 
 
 def batch_times(batches: str) -> list[dict]:
@@ -95,8 +108,7 @@ def batch_times(batches: str) -> list[dict]:
                 mag_areas(sets, t_cut, method=rule, rtol=RTOL)
                 best[rule] = min(best[rule], time.perf_counter() - start)
         rows.append({"sets": m, "points": n, **{f"{r}_seconds": float(f"{best[r]:.3g}")
-                                                for r in RULES},
-                     "time_ratio": float(f"{best['hermite_d2'] / best['hermite_log']:.3g}")})
+                                                for r in RULES}, **time_ratios(best)})
     return rows
 
 
@@ -111,7 +123,8 @@ def summary(rows: list[dict]) -> list[dict]:
             line[f"{rule}_max_solves"] = max(r[f"{rule}_solves"] for r in mine)
             line[f"{rule}_within_rtol"] = sum(r[f"{rule}_rel_error"] <= RTOL for r in mine)
             line[f"{rule}_worst_rel_error"] = max(r[f"{rule}_rel_error"] for r in mine)
-        line["median_time_ratio"] = float(f"{np.median([r['time_ratio'] for r in mine]):.3g}")
+        for column, _, _ in RATIOS:
+            line[f"median_{column}"] = float(f"{np.median([r[column] for r in mine]):.3g}")
         out.append(line)
     return out
 
@@ -131,7 +144,8 @@ def main(argv=None) -> None:
     load = (before, load_average())
     write_csv(out, COLUMNS, rows, command=command, load=load, extra=extra)
     write_csv(out.with_name(out.stem + "_batch.csv"),
-              ["sets", "points", *(f"{r}_seconds" for r in RULES), "time_ratio"], batches,
+              ["sets", "points", *(f"{r}_seconds" for r in RULES),
+               *(column for column, _, _ in RATIOS)], batches,
               command=command, load=load, extra=extra)
     lines = summary(rows)
     write_csv(out.with_name(out.stem + "_summary.csv"), list(lines[0]), lines, command=command,
