@@ -26,15 +26,10 @@ estimate to true error at the engine's α. Deterministic (no times).
 
 from __future__ import annotations
 
-import argparse
-import os
-from pathlib import Path
-
 import bench_quadrature_rule as study
 import numpy as np
 from record import load_average, write_csv
 
-import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _quadrature, _solver
 
 OUT = study.OUT.with_name("log_hermite_alpha.csv")
@@ -112,26 +107,14 @@ def summary(rows: list[dict]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--max-n", type=int, default=MAX_N,
-                        help=f"run only the clouds of at most this many points (default {MAX_N})")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT.name} in "
-                                                              f"{OUT.parent}")
-    args = parser.parse_args(argv)
-    threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    command = (f"OPENBLAS_NUM_THREADS={threads} " if threads else "") + (
-        "python benchmarks/bench_log_hermite_alpha.py") + (
-        f" --max-n {args.max_n}" if args.max_n != MAX_N else "") + (
-        f" --out {args.out}" if args.out != OUT else "")
+    args, command = study.both_sets_arguments(argv, __doc__.split("\n")[0],
+                                              "bench_log_hermite_alpha.py", OUT, MAX_N)
     before = load_average()
     rows = []
-    for which, holdout in (("study", False), ("holdout", True)):
-        for seed, (metric, kind, n, d, targets) in study.clouds(args.max_n, holdout):
-            D = dc.pairwise_distances(study.points(kind, metric, n, d, seed), metric)
-            for target in targets:
-                rows.append({"set": which, "metric": metric, "n": n, "d": d, "kind": kind,
-                             "target": target, **measure(D, target)})
-                print(",".join(str(v) for v in rows[-1].values()), flush=True)
+    for which, cloud, D, targets in study.both_sets(args.max_n):
+        for target in targets:
+            rows.append({"set": which, **cloud, "target": target, **measure(D, target)})
+            print(",".join(str(v) for v in rows[-1].values()), flush=True)
     load = (before, load_average())
     extra = (("rtol", f"{study.RTOL:g}; reference: chebyshev at rtol {study.REFERENCE_RTOL:g}"),
              ("alphas", " ".join(f"{a:g}" for a in ALPHAS)),

@@ -22,16 +22,12 @@ more on the study's clouds; the holdout's columns are its out-of-sample check. D
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import os
-from pathlib import Path
 
 import bench_quadrature_rule as study
 import numpy as np
 from record import load_average, write_csv
 
-import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, _chebyshev, _quadrature
 
 OUT = study.OUT.with_name("log_hermite_pair.csv")
@@ -82,26 +78,14 @@ def pair_columns(cases: list[dict], pair: tuple[int, int], which: str) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--max-n", type=int, default=MAX_N,
-                        help=f"run only the clouds of at most this many points (default {MAX_N})")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT.name} in "
-                                                              f"{OUT.parent}")
-    args = parser.parse_args(argv)
-    threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    command = (f"OPENBLAS_NUM_THREADS={threads} " if threads else "") + (
-        "python benchmarks/bench_log_hermite_pair.py") + (
-        f" --max-n {args.max_n}" if args.max_n != MAX_N else "") + (
-        f" --out {args.out}" if args.out != OUT else "")
+    args, command = study.both_sets_arguments(argv, __doc__.split("\n")[0],
+                                              "bench_log_hermite_pair.py", OUT, MAX_N)
     before = load_average()
-    sets = {}
-    for which, holdout in (("study", False), ("holdout", True)):
-        sets[which] = []
-        for seed, (metric, kind, n, d, targets) in study.clouds(args.max_n, holdout):
-            D = dc.pairwise_distances(study.points(kind, metric, n, d, seed), metric)
-            for target in targets:
-                sets[which].append(values(D, target))
-            print(f"{which}: {metric} {kind} {n} x {d} done", flush=True)
+    sets = {"study": [], "holdout": []}
+    for which, cloud, D, targets in study.both_sets(args.max_n):
+        sets[which].extend(values(D, target) for target in targets)
+        print(f"{which}: {cloud['metric']} {cloud['kind']} {cloud['n']} x {cloud['d']} done",
+              flush=True)
     rows = [{"pair": f"{a} {b}", **pair_columns(sets["study"], (a, b), "study"),
              **pair_columns(sets["holdout"], (a, b), "holdout")}
             for a, b in itertools.combinations(CANDIDATES, 2)]

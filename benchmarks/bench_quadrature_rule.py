@@ -272,6 +272,35 @@ def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Pa
     return args, out, command
 
 
+def both_sets_arguments(argv, description: str, script: str, out: Path,
+                        max_n: int) -> tuple[argparse.Namespace, str]:
+    """The command line of a study over both :data:`CLOUDS` and :data:`HOLDOUT` (``--max-n``,
+    default ``max_n``; ``--out``, default ``out``): ``(args, command)``, ``command`` the line
+    that reproduces the run (with the BLAS thread count where one is set)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--max-n", type=int, default=max_n,
+                        help=f"run only the clouds of at most this many points (default {max_n})")
+    parser.add_argument("--out", type=Path, default=out, help=f"default: {out.name} in "
+                                                              f"{out.parent}")
+    args = parser.parse_args(argv)
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    command = (f"OPENBLAS_NUM_THREADS={threads} " if threads else "") + (
+        f"python benchmarks/{script}") + (
+        f" --max-n {args.max_n}" if args.max_n != max_n else "") + (
+        f" --out {args.out}" if args.out != out else "")
+    return args, command
+
+
+def both_sets(max_n: int):
+    """``(set, cloud, D, targets)`` for every cloud of :data:`CLOUDS` (set ``"study"``), then
+    of :data:`HOLDOUT` (``"holdout"``), up to ``max_n`` points: ``cloud`` its description
+    (metric, n, d, kind), ``D`` its distance matrix."""
+    for which, holdout in (("study", False), ("holdout", True)):
+        for seed, (metric, kind, n, d, targets) in clouds(max_n, holdout):
+            D = dc.pairwise_distances(points(kind, metric, n, d, seed), metric)
+            yield which, {"metric": metric, "n": n, "d": d, "kind": kind}, D, targets
+
+
 def cloud_rows(chosen, measure, columns: list[str]) -> list[dict]:
     """One row per cloud of ``chosen`` (:func:`clouds`) and target: the cloud's description
     and ``measure(D, target)``'s columns, each row printed as it is made (``columns``)."""
