@@ -49,13 +49,7 @@ def first_stage(space: MagnitudeSpace, t_cut: float, alpha: float,
                 reference: float) -> tuple[float, float]:
     """(true relative error, estimated relative error) of ``hermite_log``'s first stage at
     ``alpha``, from exact Mag and dMag/dt at its scales."""
-    s = _chebyshev._cc_nodes(0.0, 1.0, LEVEL)
-    t = _chebyshev._log_stretch(s, t_cut, alpha)[0]
-    _, du, ddu = _chebyshev._log_stretch(s, 1.0, alpha)
-    mag, dmag = np.ones(LEVEL + 1), np.zeros(LEVEL + 1)  # Mag(0) = 1 (its slope is not used)
-    for j in range(1, LEVEL + 1):
-        mag[j], dmag[j] = space.magnitude_and_derivative(t_cut if j == LEVEL else float(t[j]))
-    unit, dunit = _quadrature._stretched_data(mag, dmag, t_cut, du, ddu)
+    unit, dunit, s = study.stretched_grid(space, t_cut, alpha, LEVEL)
     estimate, error = _quadrature._stretched_rule(unit, dunit, s, list(range(LEVEL + 1)))
     estimate, error = t_cut * float(estimate), t_cut * float(error)
     return abs(estimate - reference) / reference, error / abs(estimate)

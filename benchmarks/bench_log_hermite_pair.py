@@ -46,14 +46,8 @@ def values(D: np.ndarray, target: float) -> dict:
     space = MagnitudeSpace(D)
     t_cut = space.convergence_scale(target)
     reference = space.mag_area(t_cut, method="chebyshev", rtol=study.REFERENCE_RTOL)
-    s = _chebyshev._cc_nodes(0.0, 1.0, LEVEL)
     alpha = _chebyshev._stretch_rate(t_cut * space.diameter)
-    t = _chebyshev._log_stretch(s, t_cut, alpha)[0]
-    _, du, ddu = _chebyshev._log_stretch(s, 1.0, alpha)
-    mag, dmag = np.ones(LEVEL + 1), np.zeros(LEVEL + 1)  # Mag(0) = 1 (its slope is not used)
-    for j in range(1, LEVEL + 1):
-        mag[j], dmag[j] = space.magnitude_and_derivative(t_cut if j == LEVEL else float(t[j]))
-    unit, dunit = _quadrature._stretched_data(mag, dmag, t_cut, du, ddu)
+    unit, dunit, s = study.stretched_grid(space, t_cut, alpha, LEVEL)
     return {"t_cut": t_cut, "reference": reference, "unit": unit, "dunit": dunit, "s": s}
 
 

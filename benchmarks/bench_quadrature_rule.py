@@ -272,6 +272,20 @@ def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Pa
     return args, out, command
 
 
+def stretched_grid(space: MagnitudeSpace, t_cut: float, alpha: float, level: int):
+    """``(unit, dunit, s)``: g / t_cut and its s-derivative (``_quadrature._stretched_data``, as
+    ``hermite_log`` forms them) at the ``level`` + 1 Chebyshev–Lobatto points ``s`` of [0, 1]
+    under the stretch of rate ``alpha``, from Mag and dMag/dt solved by ``space`` to full
+    accuracy at their scales (t_cut last; Mag(0) = 1, whose slope the rule does not use)."""
+    s = _chebyshev._cc_nodes(0.0, 1.0, level)
+    t = _chebyshev._log_stretch(s, t_cut, alpha)[0]
+    _, du, ddu = _chebyshev._log_stretch(s, 1.0, alpha)
+    mag, dmag = np.ones(level + 1), np.zeros(level + 1)
+    for j in range(1, level + 1):
+        mag[j], dmag[j] = space.magnitude_and_derivative(t_cut if j == level else float(t[j]))
+    return (*_quadrature._stretched_data(mag, dmag, t_cut, du, ddu), s)
+
+
 def both_sets_arguments(argv, description: str, script: str, out: Path,
                         max_n: int) -> tuple[argparse.Namespace, str]:
     """The command line of a study over both :data:`CLOUDS` and :data:`HOLDOUT` (``--max-n``,

@@ -2,27 +2,16 @@
 space's closed form and the engine's, its rules against the engine's accurate MagArea, and a
 small run's CSVs (header lines, a row per case, a summary row per rule)."""
 
-import csv
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from result_tables import benchmark, small_run, table
 
 import diversity_core as dc
 from diversity_core.magnitude import MagnitudeSpace, _chebyshev
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_derivative_order.py"
-# The benchmarks import each other by module name: their folder is on the path for the import
-# only, as in test_bench_magnitude.py (the parametrisations below read its RULES).
-sys.path.insert(0, str(SCRIPT.parent))
-try:
-    import bench_derivative_order as bench
-finally:
-    sys.path.remove(str(SCRIPT.parent))
+bench = benchmark("bench_derivative_order")
 
 
 @pytest.mark.parametrize("t", [0.05, 0.7, 3.0])
@@ -67,15 +56,8 @@ def test_each_rule_integrates_within_the_tolerance(points, order):
 
 def test_a_small_run_writes_both_tables(tmp_path):
     out = tmp_path / "order.csv"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--max-n", "50", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = out.read_text().splitlines()
-    comments = sum(line.startswith("#") for line in lines)
-    command = f"python benchmarks/bench_derivative_order.py --max-n 50 --out {out}"
-    assert any(line.startswith("# command: ") and line.endswith(command)
-               for line in lines[:comments])
-    rows = list(csv.DictReader(lines[comments:]))
+    _, rows = small_run("bench_derivative_order.py", ["--max-n", "50", "--out", str(out)], out,
+                        f"python benchmarks/bench_derivative_order.py --max-n 50 --out {out}")
     assert list(rows[0]) == bench.COLUMNS
     # A row per target of each of the study's clouds of 50 points.
     assert len(rows) == sum(len(c[4]) for _, c in bench.study.clouds(50))
@@ -84,7 +66,6 @@ def test_a_small_run_writes_both_tables(tmp_path):
             key = bench.name(points, order)
             assert int(row[f"{key}_solves"]) == points - 2
             assert 0 <= float(row[f"{key}_rel_error"]) < 1e-4
-    summary_lines = out.with_name("order_summary.csv").read_text().splitlines()
-    summary = list(csv.DictReader(summary_lines[comments:]))
+    _, summary = table(out.with_name("order_summary.csv"))
     assert [r["rule"] for r in summary] == [bench.name(*r) for r in bench.RULES]
     assert all(int(r["cases"]) == len(rows) for r in summary)

@@ -1,32 +1,16 @@
 """benchmarks/bench_hermite_d2.py: a small run's three CSVs (header lines, a row per case with
 each rule's solves, true error and time ratios, a row per batch, a summary row per path)."""
 
-import subprocess
-import sys
-from pathlib import Path
+from result_tables import benchmark, small_run, table
 
-from result_tables import table
-
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_hermite_d2.py"
-# The benchmarks import each other by module name: their folder is on the path for the import
-# only, as in test_bench_magnitude.py.
-sys.path.insert(0, str(SCRIPT.parent))
-try:
-    import bench_hermite_d2 as bench
-finally:
-    sys.path.remove(str(SCRIPT.parent))
+bench = benchmark("bench_hermite_d2")
 
 
 def test_a_small_run_writes_its_three_tables(tmp_path):
     out = tmp_path / "d2.csv"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--max-n", "50", "--batches", "6x12",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600,
-                          cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    header, rows = table(out)
-    command = f"python benchmarks/bench_hermite_d2.py --max-n 50 --out {out} --batches 6x12"
-    assert any(line.startswith("# command: ") and line.endswith(command) for line in header)
+    _, rows = small_run(
+        "bench_hermite_d2.py", ["--max-n", "50", "--batches", "6x12", "--out", str(out)], out,
+        f"python benchmarks/bench_hermite_d2.py --max-n 50 --out {out} --batches 6x12")
     assert list(rows[0]) == bench.COLUMNS
     assert len(rows) == sum(len(c[4]) for _, c in bench.study.clouds(50))
     for row in rows:  # 50 points: Cholesky, and the first stage's estimate suffices

@@ -2,16 +2,10 @@
 the grid's best, a summary per set and path), and the committed summary against the committed
 cases it is made from."""
 
-import subprocess
-import sys
-from pathlib import Path
+from result_tables import benchmark, small_run, table
 
-import bench_log_hermite_alpha as alpha_study
-from result_tables import table
-
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_log_hermite_alpha.py"
-COMMITTED = REPO / "benchmarks" / "results" / "log_hermite_alpha.csv"
+alpha_study = benchmark("bench_log_hermite_alpha")
+COMMITTED = alpha_study.OUT
 
 
 def typed(row: dict) -> dict:
@@ -23,13 +17,8 @@ def typed(row: dict) -> dict:
 
 def test_a_small_run_writes_a_row_per_case_and_a_summary(tmp_path):
     out = tmp_path / "alpha.csv"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--max-n", "60", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    header, rows = table(out)
-    assert any(line.startswith("# command: ") and line.endswith(
-        f"python benchmarks/bench_log_hermite_alpha.py --max-n 60 --out {out}")
-        for line in header)
+    _, rows = small_run("bench_log_hermite_alpha.py", ["--max-n", "60", "--out", str(out)], out,
+                        f"python benchmarks/bench_log_hermite_alpha.py --max-n 60 --out {out}")
     assert {r["set"] for r in rows} == {"study"} and {r["path"] for r in rows} == {"cholesky"}
     assert len(rows) == 12  # the study's four clouds of 50 points, three targets each
     grid = {float(a) for a in alpha_study.ALPHAS}

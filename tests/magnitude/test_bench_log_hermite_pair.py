@@ -1,27 +1,20 @@
 """benchmarks/bench_log_hermite_pair.py: a small run's table (header lines, a row per pair of
 the seven points 1, 5, ..., 25), and the engine's second stage against the committed table."""
 
-import subprocess
-import sys
 from pathlib import Path
 
-from result_tables import table
+from result_tables import small_run, table
 
 from diversity_core.magnitude import _quadrature
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "bench_log_hermite_pair.py"
 COMMITTED = REPO / "benchmarks" / "results" / "log_hermite_pair.csv"
 
 
 def test_a_small_run_writes_a_row_per_pair(tmp_path):
     out = tmp_path / "pairs.csv"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--max-n", "120", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    header, rows = table(out)
-    assert any(line.startswith("# command: ") and line.endswith(
-        f"python benchmarks/bench_log_hermite_pair.py --max-n 120 --out {out}") for line in header)
+    _, rows = small_run("bench_log_hermite_pair.py", ["--max-n", "120", "--out", str(out)], out,
+                        f"python benchmarks/bench_log_hermite_pair.py --max-n 120 --out {out}")
     seven = _quadrature._LOG_HERMITE_STAGES[1] + _quadrature._LOG_HERMITE_STAGES[2]
     assert sorted(tuple(map(int, r["pair"].split())) for r in rows) == sorted(
         (a, b) for a in seven for b in seven if a < b)
