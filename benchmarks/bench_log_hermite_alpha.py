@@ -114,8 +114,7 @@ def main(argv=None) -> None:
              ("alphas", " ".join(f"{a:g}" for a in ALPHAS)),
              ("clouds", f"CLOUDS and HOLDOUT of bench_quadrature_rule.py up to {args.max_n} "
                         "points"))
-    write_csv(args.out, COLUMNS, rows, command=command, load=load,
-              extra=extra)
+    write_csv(args.out, COLUMNS, rows, command=command, load=load, extra=extra)
     write_csv(args.out.with_name(args.out.stem + "_summary.csv"), SUMMARY, summary(rows),
               command=command, load=load, extra=extra)
 
