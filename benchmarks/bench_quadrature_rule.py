@@ -238,6 +238,14 @@ def clouds(max_n: int | None, holdout: bool = False):
     return [(first + i, c) for i, c in enumerate(listed) if max_n is None or c[2] <= max_n]
 
 
+def reproducing_command(script: str, *options: str) -> str:
+    """The line that reproduces a run of ``benchmarks/<script>``: the BLAS thread count where
+    one is set, then the script and ``options`` (each empty or starting with a space)."""
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    return ((f"OPENBLAS_NUM_THREADS={threads} " if threads else "")
+            + f"python benchmarks/{script}" + "".join(options))
+
+
 def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Path],
                     max_n: int | None = None, more: tuple[tuple[str, dict], ...] = ()):
     """The command line of a study over :data:`CLOUDS` (``--holdout``: :data:`HOLDOUT`):
@@ -259,12 +267,9 @@ def cloud_arguments(argv, description: str, script: str, outputs: tuple[Path, Pa
     args = parser.parse_args(argv)
     default = outputs[1] if args.holdout else outputs[0]
     out = args.out or default
-    threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    command = ((f"OPENBLAS_NUM_THREADS={threads} " if threads else "")
-               + f"python benchmarks/{script}"
-               + (" --holdout" if args.holdout else "")
-               + (f" --max-n {args.max_n}" if args.max_n != max_n else "")
-               + (f" --out {out}" if out != default else ""))
+    command = reproducing_command(script, " --holdout" if args.holdout else "",
+                                  f" --max-n {args.max_n}" if args.max_n != max_n else "",
+                                  f" --out {out}" if out != default else "")
     for flag, options in more:
         value = getattr(args, flag.removeprefix("--").replace("-", "_"))
         if value != options.get("default"):
@@ -297,12 +302,9 @@ def both_sets_arguments(argv, description: str, script: str, out: Path,
     parser.add_argument("--out", type=Path, default=out, help=f"default: {out.name} in "
                                                               f"{out.parent}")
     args = parser.parse_args(argv)
-    threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    command = (f"OPENBLAS_NUM_THREADS={threads} " if threads else "") + (
-        f"python benchmarks/{script}") + (
-        f" --max-n {args.max_n}" if args.max_n != max_n else "") + (
-        f" --out {args.out}" if args.out != out else "")
-    return args, command
+    return args, reproducing_command(script,
+                                     f" --max-n {args.max_n}" if args.max_n != max_n else "",
+                                     f" --out {args.out}" if args.out != out else "")
 
 
 def both_sets(max_n: int):
